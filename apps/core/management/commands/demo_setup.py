@@ -1,0 +1,32 @@
+"""Idempotent first-run setup for the embedded run: a demo user and the built-in presets."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+
+from apps.policies.services import presets_sync_builtin
+
+
+class Command(BaseCommand):
+    help = "Create the demo user (printing its credentials) and load the built-in presets. Safe to re-run."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--username", default=os.environ.get("DEMO_USER", "demo"))
+        parser.add_argument("--password", default=os.environ.get("DEMO_PASSWORD", "demo-password"))
+
+    def handle(self, *args: Any, username: str, password: str, **options: Any) -> None:
+        user_model = get_user_model()
+        user, created = user_model.objects.get_or_create(
+            username=username, defaults={"is_staff": True, "is_superuser": True}
+        )
+        if created:
+            user.set_password(password)
+            user.save()
+        count = presets_sync_builtin()
+        verb = "created" if created else "exists"
+        self.stdout.write(f"demo user {username!r} {verb}; password: {password if created else '(unchanged)'}")
+        self.stdout.write(f"built-in presets: {count}")

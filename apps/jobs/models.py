@@ -1,0 +1,93 @@
+"""Clusters the control plane talks to, and the AscendJobs it manages in them."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+from apps.policies.spec import DEFAULT_RELEASE, FRAMEWORKS, RELEASES
+
+
+class Cluster(models.Model):
+    """A Kubernetes cluster running MindCluster, reached through a kubeconfig or in-cluster config."""
+
+    name = models.SlugField(max_length=63, unique=True)
+    description = models.CharField(max_length=200, blank=True)
+    kubeconfig_path = models.CharField(
+        max_length=500, blank=True, help_text="Path to a kubeconfig file; empty with in_cluster for a pod."
+    )
+    context = models.CharField(max_length=200, blank=True, help_text="kubeconfig context; empty = current.")
+    in_cluster = models.BooleanField(default=False)
+    clusterd_address = models.CharField(
+        max_length=200, blank=True, help_text="host:port of ClusterD's gRPC service (8899), if reachable."
+    )
+    namespaces = models.JSONField(
+        default=list, blank=True, help_text="Namespaces to watch and adopt jobs from; empty = all."
+    )
+    auto_heal = models.BooleanField(default=False, help_text="Re-push the policy when drift is detected.")
+    is_default = models.BooleanField(default=False)
+    healthy = models.BooleanField(null=True, default=None)
+    health_message = models.CharField(max_length=500, blank=True)
+    health_checked_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class TrainingJob(models.Model):
+    """An AscendJob in a cluster namespace, registered by hand or adopted from the cluster."""
+
+    class Framework(models.TextChoices):
+        PYTORCH = "pytorch"
+        MINDSPORE = "mindspore"
+        TENSORFLOW = "tensorflow"
+
+    class Source(models.TextChoices):
+        REGISTERED = "registered"
+        ADOPTED = "adopted"
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.PROTECT, related_name="jobs")
+    namespace = models.CharField(max_length=63)
+    name = models.CharField(max_length=253)
+    uid = models.CharField(max_length=64, blank=True, help_text="metadata.uid of the live AscendJob")
+    framework = models.CharField(max_length=20, choices=Framework.choices, default=Framework.PYTORCH)
+    replicas = models.JSONField(default=dict, blank=True, help_text='Replica count per role, e.g. {"Master": 1}')
+    npus_per_pod = models.PositiveIntegerField(default=0)
+    mindcluster_version = models.CharField(
+        max_length=8, choices=[(r, r) for r in RELEASES], default=DEFAULT_RELEASE
+    )
+    phase = models.CharField(max_length=32, blank=True, help_text="Last AscendJob condition type")
+    source = models.CharField(max_length=16, choices=Source.choices, default=Source.REGISTERED)
+    current_revision = models.ForeignKey(
+        "policies.PolicyRevision", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    deleted_at = models.DateTimeField(null=True, blank=True, help_text="Set when the job left the cluster")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["cluster__name", "namespace", "name"]
+        constraints = [
+            # A deleted job keeps its history; a new job with the same name is a new row.
+            models.UniqueConstraint(
+                fields=["cluster", "namespace", "name"],
+                condition=Q(deleted_at__isnull=True),
+                name="uniq_live_job_per_namespace",
+            ),
+            models.CheckConstraint(
+                condition=Q(framework__in=list(FRAMEWORKS)), name="job_framework_known"
+            ),
+        ]
+        indexes = [models.Index(fields=["cluster", "namespace"]), models.Index(fields=["uid"])]
+
+    def __str__(self) -> str:
+        return f"{self.cluster.name}/{self.namespace}/{self.name}"
+
+    @property
+    def node_nums(self) -> int:
+        """Total pods across replica roles (TaskD ``node_nums``)."""
+        return sum(int(v) for v in self.replicas.values())

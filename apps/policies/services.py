@@ -1,0 +1,130 @@
+"""Writes on policies: new revisions, restores and presets. Every write is validated and audited."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db import transaction
+
+from apps.audit.services import audit_record
+from apps.core.errors import ValidationFailed
+from apps.jobs.models import TrainingJob
+from apps.policies.models import PolicyRevision, Preset
+from apps.policies.spec import JobContext, ReplicaFacts
+from apps.policies.validation import ValidationResult, validate_policy
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who is making a change, as the audit trail records it."""
+
+    user: AbstractBaseUser | AnonymousUser | None = None
+    name: str = ""  # e.g. "system:adoption" when there is no user
+    token_name: str = ""
+    request_id: str = ""
+
+
+def job_context(job: TrainingJob) -> JobContext:
+    """What the validator knows about a stored job (the live manifest adds more when available)."""
+    return JobContext(
+        name=job.name,
+        namespace=job.namespace,
+        framework=job.framework,
+        mindcluster_version=job.mindcluster_version,
+        replicas=tuple(
+            ReplicaFacts(
+                role=role,
+                replicas=int(count),
+                restart_policy="",
+                npus_per_pod=job.npus_per_pod,
+                container_names=(),
+                env_names=(),
+            )
+            for role, count in job.replicas.items()
+        ),
+    )
+
+
+def policy_validate_for_job(*, job: TrainingJob, spec: Any) -> ValidationResult:
+    return validate_policy(spec, job_context(job))
+
+
+@transaction.atomic
+def policy_revision_create(
+    *,
+    job: TrainingJob,
+    spec: Any,
+    actor: Actor,
+    comment: str = "",
+    source: str = PolicyRevision.Source.USER,
+    preset: Preset | None = None,
+    restored_from: int | None = None,
+    expected_revision: int | None = None,
+) -> PolicyRevision:
+    """Validate ``spec`` against the job and store it as the job's next revision.
+
+    Raises ``ValidationFailed`` with the validator's issues, or ``RevisionConflict`` when
+    ``expected_revision`` is given and is not the current one (lost-update guard).
+    """
+    from apps.core.errors import RevisionConflict
+
+    locked = TrainingJob.objects.select_for_update().get(pk=job.pk)
+    current = locked.current_revision
+    if expected_revision is not None and (current.number if current else 0) != expected_revision:
+        raise RevisionConflict(current=current.number if current else 0)
+    result = policy_validate_for_job(job=locked, spec=spec)
+    if not result.ok or result.spec is None:
+        raise ValidationFailed(result.errors, warnings=result.warnings)
+    last = locked.revisions.order_by("-number").values_list("number", flat=True).first() or 0
+    revision = PolicyRevision.objects.create(
+        job=locked,
+        number=last + 1,
+        spec=result.spec.to_dict(),
+        author=actor.user if actor.user is not None and actor.user.is_authenticated else None,
+        author_name=actor.name or (actor.user.get_username() if actor.user is not None else "system"),
+        comment=comment[:500],
+        source=source,
+        source_preset=preset,
+        restored_from=restored_from,
+    )
+    locked.current_revision = revision
+    locked.save(update_fields=["current_revision", "updated_at"])
+    audit_record(
+        actor=actor.user,
+        actor_name=actor.name,
+        token_name=actor.token_name,
+        request_id=actor.request_id,
+        action="policy.update" if source != PolicyRevision.Source.RESTORE else "policy.restore",
+        obj=locked,
+        before=current.spec if current else None,
+        after=revision.spec,
+    )
+    job.current_revision = revision
+    return revision
+
+
+def policy_revision_restore(*, job: TrainingJob, number: int, actor: Actor) -> PolicyRevision:
+    """Make a copy of revision ``number`` the job's newest revision."""
+    old = job.revisions.get(number=number)
+    return policy_revision_create(
+        job=job,
+        spec=old.spec,
+        actor=actor,
+        comment=f"restore of revision {number}",
+        source=PolicyRevision.Source.RESTORE,
+        restored_from=number,
+    )
+
+
+def presets_sync_builtin() -> int:
+    """Create or refresh the presets shipped with the product; user presets are left alone."""
+    from apps.policies.builtin_presets import BUILTIN_PRESETS
+
+    for name, preset in BUILTIN_PRESETS.items():
+        Preset.objects.update_or_create(
+            name=name,
+            defaults={"spec": preset["spec"], "description": preset["description"], "builtin": True},
+        )
+    return len(BUILTIN_PRESETS)

