@@ -12,6 +12,7 @@ because it runs before anything is installed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import os
 import shutil
@@ -35,7 +36,7 @@ def say(msg: str) -> None:
 
 # --- environment -------------------------------------------------------------------------------
 def ensure_venv(requirement_files: list[str]) -> None:
-    if sys.version_info < (3, 11):
+    if sys.version_info < (3, 11):  # noqa: UP036 - runs under whatever python3 the user has
         sys.exit(f"Python 3.11+ is required; this is {sys.version.split()[0]}")
     if not PY.exists():
         say(f"creating virtualenv {VENV}")
@@ -105,10 +106,8 @@ class Children:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 say(f"{name} did not stop in time; killing it")
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
                 proc.wait()
         self.procs.clear()
 
@@ -130,8 +129,21 @@ def redis_url_or_start(children: Children, *, prefer_port: int = 6379) -> str:
     (VAR / "redis").mkdir(parents=True, exist_ok=True)
     children.start(
         "redis",
-        [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no",
-         "--dir", str(VAR / "redis"), "--maxmemory-policy", "noeviction"],
+        [
+            binary,
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(VAR / "redis"),
+            "--maxmemory-policy",
+            "noeviction",
+        ],
     )
     wait_port("127.0.0.1", port, 15, "redis")
     return f"redis://127.0.0.1:{port}/0"
@@ -141,7 +153,11 @@ def postgres_url_or_start(children: Children) -> str:
     """DATABASE_URL if set; else the local PostgreSQL (started if installed but down); else pgserver."""
     if os.environ.get("DATABASE_URL"):
         return os.environ["DATABASE_URL"]
-    if not port_open("127.0.0.1", 5432) and shutil.which("pg_ctlcluster") and Path("/etc/postgresql").exists():
+    if (
+        not port_open("127.0.0.1", 5432)
+        and shutil.which("pg_ctlcluster")
+        and Path("/etc/postgresql").exists()
+    ):
         versions = sorted(p.name for p in Path("/etc/postgresql").iterdir())
         if versions:
             say(f"starting the local PostgreSQL {versions[-1]}")
@@ -224,8 +240,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         subprocess.run([*manage, "demo_setup"], cwd=ROOT, env=env, check=True)
         children.start(
             "web",
-            [str(PY), "-m", "uvicorn", "controlplane.asgi:application", "--host", args.host,
-             "--port", str(args.port), "--lifespan", "off"],
+            [
+                str(PY),
+                "-m",
+                "uvicorn",
+                "controlplane.asgi:application",
+                "--host",
+                args.host,
+                "--port",
+                str(args.port),
+                "--lifespan",
+                "off",
+            ],
             env=env,
         )
         wait_port(args.host, args.port, 60, "web server")
@@ -243,7 +269,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="set up and run the whole system")
     run.add_argument("--host", default="127.0.0.1")

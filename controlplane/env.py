@@ -39,7 +39,9 @@ def env_bool(name: str, default: bool) -> bool:
         return True
     if value in _FALSE:
         return False
-    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean; use one of: true, false, 1, 0, yes, no, on, off")
+    raise ImproperlyConfigured(
+        f"{name}={raw!r} is not a boolean; use one of: true, false, 1, 0, yes, no, on, off"
+    )
 
 
 def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
@@ -50,7 +52,7 @@ def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int
         value = int(raw.strip())
     except ValueError:
         raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from None
-    if minimum is not None and value < minimum or maximum is not None and value > maximum:
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
         raise ImproperlyConfigured(f"{name}={value} is out of range [{minimum}, {maximum}]")
     return value
 

@@ -74,3 +74,9 @@ RESCHEDULE_REASON_CONFIGMAP = "job-reschedule-reason"
 # --- replica roles per framework (ascendjob_validate.go) ----------------------------------------
 LEADER_ROLE = {"pytorch": "Master", "mindspore": "Scheduler", "tensorflow": "Chief"}
 WORKER_ROLE = "Worker"
+
+# Where a job declares its MindCluster release (our convention; the cluster itself does not say).
+LABEL_RELEASE = "mindcluster.io/release"
+ANNOTATION_RELEASE = "recovery.mindcluster.io/release"
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY_VALUE = "mindcluster-recovery-control-plane"

@@ -22,6 +22,9 @@ class ApiRoot(APIView):
                 "api_version": "v1",
                 "mindcluster_releases": list(RELEASES),
                 "strategies": list(STRATEGIES),
-                "links": {"health": request.build_absolute_uri("/healthz"), "admin": request.build_absolute_uri("/admin/")},
+                "links": {
+                    "health": request.build_absolute_uri("/healthz"),
+                    "admin": request.build_absolute_uri("/admin/"),
+                },
             }
         )

@@ -30,4 +30,6 @@ def healthz(request: HttpRequest) -> JsonResponse:
     """200 when the database answers; Redis is reported but does not fail liveness."""
     checks = {"database": _check_database(), "redis": _check_redis()}
     healthy = checks["database"] == "ok"
-    return JsonResponse({"status": "ok" if healthy else "unavailable", "checks": checks}, status=200 if healthy else 503)
+    return JsonResponse(
+        {"status": "ok" if healthy else "unavailable", "checks": checks}, status=200 if healthy else 503
+    )

@@ -55,7 +55,9 @@ class TrainingJob(models.Model):
     name = models.CharField(max_length=253)
     uid = models.CharField(max_length=64, blank=True, help_text="metadata.uid of the live AscendJob")
     framework = models.CharField(max_length=20, choices=Framework.choices, default=Framework.PYTORCH)
-    replicas = models.JSONField(default=dict, blank=True, help_text='Replica count per role, e.g. {"Master": 1}')
+    replicas = models.JSONField(
+        default=dict, blank=True, help_text='Replica count per role, e.g. {"Master": 1}'
+    )
     npus_per_pod = models.PositiveIntegerField(default=0)
     mindcluster_version = models.CharField(
         max_length=8, choices=[(r, r) for r in RELEASES], default=DEFAULT_RELEASE
@@ -78,9 +80,7 @@ class TrainingJob(models.Model):
                 condition=Q(deleted_at__isnull=True),
                 name="uniq_live_job_per_namespace",
             ),
-            models.CheckConstraint(
-                condition=Q(framework__in=list(FRAMEWORKS)), name="job_framework_known"
-            ),
+            models.CheckConstraint(condition=Q(framework__in=list(FRAMEWORKS)), name="job_framework_known"),
         ]
         indexes = [models.Index(fields=["cluster", "namespace"]), models.Index(fields=["uid"])]
 

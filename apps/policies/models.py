@@ -64,3 +64,51 @@ class PolicyRevision(models.Model):
         if self.pk is not None:
             raise ValueError("PolicyRevision is immutable; create a new revision instead")
         super().save(*args, **kwargs)
+
+
+class PolicySync(models.Model):
+    """Outbox row: has revision N of a job's policy reached the cluster? Workers claim and push it.
+
+    Written in the same transaction as the revision; the push task is queued on commit, and a
+    periodic sweep re-queues rows left ``pending`` or ``applying`` past their lease, so a lost
+    message or a killed worker only delays a push.
+    """
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        APPLYING = "applying"
+        APPLIED = "applied"
+        FAILED = "failed"
+        DRIFTED = "drifted"
+        SUPERSEDED = "superseded"
+
+    job = models.ForeignKey("jobs.TrainingJob", on_delete=models.CASCADE, related_name="syncs")
+    revision = models.ForeignKey(PolicyRevision, on_delete=models.CASCADE, related_name="syncs")
+    generation = models.PositiveIntegerField(help_text="The revision number this row pushes")
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING, db_index=True)
+    attempts = models.PositiveIntegerField(default=0, help_text="Write attempts against the cluster")
+    last_error = models.TextField(blank=True)
+    retryable = models.BooleanField(default=True, help_text="False when retrying cannot help (403, 404, 422)")
+    claim_token = models.CharField(max_length=64, blank=True, help_text="Celery task id holding the claim")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    applied_resource_versions = models.JSONField(default=dict, blank=True)
+    drift = models.JSONField(default=list, blank=True, help_text="Keys whose live value differs")
+    effects = models.JSONField(default=list, blank=True, help_text="What takes effect live / at next start")
+    queued_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    checked_at = models.DateTimeField(null=True, blank=True, help_text="Last drift check")
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [models.UniqueConstraint(fields=["job", "generation"], name="uniq_sync_per_generation")]
+        indexes = [models.Index(fields=["state", "lease_expires_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.job} r{self.generation} {self.state}"
+
+    @property
+    def duration_ms(self) -> float | None:
+        if self.finished_at is None:
+            return None
+        return (self.finished_at - self.queued_at).total_seconds() * 1000

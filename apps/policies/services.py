@@ -11,7 +11,7 @@ from django.db import transaction
 from apps.audit.services import audit_record
 from apps.core.errors import ValidationFailed
 from apps.jobs.models import TrainingJob
-from apps.policies.models import PolicyRevision, Preset
+from apps.policies.models import PolicyRevision, PolicySync, Preset
 from apps.policies.spec import JobContext, ReplicaFacts
 from apps.policies.validation import ValidationResult, validate_policy
 
@@ -62,6 +62,7 @@ def policy_revision_create(
     preset: Preset | None = None,
     restored_from: int | None = None,
     expected_revision: int | None = None,
+    push: bool = True,
 ) -> PolicyRevision:
     """Validate ``spec`` against the job and store it as the job's next revision.
 
@@ -101,6 +102,16 @@ def policy_revision_create(
         before=current.spec if current else None,
         after=revision.spec,
     )
+    if push:
+        # Outbox row in the same transaction; the push task is queued only after commit.
+        from apps.policies.push import sync_create
+
+        sync_create(revision=revision)
+    else:
+        # An observed revision is what the cluster already has: record it as applied.
+        PolicySync.objects.create(
+            job=locked, revision=revision, generation=revision.number, state=PolicySync.State.APPLIED
+        )
     job.current_revision = revision
     return revision
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from controlplane.env import env_bool, env_int, env_list, env_secret, env_str
+from controlplane.env import env_bool, env_float, env_int, env_list, env_secret, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "apps.jobs",
     "apps.policies",
     "apps.audit",
+    "apps.events",
 ]
 
 MIDDLEWARE = [
@@ -98,6 +99,44 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
+# At-least-once: a task is acknowledged after it ran, and re-queued when its worker dies mid-way.
+CELERY_TASK_ACKS_LATE = env_bool("CELERY_TASK_ACKS_LATE", default=True)
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = env_int("CELERY_WORKER_PREFETCH_MULTIPLIER", 1, minimum=1)
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 240, minimum=10)
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 300, minimum=20)
+# Must exceed the longest task, or Redis re-delivers a task that is still running.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=CELERY_TASK_TIME_LIMIT + 60)
+}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_PUSH_QUEUE = env_str("CELERY_PUSH_QUEUE", "push")
+CELERY_SLOW_QUEUE = env_str("CELERY_SLOW_QUEUE", "slow")
+CELERY_TASK_DEFAULT_QUEUE = "default"
+CELERY_TASK_ROUTES = {
+    "policies.push_policy": {"queue": CELERY_PUSH_QUEUE},
+    "policies.sweep_syncs": {"queue": CELERY_SLOW_QUEUE},
+    "policies.reconcile_drift": {"queue": CELERY_SLOW_QUEUE},
+}
+CELERY_BEAT_SCHEDULE = {
+    "sweep-stuck-syncs": {
+        "task": "policies.sweep_syncs",
+        "schedule": env_float("SWEEP_INTERVAL_SECONDS", 15.0),
+    },
+    "reconcile-drift": {
+        "task": "policies.reconcile_drift",
+        "schedule": env_float("RECONCILE_INTERVAL_SECONDS", 60.0),
+    },
+}
+
+# --- push pipeline -------------------------------------------------------------------------------
+PUSH_LEASE_SECONDS = env_int("PUSH_LEASE_SECONDS", 120, minimum=5)
+PUSH_RETRY_BUDGET_SECONDS = env_float("PUSH_RETRY_BUDGET_SECONDS", 90.0, minimum=1.0)
+PUSH_MAX_CONFLICTS = env_int("PUSH_MAX_CONFLICTS", 10, minimum=1)
+PUSH_BACKOFF_BASE_SECONDS = env_float("PUSH_BACKOFF_BASE_SECONDS", 0.2, minimum=0.0)
+PUSH_BACKOFF_MAX_SECONDS = env_float("PUSH_BACKOFF_MAX_SECONDS", 5.0, minimum=0.01)
+PUSH_PENDING_GRACE_SECONDS = env_int("PUSH_PENDING_GRACE_SECONDS", 30, minimum=1)
+PUSH_FAILED_RETRY_SECONDS = env_int("PUSH_FAILED_RETRY_SECONDS", 60, minimum=1)
 
 CHANNEL_LAYERS = {
     "default": {

@@ -6,8 +6,8 @@ tests use their own Redis database number so a running dev worker never steals a
 
 from __future__ import annotations
 
-from controlplane.settings.base import *  # noqa: F403
 from controlplane.env import env_str
+from controlplane.settings.base import *  # noqa: F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast; test users only
 STORAGES = {

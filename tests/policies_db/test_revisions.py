@@ -9,7 +9,12 @@ from apps.audit.models import AuditEntry
 from apps.core.errors import RevisionConflict, ValidationFailed
 from apps.jobs.models import Cluster, TrainingJob
 from apps.policies.models import PolicyRevision, Preset
-from apps.policies.services import Actor, policy_revision_create, policy_revision_restore, presets_sync_builtin
+from apps.policies.services import (
+    Actor,
+    policy_revision_create,
+    policy_revision_restore,
+    presets_sync_builtin,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -23,8 +28,13 @@ def owner() -> User:
 def job() -> TrainingJob:
     cluster = Cluster.objects.create(name="sim")
     return TrainingJob.objects.create(
-        cluster=cluster, namespace="team-a", name="llama", framework="pytorch",
-        replicas={"Master": 1, "Worker": 3}, npus_per_pod=8, mindcluster_version="26.1",
+        cluster=cluster,
+        namespace="team-a",
+        name="llama",
+        framework="pytorch",
+        replicas={"Master": 1, "Worker": 3},
+        npus_per_pod=8,
+        mindcluster_version="26.1",
     )
 
 
@@ -61,7 +71,9 @@ def test_stale_expected_revision_conflicts(job: TrainingJob, owner: User) -> Non
 
 
 def test_every_change_is_audited_with_before_and_after(job: TrainingJob, owner: User) -> None:
-    policy_revision_create(job=job, spec={"strategies": ["dump"]}, actor=Actor(user=owner, request_id="req-1"))
+    policy_revision_create(
+        job=job, spec={"strategies": ["dump"]}, actor=Actor(user=owner, request_id="req-1")
+    )
     policy_revision_create(job=job, spec={"strategies": ["retry"]}, actor=Actor(user=owner))
     first, second = AuditEntry.objects.order_by("id")
     assert first.before is None and first.after["strategies"] == ["dump"]

@@ -1,7 +1,7 @@
 """Kubernetes ``Status`` failure objects, shaped exactly like the real apiserver's.
 
 Every error the emulator returns goes through :class:`ApiError` so clients always get a ``Status``
-body (``kind: Status``) with the HTTP code mirrored in ``code`` – the official client parses these
+body (``kind: Status``) with the HTTP code mirrored in ``code`` - the official client parses these
 into ``ApiException.body`` and product code branches on ``reason``.
 """
 

@@ -1,7 +1,7 @@
 """Patch algorithms: JSON merge patch (RFC 7386) and JSON patch (RFC 6902).
 
 Strategic merge patch and server-side apply are served with merge-patch semantics (lists are
-replaced wholesale); that is a documented simplification – the product only patches maps.
+replaced wholesale); that is a documented simplification - the product only patches maps.
 Functions never mutate their inputs. :class:`PatchError` means "patch could not be applied" (422),
 :class:`PatchDecodeError` means "patch document is malformed" (400), matching the apiserver.
 """

@@ -28,5 +28,7 @@ class Command(BaseCommand):
             user.save()
         count = presets_sync_builtin()
         verb = "created" if created else "exists"
-        self.stdout.write(f"demo user {username!r} {verb}; password: {password if created else '(unchanged)'}")
+        self.stdout.write(
+            f"demo user {username!r} {verb}; password: {password if created else '(unchanged)'}"
+        )
         self.stdout.write(f"built-in presets: {count}")

@@ -1,0 +1,322 @@
+"""The Kubernetes adapter: the only module that imports the ``kubernetes`` client.
+
+Functions take a ``ClusterRef`` (plain data, not a model) and return plain dicts. Every failure
+becomes a ``ClusterError`` that says whether retrying can help, with ``Retry-After`` when the
+server sent one.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import urllib3
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes import watch as k8s_watch
+from kubernetes.client.exceptions import ApiException
+from kubernetes.config.config_exception import ConfigException
+
+from apps.cluster import constants as c
+from apps.cluster.errors import ClusterError
+
+FIELD_MANAGER = "mindcluster-recovery-control-plane"
+MERGE_PATCH = "application/merge-patch+json"
+# Connect / read timeouts for single calls; watches set their own.
+REQUEST_TIMEOUT = (5.0, 20.0)
+_PERMANENT_STATUSES = frozenset({400, 401, 403, 404, 405, 406, 410, 413, 415, 422})
+
+
+@dataclass(frozen=True)
+class ClusterRef:
+    """How to reach one cluster: a kubeconfig file and context, or the pod's in-cluster config."""
+
+    name: str
+    kubeconfig_path: str = ""
+    context: str = ""
+    in_cluster: bool = False
+
+
+_clients: dict[ClusterRef, k8s.ApiClient] = {}
+_clients_lock = threading.Lock()
+
+
+def api_client(ref: ClusterRef) -> k8s.ApiClient:
+    """A cached ApiClient per cluster (the pool is thread-safe; the client is reused)."""
+    with _clients_lock:
+        existing = _clients.get(ref)
+        if existing is not None:
+            return existing
+        try:
+            if ref.in_cluster:
+                configuration = k8s.Configuration()
+                k8s_config.load_incluster_config(client_configuration=configuration)
+                created = k8s.ApiClient(configuration)
+            else:
+                created = k8s_config.new_client_from_config(
+                    config_file=ref.kubeconfig_path or None, context=ref.context or None
+                )
+        except (ConfigException, OSError, TypeError, ValueError) as exc:
+            raise ClusterError(
+                f"cluster {ref.name!r}: cannot load its kubeconfig ({exc})", permanent=True
+            ) from exc
+        _clients[ref] = created
+        return created
+
+
+def forget_client(ref: ClusterRef) -> None:
+    """Drop the cached client (after a kubeconfig change)."""
+    with _clients_lock:
+        _clients.pop(ref, None)
+
+
+def _translate(exc: Exception, what: str) -> ClusterError:
+    if isinstance(exc, ApiException):
+        status = int(exc.status or 0)
+        headers = exc.headers or {}
+        retry_after: float | None = None
+        raw = headers.get("Retry-After") if hasattr(headers, "get") else None
+        if raw:
+            try:
+                retry_after = float(raw)
+            except ValueError:
+                retry_after = None
+        reason, message = _status_text(exc)
+        return ClusterError(
+            f"{what}: {status} {reason or exc.reason}: {message}".rstrip(": "),
+            permanent=status in _PERMANENT_STATUSES,
+            status=status,
+            retry_after=retry_after,
+            reason=reason,
+        )
+    if isinstance(exc, urllib3.exceptions.HTTPError | OSError | TimeoutError):
+        return ClusterError(f"{what}: cluster unreachable ({exc.__class__.__name__}: {exc})", permanent=False)
+    return ClusterError(f"{what}: {exc.__class__.__name__}: {exc}", permanent=False)
+
+
+def _status_text(exc: ApiException) -> tuple[str, str]:
+    import json
+
+    try:
+        body = json.loads(exc.body or "{}")
+    except (TypeError, ValueError):
+        return "", str(exc.body or "")[:200]
+    if not isinstance(body, dict):
+        return "", ""
+    return str(body.get("reason", "")), str(body.get("message", ""))[:300]
+
+
+def _call(what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    try:
+        return fn(*args, _request_timeout=REQUEST_TIMEOUT, **kwargs)
+    except ClusterError:
+        raise
+    except Exception as exc:  # every client failure is translated, none escapes raw
+        raise _translate(exc, what) from exc
+
+
+def _custom(ref: ClusterRef) -> k8s.CustomObjectsApi:
+    return k8s.CustomObjectsApi(api_client(ref))
+
+
+def _core(ref: ClusterRef) -> k8s.CoreV1Api:
+    return k8s.CoreV1Api(api_client(ref))
+
+
+def _to_dict(ref: ClusterRef, obj: Any) -> dict[str, Any]:
+    if isinstance(obj, dict):
+        return obj
+    return dict(api_client(ref).sanitize_for_serialization(obj))
+
+
+# --- AscendJobs and PodGroups ------------------------------------------------------------------------
+def get_ascendjob(ref: ClusterRef, namespace: str, name: str) -> dict[str, Any]:
+    return dict(
+        _call(
+            f"get AscendJob {namespace}/{name}",
+            _custom(ref).get_namespaced_custom_object,
+            c.ASCENDJOB_GROUP,
+            c.ASCENDJOB_VERSION,
+            namespace,
+            c.ASCENDJOB_PLURAL,
+            name,
+        )
+    )
+
+
+def patch_ascendjob(ref: ClusterRef, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+    """JSON merge patch; put ``metadata.resourceVersion`` in ``body`` to make it conditional."""
+    return dict(
+        _call(
+            f"patch AscendJob {namespace}/{name}",
+            _custom(ref).patch_namespaced_custom_object,
+            c.ASCENDJOB_GROUP,
+            c.ASCENDJOB_VERSION,
+            namespace,
+            c.ASCENDJOB_PLURAL,
+            name,
+            body,
+            field_manager=FIELD_MANAGER,
+            _content_type=MERGE_PATCH,
+        )
+    )
+
+
+def list_ascendjobs(
+    ref: ClusterRef, namespace: str | None = None, *, limit: int = 500, continue_token: str | None = None
+) -> dict[str, Any]:
+    api = _custom(ref)
+    kwargs: dict[str, Any] = {"limit": limit}
+    if continue_token:
+        kwargs["_continue"] = continue_token
+    if namespace:
+        return dict(
+            _call(
+                f"list AscendJobs in {namespace}",
+                api.list_namespaced_custom_object,
+                c.ASCENDJOB_GROUP,
+                c.ASCENDJOB_VERSION,
+                namespace,
+                c.ASCENDJOB_PLURAL,
+                **kwargs,
+            )
+        )
+    return dict(
+        _call(
+            "list AscendJobs",
+            api.list_cluster_custom_object,
+            c.ASCENDJOB_GROUP,
+            c.ASCENDJOB_VERSION,
+            c.ASCENDJOB_PLURAL,
+            **kwargs,
+        )
+    )
+
+
+def list_all_ascendjobs(ref: ClusterRef, namespace: str | None = None) -> tuple[list[dict[str, Any]], str]:
+    """Every AscendJob (following ``continue``) and the list's resourceVersion to watch from."""
+    items: list[dict[str, Any]] = []
+    token: str | None = None
+    while True:
+        page = list_ascendjobs(ref, namespace, continue_token=token)
+        items.extend(page.get("items") or [])
+        meta = page.get("metadata") or {}
+        token = meta.get("continue") or None
+        if not token:
+            return items, str(meta.get("resourceVersion", ""))
+
+
+def podgroup_name(job_name: str, job_uid: str) -> str:
+    return f"{job_name}-{job_uid}"
+
+
+def get_podgroup(ref: ClusterRef, namespace: str, name: str) -> dict[str, Any]:
+    return dict(
+        _call(
+            f"get PodGroup {namespace}/{name}",
+            _custom(ref).get_namespaced_custom_object,
+            c.PODGROUP_GROUP,
+            c.PODGROUP_VERSION,
+            namespace,
+            c.PODGROUP_PLURAL,
+            name,
+        )
+    )
+
+
+def patch_podgroup(ref: ClusterRef, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+    return dict(
+        _call(
+            f"patch PodGroup {namespace}/{name}",
+            _custom(ref).patch_namespaced_custom_object,
+            c.PODGROUP_GROUP,
+            c.PODGROUP_VERSION,
+            namespace,
+            c.PODGROUP_PLURAL,
+            name,
+            body,
+            field_manager=FIELD_MANAGER,
+            _content_type=MERGE_PATCH,
+        )
+    )
+
+
+# --- ConfigMaps ------------------------------------------------------------------------------------
+def get_configmap(ref: ClusterRef, namespace: str, name: str) -> dict[str, Any]:
+    obj = _call(f"get ConfigMap {namespace}/{name}", _core(ref).read_namespaced_config_map, name, namespace)
+    return _to_dict(ref, obj)
+
+
+def create_configmap(ref: ClusterRef, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+    name = body.get("metadata", {}).get("name", "?")
+    obj = _call(
+        f"create ConfigMap {namespace}/{name}",
+        _core(ref).create_namespaced_config_map,
+        namespace,
+        body,
+        field_manager=FIELD_MANAGER,
+    )
+    return _to_dict(ref, obj)
+
+
+def replace_configmap(ref: ClusterRef, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+    """PUT; ``metadata.resourceVersion`` in ``body`` makes it conditional (409 when stale)."""
+    obj = _call(
+        f"update ConfigMap {namespace}/{name}",
+        _core(ref).replace_namespaced_config_map,
+        name,
+        namespace,
+        body,
+        field_manager=FIELD_MANAGER,
+    )
+    return _to_dict(ref, obj)
+
+
+def delete_configmap(ref: ClusterRef, namespace: str, name: str, resource_version: str) -> None:
+    body = {"preconditions": {"resourceVersion": resource_version}}
+    _call(
+        f"delete ConfigMap {namespace}/{name}",
+        _core(ref).delete_namespaced_config_map,
+        name,
+        namespace,
+        body=body,
+    )
+
+
+# --- health and watches ----------------------------------------------------------------------------
+def server_version(ref: ClusterRef) -> str:
+    info = _call("get version", k8s.VersionApi(api_client(ref)).get_code)
+    data = _to_dict(ref, info)
+    return str(data.get("gitVersion", "unknown"))
+
+
+def watch_ascendjobs(
+    ref: ClusterRef, *, resource_version: str, namespace: str | None = None, timeout_seconds: int = 60
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Yield ``(type, object)`` from a watch; ``ClusterError(status=410)`` means relist."""
+    api = _custom(ref)
+    watcher = k8s_watch.Watch()
+    args: tuple[Any, ...]
+    if namespace:
+        fn = api.list_namespaced_custom_object
+        args = (c.ASCENDJOB_GROUP, c.ASCENDJOB_VERSION, namespace, c.ASCENDJOB_PLURAL)
+    else:
+        fn = api.list_cluster_custom_object
+        args = (c.ASCENDJOB_GROUP, c.ASCENDJOB_VERSION, c.ASCENDJOB_PLURAL)
+    try:
+        for event in watcher.stream(
+            fn,
+            *args,
+            resource_version=resource_version,
+            timeout_seconds=timeout_seconds,
+            allow_watch_bookmarks=True,
+        ):
+            yield str(event["type"]), dict(event["object"])
+    except ClusterError:
+        raise
+    except Exception as exc:
+        raise _translate(exc, "watch AscendJobs") from exc
+    finally:
+        watcher.stop()

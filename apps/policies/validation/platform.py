@@ -1,0 +1,366 @@
+"""Platform-mode decision rules: parsing each rule and checking the rules against the strategies.
+
+In platform mode ClusterD asks the control plane which strategy to use (PodGroup annotation
+``ProcessRecoverStrategy``) and uses a strategy only if it is configured in ``recover-strategy``
+AND equals the answer (mindcluster.md §6.4). The answer may only be retry, recover, dump or exit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from apps.policies.spec import DECISION_ACTIONS, FAULT_TYPES, PLATFORM_STRATEGIES, DecisionRule
+
+from .fields import did_you_mean, is_int, read_bool, read_choice, read_int
+from .issues import IssueCollector, describe, json_type, key_text, pointer
+
+MATCH_KEYS = (
+    "fault_type",
+    "fault_level",
+    "min_ranks",
+    "max_ranks",
+    "rank0",
+    "repeat_within_s",
+    "min_repeats",
+)
+RULE_KEYS = ("match", "strategy")
+_INT32_MAX = 2_147_483_647
+# Fault levels MindCluster reports: chip, node and switch handling levels plus node health (§6.2, §6.3).
+KNOWN_FAULT_LEVELS = (
+    "NotHandleFault",
+    "SubHealthFault",
+    "RestartRequest",
+    "RestartBusiness",
+    "FreeRestartNPU",
+    "RestartNPU",
+    "PreSeparateNPU",
+    "SeparateNPU",
+    "ManuallySeparateNPU",
+    "PreSeparateFault",
+    "SeparateFault",
+    "NotHandle",
+    "Separate",
+    "Healthy",
+    "SubHealthy",
+    "UnHealthy",
+)
+# Strategies that exist in recover-strategy but that ProcessRecoverStrategy cannot carry.
+_NOT_ANSWERABLE = ("recover-in-place", "elastic-training")
+
+
+@dataclass
+class ParsedRules:
+    """Rules that parsed cleanly, plus the JSON pointer of every rule (kept for cross checks)."""
+
+    rules: list[DecisionRule] = field(default_factory=list)
+    where: list[tuple[str | int, ...]] = field(default_factory=list)
+    complete: bool = True  # False when any rule had an error (then no spec is produced anyway)
+
+
+def read_rules(raw: Any, base: tuple[str | int, ...], out: IssueCollector) -> ParsedRules | None:
+    """An ordered list of ``{"match": {...}, "strategy": ...}`` objects."""
+    if not isinstance(raw, list | tuple):
+        out.error(
+            "invalid_type", pointer(*base), f"decision_rules must be a list of rules, got {json_type(raw)}."
+        )
+        return None
+    parsed = ParsedRules()
+    for index, item in enumerate(raw):
+        rule = _read_rule(item, (*base, index), out)
+        if rule is None:
+            parsed.complete = False
+            continue
+        parsed.rules.append(rule)
+        parsed.where.append((*base, index))
+    return parsed
+
+
+def _read_rule(raw: Any, base: tuple[str | int, ...], out: IssueCollector) -> DecisionRule | None:
+    if not isinstance(raw, dict):
+        out.error(
+            "invalid_type",
+            pointer(*base),
+            f'A decision rule must be an object {{"match": ..., "strategy": ...}}, got {json_type(raw)}.',
+        )
+        return None
+    ok = True
+    for key in raw:
+        if key not in RULE_KEYS:
+            out.error(
+                "unknown_field",
+                pointer(*base, key_text(key)),
+                f"Decision rules have only match and strategy, not {describe(key)}."
+                f"{did_you_mean(key, RULE_KEYS)}",
+                list(RULE_KEYS),
+            )
+            ok = False
+    strategy = _read_rule_strategy(raw, base, out)
+    match = _read_match(raw.get("match", {}), (*base, "match"), out)
+    if strategy is None or match is None or not ok:
+        return None
+    return DecisionRule(strategy=strategy, match=match)
+
+
+def _read_rule_strategy(raw: dict[Any, Any], base: tuple[str | int, ...], out: IssueCollector) -> str | None:
+    where = pointer(*base, "strategy")
+    if "strategy" not in raw:
+        out.error(
+            "missing_field",
+            where,
+            'Every decision rule needs a strategy ("ask" lets a person decide).',
+            list(DECISION_ACTIONS),
+        )
+        return None
+    value = raw["strategy"]
+    if value in _NOT_ANSWERABLE:
+        out.error(
+            "platform_strategy_unsupported",
+            where,
+            f"A platform can answer only {', '.join(DECISION_ACTIONS)}; ClusterD's ProcessRecoverStrategy "
+            f'does not accept "{value}" (recover-in-place runs as part of a "recover" answer).',
+            list(DECISION_ACTIONS),
+        )
+        return None
+    return read_choice(
+        value,
+        "strategy",
+        DECISION_ACTIONS,
+        '"ask" lets a person decide, the others are what ClusterD accepts',
+        out,
+        where,
+    )
+
+
+def _read_match(raw: Any, base: tuple[str | int, ...], out: IssueCollector) -> dict[str, Any] | None:
+    if not isinstance(raw, dict):
+        out.error(
+            "invalid_type",
+            pointer(*base),
+            f"match must be an object, got {json_type(raw)}.",
+            list(MATCH_KEYS),
+        )
+        return None
+    match: dict[str, Any] = {}
+    ok = True
+    for key, value in raw.items():
+        where = pointer(*base, key_text(key))
+        if key not in MATCH_KEYS:
+            out.error(
+                "unknown_match_key",
+                where,
+                f"{describe(key)} is not a match key, so the rule engine cannot evaluate it."
+                f"{did_you_mean(key, MATCH_KEYS)}",
+                list(MATCH_KEYS),
+            )
+            ok = False
+            continue
+        clean = _read_match_value(key, value, where, out)
+        if clean is None:
+            ok = False
+        else:
+            match[key] = clean
+    ok = _check_match_relations(match, base, out) and ok
+    return match if ok else None
+
+
+def _read_match_value(key: str, value: Any, where: str, out: IssueCollector) -> Any:
+    if key == "fault_type":
+        return _read_string_list(value, key, where, out, FAULT_TYPES)
+    if key == "fault_level":
+        levels = _read_string_list(value, key, where, out, None)
+        for level in levels or []:
+            if level not in KNOWN_FAULT_LEVELS:
+                out.warn(
+                    "unknown_fault_level",
+                    where,
+                    f"Fault level {describe(level)} is not one MindCluster is known to report, so this "
+                    f"rule may never match.{did_you_mean(level, KNOWN_FAULT_LEVELS)}",
+                    list(KNOWN_FAULT_LEVELS),
+                )
+        return levels
+    if key == "rank0":
+        return read_bool(value, key, out, where)
+    bounds = {
+        "min_ranks": (1, _INT32_MAX),
+        "max_ranks": (1, _INT32_MAX),
+        "repeat_within_s": (1, 86_400),
+        "min_repeats": (2, _INT32_MAX),
+    }[key]
+    why = {
+        "min_ranks": "it counts faulty ranks",
+        "max_ranks": "it counts faulty ranks",
+        "repeat_within_s": "the look-back window is at most one day",
+        "min_repeats": "one occurrence is not a repeat",
+    }[key]
+    return read_int(value, key, bounds, why, out, where)
+
+
+def _read_string_list(
+    value: Any, key: str, where: str, out: IssueCollector, allowed: tuple[str, ...] | None
+) -> list[str] | None:
+    """A list of strings (a single string is accepted and becomes a one-item list), de-duplicated."""
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list | tuple):
+        out.error(
+            "invalid_type",
+            where,
+            f"{key} must be a string or a list of strings, got {json_type(value)}.",
+            list(allowed) if allowed else None,
+        )
+        return None
+    clean: list[str] = []
+    ok = True
+    for index, item in enumerate(items):
+        item_where = where if isinstance(value, str) else f"{where}/{index}"
+        if not isinstance(item, str) or not item:
+            out.error(
+                "invalid_type",
+                item_where,
+                f"{key} entries must be non-empty strings, got {describe(item)}.",
+                list(allowed) if allowed else None,
+            )
+            ok = False
+        elif allowed is not None and item not in allowed:
+            out.error(
+                "invalid_choice",
+                item_where,
+                f"{key} {describe(item)} is not one of {', '.join(allowed)} (the fault kinds ClusterD "
+                f"reports).{did_you_mean(item, allowed)}",
+                list(allowed),
+            )
+            ok = False
+        elif item not in clean:
+            clean.append(item)
+    if not ok:
+        return None
+    if not clean:
+        out.warn(
+            "rule_never_matches",
+            where,
+            f"An empty {key} list matches no fault, so this rule never fires; drop the key to match any.",
+        )
+    return clean
+
+
+def _check_match_relations(match: dict[str, Any], base: tuple[str | int, ...], out: IssueCollector) -> bool:
+    ok = True
+    low, high = match.get("min_ranks"), match.get("max_ranks")
+    if is_int(low) and is_int(high) and high < low:
+        out.error(
+            "max_ranks_below_min_ranks",
+            pointer(*base, "max_ranks"),
+            f"max_ranks {high} is smaller than min_ranks {low}, so this rule can never match.",
+        )
+        ok = False
+    if "min_repeats" in match and "repeat_within_s" not in match:
+        out.error(
+            "min_repeats_without_window",
+            pointer(*base, "min_repeats"),
+            "min_repeats counts faults within a time window; set repeat_within_s as well.",
+        )
+        ok = False
+    return ok
+
+
+def check_platform(
+    *,
+    platform_mode: bool,
+    strategies: list[str],
+    parsed: ParsedRules | None,
+    rules_base: tuple[str | int, ...],
+    default_strategy: str | None,
+    default_given: bool,
+    timeout_given: bool,
+    timeout_is_default: bool,
+    out: IssueCollector,
+) -> None:
+    """Cross checks between platform_mode, the configured strategies and the decision rules."""
+    rules = parsed.rules if parsed else []
+    if not platform_mode:
+        if rules:
+            out.error(
+                "decision_rules_without_platform_mode",
+                pointer(*rules_base),
+                "decision_rules only run when platform_mode is true; without it ClusterD chooses by itself "
+                "and these rules would be ignored.",
+            )
+        if default_given and default_strategy not in (None, "recover"):
+            out.warn(
+                "platform_setting_ignored",
+                pointer("default_strategy"),
+                "default_strategy has no effect unless platform_mode is true.",
+            )
+        if timeout_given and not timeout_is_default:
+            out.warn(
+                "platform_setting_ignored",
+                pointer("decision_timeout_s"),
+                "decision_timeout_s has no effect unless platform_mode is true.",
+            )
+        return
+    if not strategies:
+        out.error(
+            "platform_mode_without_strategies",
+            pointer("platform_mode"),
+            "platform_mode needs at least one strategy: ClusterD only asks the platform to choose among "
+            "configured strategies, so there would be nothing to decide.",
+        )
+        return
+    for rule, where in zip(rules, parsed.where if parsed else [], strict=True):
+        if rule.strategy in ("ask", "exit") or rule.strategy in strategies:
+            continue
+        out.error(
+            "rule_strategy_not_configured",
+            pointer(*where, "strategy"),
+            _not_configured_message(f'Rule {where[-1]} answers "{rule.strategy}"', rule.strategy, strategies),
+            _answerable(strategies),
+        )
+    if default_strategy is not None and default_strategy != "exit" and default_strategy not in strategies:
+        out.error(
+            "default_strategy_not_configured",
+            pointer("default_strategy"),
+            _not_configured_message(
+                f'default_strategy is "{default_strategy}"', default_strategy, strategies
+            ),
+            _answerable(strategies),
+        )
+    if "elastic-training" in strategies:
+        out.warn(
+            "platform_cannot_choose",
+            pointer("strategies"),
+            "In platform_mode ClusterD uses a strategy only when the platform answers with it, and "
+            "ProcessRecoverStrategy cannot carry elastic-training, so it will never be used.",
+        )
+    _check_unreachable(rules, parsed.where if parsed else [], out)
+
+
+def _answerable(strategies: list[str]) -> list[str]:
+    return [s for s in PLATFORM_STRATEGIES if s in strategies or s == "exit"]
+
+
+def _not_configured_message(subject: str, strategy: str, strategies: list[str]) -> str:
+    message = (
+        f"{subject}, which the policy does not configure; ClusterD uses an answer only if it is also in "
+        f"strategies, so it would fall through to the next strategy."
+    )
+    if strategy == "recover" and "recover-in-place" in strategies:
+        message += (
+            ' Only recover-in-place is configured: add "recover" to strategies (in-place restart runs '
+            'as part of a "recover" answer).'
+        )
+    return message
+
+
+def _check_unreachable(
+    rules: list[DecisionRule], where: list[tuple[str | int, ...]], out: IssueCollector
+) -> None:
+    for index, rule in enumerate(rules):
+        if not rule.match and index + 1 < len(rules):
+            later = where[index + 1]
+            out.warn(
+                "rule_unreachable",
+                pointer(*later),
+                f"Rule {where[index][-1]} has an empty match and catches every fault, so this rule and "
+                f"all after it never run.",
+            )
+            return
