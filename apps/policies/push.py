@@ -352,6 +352,7 @@ def _finish_applied(progress: _Progress, rendered: RenderResult) -> PolicySync:
         lease_expires_at=None,
     )
     sync.refresh_from_db()
+    started = sync.started_at.isoformat() if sync.started_at else ""
     event_record(
         job=sync.job,
         kind="policy.applied",
@@ -364,9 +365,7 @@ def _finish_applied(progress: _Progress, rendered: RenderResult) -> PolicySync:
             "duration_ms": sync.duration_ms,
         },
         # One event per push attempt that ended applied (a redelivered task does not repeat it).
-        dedupe_key=f"policy.applied:{sync.generation}:{sync.started_at.isoformat() if sync.started_at else ''}"[
-            :200
-        ],
+        dedupe_key=f"policy.applied:{sync.generation}:{started}",
     )
     return sync
 
