@@ -234,10 +234,42 @@ def cmd_run(args: argparse.Namespace) -> int:
         env.setdefault("DEBUG", "true")
         env.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.base")
         manage = [str(PY), "manage.py"]
+        if not env.get("KUBECONFIG"):
+            # No cluster given: run the built-in simulated MindCluster and point everything at it.
+            api_port, grpc_port = free_port(), free_port()
+            kubeconfig = VAR / "simcluster.kubeconfig"
+            children.start(
+                "simcluster",
+                [
+                    *manage,
+                    "simcluster",
+                    "--port",
+                    str(api_port),
+                    "--grpc-port",
+                    str(grpc_port),
+                    "--kubeconfig",
+                    str(kubeconfig),
+                    "--demo",
+                    "--fault-rate-per-min",
+                    str(args.fault_rate),
+                ],
+                env=env,
+            )
+            wait_port("127.0.0.1", api_port, 60, "simulated cluster")
+            env["KUBECONFIG"] = str(kubeconfig)
+            env["CLUSTERD_ADDRESS"] = f"127.0.0.1:{grpc_port}"
         say("migrating the database")
         subprocess.run([*manage, "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
         subprocess.run([*manage, "collectstatic", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
         subprocess.run([*manage, "demo_setup"], cwd=ROOT, env=env, check=True)
+        celery = [str(PY), "-m", "celery", "-A", "controlplane"]
+        children.start(
+            "worker", [*celery, "worker", "-Q", "push,slow,default", "-c", "2", "-l", "info"], env=env
+        )
+        children.start(
+            "beat", [*celery, "beat", "-l", "info", "-s", str(VAR / "celerybeat-schedule")], env=env
+        )
+        children.start("adoption watcher", [*manage, "watch_jobs"], env=env)
         children.start(
             "web",
             [
@@ -276,6 +308,7 @@ def main() -> int:
     run = sub.add_parser("run", help="set up and run the whole system")
     run.add_argument("--host", default="127.0.0.1")
     run.add_argument("--port", type=int, default=8000)
+    run.add_argument("--fault-rate", type=float, default=0.5, help="random demo faults per minute")
     test = sub.add_parser("test", help="set up and run every test")
     test.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra arguments for pytest")
     args = parser.parse_args()

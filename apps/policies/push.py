@@ -204,6 +204,8 @@ def _revision_value(sync: PolicySync) -> str:
 def _push_ascendjob(progress: _Progress, ref: kube.ClusterRef, spec: PolicySpec) -> RenderResult:
     job = progress.sync.job
     live = kube.get_ascendjob(ref, job.namespace, job.name)
+    if settings.PUSH_DEBUG_PAUSE_AFTER_READ_SECONDS:
+        time.sleep(settings.PUSH_DEBUG_PAUSE_AFTER_READ_SECONDS)
     live_uid = str((live.get("metadata") or {}).get("uid", ""))
     if live_uid and live_uid != job.uid:
         TrainingJob.objects.filter(pk=job.pk).update(uid=live_uid)

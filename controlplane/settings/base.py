@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "apps.policies",
     "apps.audit",
     "apps.events",
+    "apps.decisions",
 ]
 
 MIDDLEWARE = [
@@ -117,8 +118,14 @@ CELERY_TASK_ROUTES = {
     "policies.push_policy": {"queue": CELERY_PUSH_QUEUE},
     "policies.sweep_syncs": {"queue": CELERY_SLOW_QUEUE},
     "policies.reconcile_drift": {"queue": CELERY_SLOW_QUEUE},
+    "jobs.check_clusters": {"queue": CELERY_SLOW_QUEUE},
+    "decisions.write": {"queue": CELERY_PUSH_QUEUE},
+    "decisions.expire": {"queue": CELERY_PUSH_QUEUE},
+    "decisions.sweep": {"queue": CELERY_SLOW_QUEUE},
 }
 CELERY_BEAT_SCHEDULE = {
+    "sweep-decisions": {"task": "decisions.sweep", "schedule": env_float("DECISION_SWEEP_SECONDS", 5.0)},
+    "check-clusters": {"task": "jobs.check_clusters", "schedule": env_float("CLUSTER_CHECK_SECONDS", 30.0)},
     "sweep-stuck-syncs": {
         "task": "policies.sweep_syncs",
         "schedule": env_float("SWEEP_INTERVAL_SECONDS", 15.0),
@@ -137,6 +144,9 @@ PUSH_BACKOFF_BASE_SECONDS = env_float("PUSH_BACKOFF_BASE_SECONDS", 0.2, minimum=
 PUSH_BACKOFF_MAX_SECONDS = env_float("PUSH_BACKOFF_MAX_SECONDS", 5.0, minimum=0.01)
 PUSH_PENDING_GRACE_SECONDS = env_int("PUSH_PENDING_GRACE_SECONDS", 30, minimum=1)
 PUSH_FAILED_RETRY_SECONDS = env_int("PUSH_FAILED_RETRY_SECONDS", 60, minimum=1)
+RECONCILE_CONCURRENCY = env_int("RECONCILE_CONCURRENCY", 8, minimum=1, maximum=64)
+# Fault-injection hook for the redelivery tests: sleep between reading the job and patching it.
+PUSH_DEBUG_PAUSE_AFTER_READ_SECONDS = env_float("PUSH_DEBUG_PAUSE_AFTER_READ_SECONDS", 0.0, minimum=0.0)
 
 CHANNEL_LAYERS = {
     "default": {
@@ -170,6 +180,7 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 STATICFILES_DIRS = [BASE_DIR / "frontend" / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

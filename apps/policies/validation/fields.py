@@ -30,12 +30,17 @@ def suggest(value: Any, choices: Sequence[str]) -> str | None:
     """The closest allowed value to a misspelt one ("recovery" -> "recover"), or None."""
     if not isinstance(value, str):
         return None
-    norm = re.sub(r"[\s_]+", "-", value.strip().lower())
-    lowered = {c.lower(): c for c in choices}
-    if norm in lowered:
-        return lowered[norm]
-    close = difflib.get_close_matches(norm, list(lowered), n=1, cutoff=0.6)
-    return lowered[close[0]] if close else None
+    # Compare case-, space-, "_"/"-"-insensitively: "Elastic_Training" and "recover in place" are near misses.
+    normalised = {_fold(c): c for c in choices}
+    folded = _fold(value)
+    if folded in normalised:
+        return normalised[folded]
+    close = difflib.get_close_matches(folded, list(normalised), n=1, cutoff=0.6)
+    return normalised[close[0]] if close else None
+
+
+def _fold(text: str) -> str:
+    return re.sub(r"[\s_-]+", "-", text.strip().lower())
 
 
 def did_you_mean(value: Any, choices: Sequence[str]) -> str:

@@ -81,7 +81,7 @@ CODES: dict[str, str] = {
     "manifest_name_starts_with_digit": "metadata.name starts with a digit; Service names need a letter.",
     "manifest_missing_framework": "The framework label is missing.",
     "manifest_invalid_framework": "The framework label is not pytorch, mindspore or tensorflow.",
-    "manifest_missing_replica_specs": "spec.replicaSpecs is missing or empty.",
+    "manifest_missing_replica_specs": "spec or spec.replicaSpecs is missing.",
     "manifest_invalid_replica_type": "A replica type the framework does not allow.",
     "manifest_replicas_out_of_range": "replicas must be between 0 and 20000.",
     "manifest_leader_replicas": "The leader replica (Master/Scheduler/Chief) must have exactly 1 replica.",

@@ -16,7 +16,7 @@ from apps.policies.spec import (
     sort_strategies,
 )
 
-from .fields import did_you_mean, read_bool, read_choice, read_int, read_release, read_strategies
+from .fields import did_you_mean, is_int, read_bool, read_choice, read_int, read_release, read_strategies
 from .issues import IssueCollector, ValidationResult, describe, json_type, key_text, pointer
 from .platform import ParsedRules, check_platform, read_rules
 from .rules import Draft, check_all
@@ -154,12 +154,12 @@ def _read_backoff_limit(raw: Any, out: IssueCollector) -> int | None:
     if raw is None:
         return None  # unlimited
     low, high = BOUNDS["backoff_limit"]
-    if raw == 0 and not isinstance(raw, bool):
+    if is_int(raw) and raw == 0:
         out.error(
             "out_of_range",
             pointer("backoff_limit"),
-            f"backoff_limit must be at least {low}; the operator reads 0 as unlimited, so write null "
-            f"for unlimited.",
+            f"backoff_limit must be between {low} and {high}; the operator reads 0 as unlimited, so "
+            f"write null for unlimited.",
             [low, high],
         )
         return None

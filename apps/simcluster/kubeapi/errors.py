@@ -88,7 +88,9 @@ def bad_request(message: str) -> ApiError:
 
 
 def not_found(plural: str, group: str, name: str) -> ApiError:
-    return ApiError(404, f'{qualified(plural, group)} "{name}" not found', details=_details(group, plural, name))
+    return ApiError(
+        404, f'{qualified(plural, group)} "{name}" not found', details=_details(group, plural, name)
+    )
 
 
 def path_not_found() -> ApiError:

@@ -149,7 +149,15 @@ class FaultInjector:
         with self._lock:
             self._reset()
 
-    ACTIONS = ("conflict_next_writes", "unavailable_for", "throttle_next", "slow", "drop_next", "fail_next", "clear")
+    ACTIONS = (
+        "conflict_next_writes",
+        "unavailable_for",
+        "throttle_next",
+        "slow",
+        "drop_next",
+        "fail_next",
+        "clear",
+    )
 
     def apply(self, spec: dict[str, Any]) -> None:
         """Arm a fault from an HTTP body ``{"action": name, **kwargs}`` (``POST /_sim/faults``)."""
@@ -196,8 +204,10 @@ class FaultInjector:
                 delay = self._slow_delay
                 if self._slow_count is not None:
                     self._slow_count -= 1
-            if is_write and self._conflicts > 0 and (
-                self._conflict_resource is None or self._conflict_resource == plural
+            if (
+                is_write
+                and self._conflicts > 0
+                and (self._conflict_resource is None or self._conflict_resource == plural)
             ):
                 self._conflicts -= 1
                 return Decision(status=409, delay=delay)

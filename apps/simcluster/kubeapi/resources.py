@@ -59,33 +59,84 @@ class ResourceType:
 
 
 NAMESPACES = ResourceType(
-    "", "v1", "namespaces", "namespace", "Namespace", namespaced=False, short_names=("ns",),
-    has_status=True, extra_fields=frozenset({"status.phase"}), returns_deleted_object=True,
+    "",
+    "v1",
+    "namespaces",
+    "namespace",
+    "Namespace",
+    namespaced=False,
+    short_names=("ns",),
+    has_status=True,
+    extra_fields=frozenset({"status.phase"}),
+    returns_deleted_object=True,
 )
 PODS = ResourceType(
-    "", "v1", "pods", "pod", "Pod", short_names=("po",), has_status=True, has_generation=True,
-    extra_fields=frozenset({
-        "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
-        "status.phase", "status.podIP", "status.nominatedNodeName",
-    }),
+    "",
+    "v1",
+    "pods",
+    "pod",
+    "Pod",
+    short_names=("po",),
+    has_status=True,
+    has_generation=True,
+    extra_fields=frozenset(
+        {
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "status.phase",
+            "status.podIP",
+            "status.nominatedNodeName",
+        }
+    ),
     returns_deleted_object=True,
 )
 CONFIGMAPS = ResourceType("", "v1", "configmaps", "configmap", "ConfigMap", short_names=("cm",))
 EVENTS = ResourceType(
-    "", "v1", "events", "event", "Event", short_names=("ev",),
-    extra_fields=frozenset({
-        "involvedObject.kind", "involvedObject.namespace", "involvedObject.name", "involvedObject.uid",
-        "involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath",
-        "reason", "reportingComponent", "source", "type",
-    }),
+    "",
+    "v1",
+    "events",
+    "event",
+    "Event",
+    short_names=("ev",),
+    extra_fields=frozenset(
+        {
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+        }
+    ),
 )
 ASCENDJOBS = ResourceType(
-    "mindxdl.gitee.com", "v1", "ascendjobs", "ascendjob", "AscendJob", short_names=("acjob",),
-    has_status=True, has_generation=True, builtin=False,
+    "mindxdl.gitee.com",
+    "v1",
+    "ascendjobs",
+    "ascendjob",
+    "AscendJob",
+    short_names=("acjob",),
+    has_status=True,
+    has_generation=True,
+    builtin=False,
 )
 PODGROUPS = ResourceType(
-    "scheduling.volcano.sh", "v1beta1", "podgroups", "podgroup", "PodGroup", short_names=("pg", "podgroup-v1beta1"),
-    has_status=True, has_generation=True, builtin=False,
+    "scheduling.volcano.sh",
+    "v1beta1",
+    "podgroups",
+    "podgroup",
+    "PodGroup",
+    short_names=("pg", "podgroup-v1beta1"),
+    has_status=True,
+    has_generation=True,
+    builtin=False,
 )
 
 ALL: tuple[ResourceType, ...] = (NAMESPACES, PODS, CONFIGMAPS, EVENTS, ASCENDJOBS, PODGROUPS)
@@ -141,10 +192,15 @@ def resource_list(group: str, version: str) -> dict[str, Any] | None:
     for rt in types.values():
         resources.append(rt.api_resource())
         if rt.has_status:
-            resources.append({
-                "name": f"{rt.plural}/status", "singularName": "", "namespaced": rt.namespaced,
-                "kind": rt.kind, "verbs": _STATUS_VERBS,
-            })
+            resources.append(
+                {
+                    "name": f"{rt.plural}/status",
+                    "singularName": "",
+                    "namespaced": rt.namespaced,
+                    "kind": rt.kind,
+                    "verbs": _STATUS_VERBS,
+                }
+            )
     return {
         "kind": "APIResourceList",
         "apiVersion": "v1",

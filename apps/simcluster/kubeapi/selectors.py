@@ -23,9 +23,8 @@ class SelectorError(ValueError):
 
 def _check_key(key: str) -> None:
     prefix, _, name = key.rpartition("/")
-    if "/" in key:
-        if not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix):
-            raise SelectorError(f"invalid label key {key!r}: prefix must be a DNS-1123 subdomain")
+    if "/" in key and (not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.match(prefix)):
+        raise SelectorError(f"invalid label key {key!r}: prefix must be a DNS-1123 subdomain")
     if not name or len(name) > 63 or not _NAME.match(name):
         raise SelectorError(
             f"invalid label key {key!r}: name part must consist of alphanumeric characters, '-', '_' or '.', "
@@ -161,7 +160,9 @@ class LabelSelector:
                 try:
                     int(value)
                 except ValueError:
-                    raise SelectorError(f"for 'Gt', 'Lt' operators, the value must be an integer: {value!r}") from None
+                    raise SelectorError(
+                        f"for 'Gt', 'Lt' operators, the value must be an integer: {value!r}"
+                    ) from None
                 reqs.append(Requirement(key, "gt" if tok == ">" else "lt", (value,)))
             elif tok in ("in", "notin"):
                 pos += 1
@@ -186,7 +187,9 @@ class LabelSelector:
                     raise SelectorError(f"unable to parse requirement: found {nxt!r}, expected: ',' or ')'")
                 reqs.append(Requirement(key, tok, tuple(values)))
             else:
-                raise SelectorError(f"unable to parse requirement: found {tok!r}, expected: in, notin, =, ==, !=, gt, lt")
+                raise SelectorError(
+                    f"unable to parse requirement: found {tok!r}, expected: in, notin, =, ==, !=, gt, lt"
+                )
             tok = peek()
             if tok is None:
                 break
@@ -220,10 +223,7 @@ class FieldSelector:
         return not self.terms
 
     def matches(self, obj: Mapping[str, Any]) -> bool:
-        for path, equal, value in self.terms:
-            if (_lookup_field(obj, path) == value) != equal:
-                return False
-        return True
+        return all((_lookup_field(obj, path) == value) == equal for path, equal, value in self.terms)
 
     def names_only(self) -> str | None:
         """The single ``metadata.name=X`` value if that is the whole selector (fast-path lookups)."""
@@ -240,14 +240,15 @@ class FieldSelector:
             part = raw.strip()
             if not part:
                 raise SelectorError(f"invalid selector: {text!r}; empty term")
-            for op, equal in (("!=", False), ("==", True), ("=", True)):
+            for op, is_equal in (("!=", False), ("==", True), ("=", True)):
                 if op in part:
                     path, _, value = part.partition(op)
+                    equal = is_equal
                     break
             else:
                 raise SelectorError(f"invalid selector: '{text}'; can't understand '{part}'")
             path = path.strip()
             if path not in supported:
-                raise SelectorError(f'field label not supported: {path}')
+                raise SelectorError(f"field label not supported: {path}")
             terms.append((path, equal, value.strip()))
         return cls(tuple(terms))

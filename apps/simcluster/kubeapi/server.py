@@ -168,13 +168,17 @@ def check_gvk(rt: ResourceType, obj: dict[str, Any], *, default: bool) -> None:
         have = obj.get(field)
         if have in (None, ""):
             if not default:
-                raise errors.bad_request(f"Object '{field[0].upper() + field[1:]}' is missing in '{dumps(obj)[:200].decode()}'")
+                raise errors.bad_request(
+                    f"Object '{field[0].upper() + field[1:]}' is missing in '{dumps(obj)[:200].decode()}'"
+                )
             obj[field] = want
         elif not isinstance(have, str):
             raise _type_error(field, "string", have)
         elif have != want:
             what = "API version" if field == "apiVersion" else "kind"
-            raise errors.bad_request(f"the {what} in the data ({have}) does not match the expected {what} ({want})")
+            raise errors.bad_request(
+                f"the {what} in the data ({have}) does not match the expected {what} ({want})"
+            )
 
 
 def check_types(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
@@ -218,32 +222,42 @@ def validate_meta(rt: ResourceType, meta: dict[str, Any]) -> None:
     name = meta.get("name", "")
     causes: list[dict[str, str]] = []
     if not name:
-        causes.append({
-            "reason": "FieldValueRequired",
-            "message": "Required value: name or generateName is required",
-            "field": "metadata.name",
-        })
+        causes.append(
+            {
+                "reason": "FieldValueRequired",
+                "message": "Required value: name or generateName is required",
+                "field": "metadata.name",
+            }
+        )
     else:
         label_only = rt is NAMESPACES
         pattern, limit = (_DNS1123_LABEL, 63) if label_only else (_DNS1123_SUBDOMAIN, 253)
         if len(name) > limit or not pattern.match(name):
             kind = "label" if label_only else "subdomain"
-            causes.append({
-                "reason": "FieldValueInvalid",
-                "message": (
-                    f'Invalid value: "{name}": a lowercase RFC 1123 {kind} must consist of lower case '
-                    f"alphanumeric characters, '-'{'' if label_only else ' or ' + repr('.')}, and must start "
-                    f"and end with an alphanumeric character (at most {limit} characters)"
-                ),
-                "field": "metadata.name",
-            })
+            chars = "" if label_only else " or '.'"
+            causes.append(
+                {
+                    "reason": "FieldValueInvalid",
+                    "message": (
+                        f'Invalid value: "{name}": a lowercase RFC 1123 {kind} must consist of lower case '
+                        f"alphanumeric characters, '-'{chars}, and must "
+                        f"start and end with an alphanumeric character (at most {limit} characters)"
+                    ),
+                    "field": "metadata.name",
+                }
+            )
     for key, value in (meta.get("labels") or {}).items():
         try:
             _check_key(key)
             _check_value(value)
         except SelectorError as exc:
-            causes.append({"reason": "FieldValueInvalid", "message": f"Invalid value: {exc!s}",
-                           "field": "metadata.labels"})
+            causes.append(
+                {
+                    "reason": "FieldValueInvalid",
+                    "message": f"Invalid value: {exc!s}",
+                    "field": "metadata.labels",
+                }
+            )
     if causes:
         raise errors.invalid(rt.kind, rt.group, name, causes)
 
@@ -272,7 +286,9 @@ class ApiServer:
             "kind": "Namespace",
             "apiVersion": "v1",
             "metadata": {
-                "name": name, "uid": str(uuid.uuid4()), "creationTimestamp": now_rfc3339(),
+                "name": name,
+                "uid": str(uuid.uuid4()),
+                "creationTimestamp": now_rfc3339(),
                 "labels": {"kubernetes.io/metadata.name": name},
             },
             "spec": {"finalizers": ["kubernetes"]},
@@ -305,7 +321,7 @@ class ApiServer:
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         path, method = request.path, request.method
-        if path in _META_PATHS or path.startswith("/_sim/"):
+        if path.rstrip("/") in _META_PATHS or path.startswith("/_sim/"):
             return await self._meta(request)
         target: Target | dict[str, Any] | None = None
         failure: ApiError | None = None
@@ -320,7 +336,8 @@ class ApiServer:
         if decision.drop:
             if request.transport is not None:
                 request.transport.abort()
-            raise ConnectionResetError("fault injection: connection dropped")
+            # Nothing can be written to an aborted transport; aiohttp discards this response.
+            return web.Response(status=499)
         if decision.delay:
             await asyncio.sleep(decision.delay)
         if decision.status is not None:
@@ -341,7 +358,7 @@ class ApiServer:
         return await self._dispatch(request, target)
 
     async def _meta(self, request: web.Request) -> web.StreamResponse:
-        path, method = request.path, request.method
+        path, method = request.path.rstrip("/") or "/", request.method
         if path in _META_PATHS:
             if method not in ("GET", "HEAD"):
                 raise errors.method_not_allowed()
@@ -366,13 +383,18 @@ class ApiServer:
             self.store.compact()
             return json_response(200, dumps({"resourceVersion": str(self.store.rv)}))
         if path == "/_sim/stats" and method == "GET":
-            return json_response(200, dumps({
-                "resourceVersion": str(self.store.rv),
-                "oldestRetainedResourceVersion": str(self.store.min_rv),
-                "watchers": sum(len(w) for w in self.store.watchers.values()),
-                "writes": self.faults.writes.as_json(),
-                "committed": self.faults.committed.as_json(),
-            }))
+            return json_response(
+                200,
+                dumps(
+                    {
+                        "resourceVersion": str(self.store.rv),
+                        "oldestRetainedResourceVersion": str(self.store.min_rv),
+                        "watchers": sum(len(w) for w in self.store.watchers.values()),
+                        "writes": self.faults.writes.as_json(),
+                        "committed": self.faults.committed.as_json(),
+                    }
+                ),
+            )
         raise errors.path_not_found()
 
     async def _dispatch(self, request: web.Request, t: Target) -> web.StreamResponse:
@@ -429,7 +451,11 @@ class ApiServer:
     def list(self, t: Target, query: Any) -> web.Response:
         labels, fields = self._selectors(t, query)
         limit = _int_param(query, "limit") or 0
-        token, rv_param, match = query.get("continue"), query.get("resourceVersion"), query.get("resourceVersionMatch")
+        token, rv_param, match = (
+            query.get("continue"),
+            query.get("resourceVersion"),
+            query.get("resourceVersionMatch"),
+        )
         if match and not rv_param:
             raise errors.bad_request("resourceVersionMatch is forbidden unless resourceVersion is provided")
         if match not in (None, "", "Exact", "NotOlderThan"):
@@ -442,8 +468,9 @@ class ApiServer:
             items = self.store.snapshot(t.rt, t.namespace, rv, why=_CONTINUE_EXPIRED)
         elif rv_param and match == "Exact":
             rv = _rv_param(rv_param)
-            items = self.store.snapshot(t.rt, t.namespace, rv, why=f"too old resource version: {rv} "
-                                        f"({self.store.min_rv + 1})")
+            items = self.store.snapshot(
+                t.rt, t.namespace, rv, why=f"too old resource version: {rv} ({self.store.min_rv + 1})"
+            )
         else:
             if rv_param:
                 _rv_param(rv_param)
@@ -452,8 +479,11 @@ class ApiServer:
             items = [s for s in items if s.key > start_after]
         filtered = not (labels.empty and fields.empty)
         if filtered:
-            items = [s for s in items if (labels.empty or labels.matches(s.obj["metadata"].get("labels")))
-                     and fields.matches(s.obj)]
+            items = [
+                s
+                for s in items
+                if (labels.empty or labels.matches(s.obj["metadata"].get("labels"))) and fields.matches(s.obj)
+            ]
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
         if limit and len(items) > limit:
             remaining = len(items) - limit
@@ -494,16 +524,24 @@ class ApiServer:
         if not watcher.closed:
             self.store.watchers[t.rt].add(watcher)
         try:
-            resp = web.StreamResponse(status=200, headers={"Content-Type": "application/json",
-                                                           "Cache-Control": "no-cache, private"})
+            resp = web.StreamResponse(
+                status=200, headers={"Content-Type": "application/json", "Cache-Control": "no-cache, private"}
+            )
             resp.enable_chunked_encoding()
             await resp.prepare(request)
             if watcher.closed:
                 with contextlib.suppress(ConnectionError, RuntimeError):
                     await resp.write(b"".join(initial))
             else:
-                await run_watch(request, resp, watcher, self.store, initial, timeout,
-                                self.bookmark_interval if bookmarks else None)
+                await run_watch(
+                    request,
+                    resp,
+                    watcher,
+                    self.store,
+                    initial,
+                    timeout,
+                    self.bookmark_interval if bookmarks else None,
+                )
         finally:
             watcher.closed = True
             self.store.watchers[t.rt].discard(watcher)
@@ -513,7 +551,9 @@ class ApiServer:
 
     # --- write verbs ---------------------------------------------------------------------------
 
-    def _decode_object(self, t: Target, raw: bytes, *, default_gvk: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    def _decode_object(
+        self, t: Target, raw: bytes, *, default_gvk: bool
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
         body = parse_json(raw)
         if not isinstance(body, dict):
             raise errors.bad_request(
@@ -533,7 +573,9 @@ class ApiServer:
         body, meta = self._decode_object(t, raw, default_gvk=True)
         return self._create_object(t, body, meta, query)
 
-    def _create_object(self, t: Target, body: dict[str, Any], meta: dict[str, Any], query: Any) -> web.Response:
+    def _create_object(
+        self, t: Target, body: dict[str, Any], meta: dict[str, Any], query: Any
+    ) -> web.Response:
         rt = t.rt
         assert t.namespace is not None
         if rt.namespaced:
@@ -601,13 +643,16 @@ class ApiServer:
                         raise errors.bad_request("merge patch must be a JSON object")
                     doc = merge_patch(old.copy(), patch_doc)
             except PatchDecodeError as exc:
-                raise errors.bad_request(f"the server rejected our request due to an error in our request: {exc}") \
-                    from None
+                raise errors.bad_request(
+                    f"the server rejected our request due to an error in our request: {exc}"
+                ) from None
             except PatchError as exc:
                 raise ApiError(422, str(exc), reason="Invalid") from None
         elif content_type == "application/apply-patch+yaml":
             if not query.get("fieldManager"):
-                raise errors.bad_request("PATCH requests with apply content type require fieldManager query param")
+                raise errors.bad_request(
+                    "PATCH requests with apply content type require fieldManager query param"
+                )
             try:
                 applied = yaml.safe_load(raw)
             except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
@@ -648,8 +693,12 @@ class ApiServer:
             raise errors.conflict(rt.plural, rt.group, t.name)
         uid = nm.get("uid")
         if uid and uid != om["uid"]:
-            raise errors.conflict(rt.plural, rt.group, t.name,
-                                  f"Precondition failed: UID in precondition: {uid}, UID in object meta: {om['uid']}")
+            raise errors.conflict(
+                rt.plural,
+                rt.group,
+                t.name,
+                f"Precondition failed: UID in precondition: {uid}, UID in object meta: {om['uid']}",
+            )
         if t.sub == "status":
             result = old.copy()
             if "status" in new:
@@ -658,8 +707,15 @@ class ApiServer:
                 result.pop("status", None)
         else:
             result = new
-            for key in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
-                        "generation", "namespace", "name"):
+            for key in (
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+                "namespace",
+                "name",
+            ):
                 if key in om:
                     nm[key] = om[key]
                 else:
@@ -699,13 +755,20 @@ class ApiServer:
         assert t.name is not None and t.namespace is not None
         pre = opts.get("preconditions") or {}
         if pre.get("uid") and pre["uid"] != om["uid"]:
-            raise errors.conflict(rt.plural, rt.group, t.name,
-                                  f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: "
-                                  f"{om['uid']}")
+            raise errors.conflict(
+                rt.plural,
+                rt.group,
+                t.name,
+                f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {om['uid']}",
+            )
         if pre.get("resourceVersion") and pre["resourceVersion"] != om["resourceVersion"]:
-            raise errors.conflict(rt.plural, rt.group, t.name,
-                                  f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
-                                  f"ResourceVersion in object meta: {om['resourceVersion']}")
+            raise errors.conflict(
+                rt.plural,
+                rt.group,
+                t.name,
+                f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
+                f"ResourceVersion in object meta: {om['resourceVersion']}",
+            )
         if query.get("dryRun") or opts.get("dryRun"):
             return json_response(200, old.raw)
         obj = old.copy()
@@ -729,8 +792,18 @@ class ApiServer:
         details: dict[str, Any] = {"name": t.name, "kind": rt.plural, "uid": om["uid"]}
         if rt.group:
             details["group"] = rt.group
-        return json_response(200, dumps({"kind": "Status", "apiVersion": "v1", "metadata": {},
-                                         "status": "Success", "details": details}))
+        return json_response(
+            200,
+            dumps(
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "status": "Success",
+                    "details": details,
+                }
+            ),
+        )
 
     def _purge_namespace(self, ns: str) -> None:
         # The namespace controller's cascade, done synchronously.
@@ -751,8 +824,13 @@ class ApiServer:
                 change = self.store.commit(t.rt, DELETED, stored.copy())
                 self._committed("DELETE", t, change.name)
                 deleted.append(change.obj.raw)
-        head = dumps({"apiVersion": t.rt.api_version, "kind": t.rt.list_kind,
-                      "metadata": {"resourceVersion": str(self.store.rv)}})
+        head = dumps(
+            {
+                "apiVersion": t.rt.api_version,
+                "kind": t.rt.list_kind,
+                "metadata": {"resourceVersion": str(self.store.rv)},
+            }
+        )
         return json_response(200, head[:-1] + b',"items":[' + b",".join(deleted) + b"]}")
 
 
@@ -762,7 +840,7 @@ class ApiServer:
 async def _start_site(api: ApiServer, host: str, port: int) -> tuple[web.AppRunner, int]:
     runner = web.AppRunner(api.app(), access_log=None, handler_cancellation=True, shutdown_timeout=2.0)
     await runner.setup()
-    site = web.TCPSite(runner, host, port, shutdown_timeout=2.0)
+    site = web.TCPSite(runner, host, port)
     await site.start()
     bound = port
     for addr in runner.addresses:
@@ -906,10 +984,16 @@ class KubeApiEmulator:
         config = {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": context, "cluster": {"server": self.url, "insecure-skip-tls-verify": True}}],
+            "clusters": [
+                {"name": context, "cluster": {"server": self.url, "insecure-skip-tls-verify": True}}
+            ],
             "users": [{"name": f"{context}-user", "user": {"token": "simcluster-token"}}],
-            "contexts": [{"name": context, "context": {"cluster": context, "user": f"{context}-user",
-                                                        "namespace": "default"}}],
+            "contexts": [
+                {
+                    "name": context,
+                    "context": {"cluster": context, "user": f"{context}-user", "namespace": "default"},
+                }
+            ],
             "current-context": context,
             "preferences": {},
         }

@@ -57,7 +57,14 @@ class Change:
     __slots__ = ("_lines", "name", "namespace", "obj", "prev", "rt", "rv", "type")
 
     def __init__(
-        self, rv: int, rt: ResourceType, namespace: str, name: str, type_: str, obj: Stored, prev: Stored | None
+        self,
+        rv: int,
+        rt: ResourceType,
+        namespace: str,
+        name: str,
+        type_: str,
+        obj: Stored,
+        prev: Stored | None,
     ) -> None:
         self.rv = rv
         self.rt = rt
@@ -139,7 +146,9 @@ class Store:
         if rv == self.rv:
             return self.current(rt, namespace)
         if rv > self.rv:
-            raise errors.ApiError(504, f"Too large resource version: {rv}, current: {self.rv}", reason="Timeout")
+            raise errors.ApiError(
+                504, f"Too large resource version: {rv}, current: {self.rv}", reason="Timeout"
+            )
         if rv < self.min_rv:
             raise errors.expired(why)
         state: dict[tuple[str, str], Stored] = {s.key: s for s in self.current(rt, namespace)}
@@ -165,7 +174,7 @@ class Store:
         if not self.history or rv >= self.rv:
             return ()
         start = rv + 1 - self.history[0].rv  # rvs in history are contiguous
-        return list(self.history)[max(0, start):]
+        return list(self.history)[max(0, start) :]
 
     # --- writes ------------------------------------------------------------------------------------
 

@@ -119,7 +119,9 @@ async def run_watch(
         while not watcher.closed:
             watcher.wakeup.clear()
             if watcher.overflowed:
-                await resp.write(error_line(errors.expired("watch buffer overflowed: consumer too slow, relist")))
+                await resp.write(
+                    error_line(errors.expired("watch buffer overflowed: consumer too slow, relist"))
+                )
                 return
             if watcher.queue:
                 batch = b"".join(watcher.queue)

@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
+from apps.jobs.clusters import cluster_register_default
 from apps.policies.services import presets_sync_builtin
 
 
@@ -27,6 +28,9 @@ class Command(BaseCommand):
             user.set_password(password)
             user.save()
         count = presets_sync_builtin()
+        cluster = cluster_register_default()
+        if cluster is not None:
+            self.stdout.write(f"default cluster {cluster.name!r} from {cluster.kubeconfig_path}")
         verb = "created" if created else "exists"
         self.stdout.write(
             f"demo user {username!r} {verb}; password: {password if created else '(unchanged)'}"

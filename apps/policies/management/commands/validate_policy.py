@@ -23,7 +23,7 @@ STDIN = "-"
 
 
 class Command(BaseCommand):
-    help = "Validate a recovery policy (JSON) against the rules of its MindCluster release, optionally for a job."
+    help = "Validate a recovery policy (JSON) for its MindCluster release and, optionally, a job manifest."
     requires_system_checks: list[str] = []  # must run without a database or a complete deployment
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -71,7 +71,12 @@ def read_text(path: str) -> str:
         raise CommandError(f"{path}: cannot read ({exc.strerror or exc})", returncode=2) from None
 
 
+def display_name(path: str) -> str:
+    return "<stdin>" if path == STDIN else path
+
+
 def parse_json(text: str, path: str) -> Any:
+    path = display_name(path)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -88,6 +93,7 @@ def load_ascendjob(text: str, path: str) -> Any:
     A single document is returned as is, so a wrong ``kind`` shows up as a manifest issue; among
     several, the one whose kind is AscendJob is picked (e.g. the samples' ConfigMap + AscendJob).
     """
+    path = display_name(path)
     documents = _parse_documents(text, path)
     if len(documents) == 1:
         return documents[0]

@@ -1,0 +1,11 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class AccountsConfig(AppConfig):
+    """API tokens and per-namespace role grants."""
+
+    name = "apps.accounts"
+    label = "accounts"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,76 @@
+"""``Authorization: Token <key>`` for programs. ``request.auth`` is the ``ApiToken`` (its name goes to audit)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.db.models import Q
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+from rest_framework.request import Request
+
+from apps.accounts.models import ApiToken
+from apps.accounts.services import hash_key
+
+KEYWORD = "Token"
+# last_used_at is informational: writing it on every request would turn every GET into a write.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+_MAX_KEY_LENGTH = 200
+
+
+class TokenAuthentication(authentication.BaseAuthentication):
+    """Look the key up by its SHA-256; revoked, expired or inactive-user tokens get a clear 401."""
+
+    def authenticate(self, request: Request) -> tuple[Any, ApiToken] | None:
+        header = authentication.get_authorization_header(request).split()
+        if not header or header[0].lower() != KEYWORD.lower().encode():
+            return None  # not ours: let the session (or nobody) authenticate
+        if len(header) != 2:
+            raise exceptions.AuthenticationFailed(
+                "Malformed Authorization header: expected 'Token <key>' with exactly one key."
+            )
+        try:
+            key = header[1].decode("ascii")
+        except UnicodeDecodeError:
+            raise exceptions.AuthenticationFailed("Invalid token: the key contains non-ASCII bytes.") from None
+        if len(key) > _MAX_KEY_LENGTH:
+            raise exceptions.AuthenticationFailed("Invalid token.")
+        return self.authenticate_key(key)
+
+    def authenticate_key(self, key: str) -> tuple[Any, ApiToken]:
+        token = ApiToken.objects.select_related("user").filter(key_hash=hash_key(key)).first()
+        if token is None:
+            raise exceptions.AuthenticationFailed("Invalid token.")
+        if token.revoked_at is not None:
+            raise exceptions.AuthenticationFailed(
+                f"The token {token.name!r} ({token.prefix}…) was revoked; create a new one."
+            )
+        if token.is_expired:
+            raise exceptions.AuthenticationFailed(
+                f"The token {token.name!r} ({token.prefix}…) expired at {token.expires_at:%Y-%m-%d %H:%M} UTC; "
+                "create a new one."
+            )
+        if not token.user.is_active:
+            raise exceptions.AuthenticationFailed("The token's user account is disabled.")
+        _touch(token)
+        return token.user, token
+
+    def authenticate_header(self, request: Request) -> str:
+        # Having a WWW-Authenticate challenge makes DRF answer 401 (not 403) to anonymous requests.
+        return KEYWORD
+
+
+def _touch(token: ApiToken) -> None:
+    now = timezone.now()
+    if token.last_used_at is not None and now - token.last_used_at < LAST_USED_RESOLUTION:
+        return
+    stale = Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
+    ApiToken.objects.filter(stale, pk=token.pk).update(last_used_at=now)
+    token.last_used_at = now
+
+
+def token_name_of(request: Request) -> str:
+    """The name of the token that authenticated this request, or "" (session or anonymous)."""
+    auth = getattr(request, "auth", None)
+    return auth.name if isinstance(auth, ApiToken) else ""

@@ -1,0 +1,45 @@
+"""DRF permission classes built on the role selectors."""
+
+from __future__ import annotations
+
+from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from apps.accounts.models import Role
+from apps.accounts.selectors import has_role, is_admin_somewhere, jobs_visible_to, role_for
+from apps.jobs.models import TrainingJob
+
+MAX_BIGINT = 2**63 - 1
+
+
+class IsAdminSomewhere(BasePermission):
+    """Superusers and users with the admin role on at least one namespace (audit readers)."""
+
+    message = "Only administrators (superusers or users with the admin role on a namespace) may read the audit log."
+
+    def has_permission(self, request: Request, view: APIView) -> bool:
+        return bool(request.user and request.user.is_authenticated and is_admin_somewhere(request.user))
+
+
+def job_for_request(request: Request, job_id: int, *, need: str = "viewer") -> TrainingJob:
+    """The job if the user may see it (else 404) and holds ``need`` on its namespace (else 403)."""
+    if not 0 < job_id <= MAX_BIGINT:  # a bigger id cannot exist; the database would reject the query
+        raise NotFound("No job with this id (or you may not see it).")
+    job = (
+        jobs_visible_to(request.user)
+        .select_related("cluster", "current_revision")
+        .filter(pk=job_id)
+        .first()
+    )
+    if job is None:
+        raise NotFound("No job with this id (or you may not see it).")
+    if need != Role.VIEWER:
+        role = role_for(request.user, job)
+        if not has_role(role, need):
+            raise PermissionDenied(
+                f"You have the {role or 'no'} role on namespace {job.namespace!r} of cluster "
+                f"{job.cluster.name!r}; this needs {need}."
+            )
+    return job

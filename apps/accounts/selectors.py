@@ -1,0 +1,108 @@
+"""Reads that decide who may see and change what. Each visibility check is one SQL filter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Exists, IntegerField, Max, OuterRef, Q, QuerySet, Value, When
+from django.db.models import Case as SqlCase
+
+from apps.accounts.models import ALL_NAMESPACES, ROLE_RANK, ApiToken, NamespaceGrant, Role
+from apps.jobs.models import Cluster, TrainingJob
+
+UserLike = AbstractBaseUser | AnonymousUser
+
+
+def roles_at_least(role: str) -> list[str]:
+    """The roles that include ``role`` (editor -> [editor, admin])."""
+    return [name for name, rank in ROLE_RANK.items() if rank >= ROLE_RANK[role]]
+
+
+def _is_superuser(user: UserLike | None) -> bool:
+    return bool(user is not None and user.is_authenticated and getattr(user, "is_superuser", False))
+
+
+def grants_of(user: UserLike) -> QuerySet[NamespaceGrant]:
+    """Grants to the user directly or to any of their groups."""
+    if not user.is_authenticated:
+        return NamespaceGrant.objects.none()
+    return NamespaceGrant.objects.filter(Q(user=user) | Q(group__user=user))
+
+
+def _grants_covering(user: UserLike, *, cluster: Any, namespace: Any, min_role: str) -> QuerySet[NamespaceGrant]:
+    """Grants of ``user`` with at least ``min_role`` that cover (cluster, namespace); both may be OuterRefs."""
+    return grants_of(user).filter(
+        Q(cluster__isnull=True) | Q(cluster=cluster),
+        Q(namespace=ALL_NAMESPACES) | Q(namespace=namespace),
+        role__in=roles_at_least(min_role),
+    )
+
+
+def jobs_visible_to(user: UserLike, *, min_role: str = Role.VIEWER) -> QuerySet[TrainingJob]:
+    """Jobs the user may see (or, with ``min_role``, change): one EXISTS filter, no per-row queries."""
+    jobs = TrainingJob.objects.all()
+    if _is_superuser(user):
+        return jobs
+    if not user.is_authenticated:
+        return jobs.none()
+    covering = _grants_covering(
+        user, cluster=OuterRef("cluster_id"), namespace=OuterRef("namespace"), min_role=min_role
+    )
+    return jobs.filter(Exists(covering))
+
+
+def clusters_visible_to(user: UserLike) -> QuerySet[Cluster]:
+    """Clusters where the user holds any grant (a grant without a cluster covers every cluster)."""
+    clusters = Cluster.objects.all()
+    if _is_superuser(user):
+        return clusters
+    if not user.is_authenticated:
+        return clusters.none()
+    covering = grants_of(user).filter(Q(cluster__isnull=True) | Q(cluster=OuterRef("pk")))
+    return clusters.filter(Exists(covering))
+
+
+def role_in_namespace(user: UserLike, *, cluster: Cluster, namespace: str) -> str | None:
+    """The highest role the user holds on ``namespace`` of ``cluster`` (superusers: admin)."""
+    if _is_superuser(user):
+        return Role.ADMIN
+    if not user.is_authenticated:
+        return None
+    rank = SqlCase(
+        *(When(role=name, then=Value(value)) for name, value in ROLE_RANK.items()),
+        default=Value(0),
+        output_field=IntegerField(),
+    )
+    best = _grants_covering(user, cluster=cluster.pk, namespace=namespace, min_role=Role.VIEWER).aggregate(
+        best=Max(rank)
+    )["best"]
+    return next((name for name, value in ROLE_RANK.items() if value == best), None)
+
+
+def role_for(user: UserLike, job: TrainingJob) -> str | None:
+    """The highest role the user holds on the job's namespace, or None when they may not see it."""
+    return role_in_namespace(user, cluster=job.cluster, namespace=job.namespace)
+
+
+def has_role(role: str | None, needed: str) -> bool:
+    return role is not None and ROLE_RANK[role] >= ROLE_RANK[needed]
+
+
+def is_admin_somewhere(user: UserLike) -> bool:
+    """Superusers, and users holding the admin role on at least one namespace."""
+    if _is_superuser(user):
+        return True
+    return grants_of(user).filter(role=Role.ADMIN).exists()
+
+
+def is_editor_somewhere(user: UserLike) -> bool:
+    if _is_superuser(user):
+        return True
+    return grants_of(user).filter(role__in=roles_at_least(Role.EDITOR)).exists()
+
+
+def tokens_of(user: UserLike) -> QuerySet[ApiToken]:
+    if not user.is_authenticated:
+        return ApiToken.objects.none()
+    return ApiToken.objects.filter(user=user)

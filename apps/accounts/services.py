@@ -1,0 +1,84 @@
+"""Writes on tokens: issue and revoke. The plaintext key exists only in the return value of ``token_issue``."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import datetime
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from apps.accounts.models import ApiToken
+from apps.audit.services import audit_record
+
+KEY_PREFIX_LENGTH = 8
+
+
+def hash_key(key: str) -> str:
+    """SHA-256 hex digest: keys are long random strings, so a fast hash is enough (no dictionary to guess)."""
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _new_key() -> str:
+    # 32 random bytes, URL-safe: fits in a header, and the first 8 characters identify it in lists.
+    return secrets.token_urlsafe(32)
+
+
+@transaction.atomic
+def token_issue(
+    user: AbstractBaseUser,
+    name: str,
+    expires_at: datetime | None = None,
+    *,
+    actor: AbstractBaseUser | None = None,
+    request_id: str = "",
+    actor_token_name: str = "",
+) -> tuple[ApiToken, str]:
+    """Create a token for ``user``; returns the row and the key, which is never stored or shown again."""
+    key = _new_key()
+    token = ApiToken.objects.create(
+        name=name[:100], user=user, prefix=key[:KEY_PREFIX_LENGTH], key_hash=hash_key(key), expires_at=expires_at
+    )
+    audit_record(
+        actor=actor or user,
+        action="token.issue",
+        obj=token,
+        after=token_snapshot(token),
+        token_name=actor_token_name,
+        request_id=request_id,
+    )
+    return token, key
+
+
+@transaction.atomic
+def token_revoke(
+    token: ApiToken, *, actor: AbstractBaseUser | None = None, request_id: str = "", actor_token_name: str = ""
+) -> ApiToken:
+    """Revoke a token (idempotent): it stops authenticating at once; the row stays for the audit trail."""
+    before = token_snapshot(token)
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+    audit_record(
+        actor=actor or token.user,
+        action="token.revoke",
+        obj=token,
+        before=before,
+        after=token_snapshot(token),
+        token_name=actor_token_name,
+        request_id=request_id,
+    )
+    return token
+
+
+def token_snapshot(token: ApiToken) -> dict[str, object]:
+    """What the audit trail keeps about a token (never the key or its hash)."""
+    return {
+        "name": token.name,
+        "user": token.user.get_username(),
+        "prefix": token.prefix,
+        "expires_at": token.expires_at.isoformat() if token.expires_at else None,
+        "revoked_at": token.revoked_at.isoformat() if token.revoked_at else None,
+    }

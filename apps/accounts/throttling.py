@@ -1,0 +1,29 @@
+"""Fair-share throttling: one bucket per token (per user for sessions, per address for anonymous)."""
+
+from __future__ import annotations
+
+from rest_framework.request import Request
+from rest_framework.settings import api_settings
+from rest_framework.throttling import SimpleRateThrottle
+from rest_framework.views import APIView
+
+from apps.accounts.models import ApiToken
+
+
+class TokenRateThrottle(SimpleRateThrottle):
+    """Each token gets its own budget, so one busy pipeline cannot starve the others of the same user."""
+
+    scope = "token"
+
+    def get_rate(self) -> str | None:
+        # Read at call time (not class creation) so settings overrides and env changes are honoured.
+        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
+
+    def get_cache_key(self, request: Request, view: APIView) -> str:
+        if isinstance(request.auth, ApiToken):
+            ident = f"token:{request.auth.pk}"
+        elif request.user is not None and request.user.is_authenticated:
+            ident = f"user:{request.user.pk}"
+        else:
+            ident = f"anon:{self.get_ident(request)}"
+        return self.cache_format % {"scope": self.scope, "ident": ident}

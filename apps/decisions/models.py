@@ -1,0 +1,58 @@
+"""Platform-mode decisions: ClusterD asks "which strategy now?", the control plane answers."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Decision(models.Model):
+    """One ``ProcessConfirmFault`` question from ClusterD and its answer (mindcluster.md §6.4)."""
+
+    class State(models.TextChoices):
+        PENDING = "pending"  # waiting for a person, until the deadline
+        DECIDED = "decided"  # strategy chosen, not yet written to the PodGroup
+        WRITTEN = "written"  # ProcessRecoverStrategy written; ClusterD is recovering
+        COMPLETED = "completed"  # ProcessRecoverStatus reported; keys cleared for the next fault
+        FAILED = "failed"  # could not be written (job gone, cluster refuses)
+
+    job = models.ForeignKey("jobs.TrainingJob", on_delete=models.CASCADE, related_name="decisions")
+    podgroup = models.CharField(max_length=320)
+    confirm_fault = models.CharField(max_length=2000, help_text="ProcessConfirmFault as ClusterD wrote it")
+    faults = models.JSONField(default=list, help_text='[{"rank": 3, "type": "0"}, ...]')
+    context = models.JSONField(default=dict, help_text="What the rules saw: fault types, levels, repeats")
+    state = models.CharField(max_length=12, choices=State.choices, default=State.PENDING, db_index=True)
+    strategy = models.CharField(max_length=16, blank=True)
+    decided_by = models.CharField(max_length=150, blank=True, help_text="rule:<n>, user:<name> or default")
+    answered_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    reason = models.CharField(max_length=500, blank=True)
+    deadline_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.CharField(max_length=32, blank=True, help_text="ProcessRecoverStatus")
+    last_error = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    written_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            # At most one open question per job: ClusterD asks again only after we cleared the last one.
+            models.UniqueConstraint(
+                fields=["job"],
+                condition=models.Q(state__in=["pending", "decided", "written"]),
+                name="one_open_decision_per_job",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.job} {self.confirm_fault} → {self.strategy or '?'} ({self.state})"
+
+    @property
+    def latency_ms(self) -> float | None:
+        """Question observed → answer written."""
+        if self.written_at is None:
+            return None
+        return (self.written_at - self.created_at).total_seconds() * 1000

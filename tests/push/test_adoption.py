@@ -1,0 +1,127 @@
+"""Adoption: AscendJobs in the cluster become TrainingJobs; their recovery keys become revision 1."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+from kubernetes import client as k8s
+
+from apps.cluster import constants as c
+from apps.jobs.models import Cluster, TrainingJob
+from apps.jobs.watcher import ClusterJobWatcher
+from apps.policies.models import PolicyRevision, PolicySync
+from apps.simcluster.kubeapi import KubeApiEmulator
+from tests.push.conftest import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def load_samples(shared_dir: Path) -> list[dict]:
+    docs = []
+    for path in sorted((shared_dir / "reference" / "samples").glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if isinstance(doc, dict) and doc.get("kind") == "AscendJob":
+                docs.append(doc)
+    return docs
+
+
+def test_every_loadable_sample_is_adopted_with_its_observed_policy(
+    shared_dir: Path, emulator: KubeApiEmulator, kube: k8s.ApiClient
+) -> None:
+    namespace = f"adopt-{uuid.uuid4().hex[:6]}"
+    k8s.CoreV1Api(kube).create_namespace({"metadata": {"name": namespace}})
+    custom = k8s.CustomObjectsApi(kube)
+    created: dict[str, dict] = {}
+    refused = 0
+    for index, doc in enumerate(load_samples(shared_dir)):
+        doc = {**doc, "metadata": {**doc["metadata"], "namespace": namespace}}
+        if not doc["metadata"].get("name"):
+            refused += 1  # the real apiserver refuses an empty name too (422)
+            with pytest.raises(k8s.ApiException) as caught:
+                custom.create_namespaced_custom_object(
+                    c.ASCENDJOB_GROUP, c.ASCENDJOB_VERSION, namespace, c.ASCENDJOB_PLURAL, doc
+                )
+            assert caught.value.status == 422
+            continue
+        doc["metadata"]["name"] = f"{doc['metadata']['name']}-{index}"
+        obj = custom.create_namespaced_custom_object(
+            c.ASCENDJOB_GROUP, c.ASCENDJOB_VERSION, namespace, c.ASCENDJOB_PLURAL, doc
+        )
+        created[obj["metadata"]["name"]] = obj
+    assert created, "no sample could be loaded"
+    cluster = Cluster.objects.create(
+        name=f"adopt-{uuid.uuid4().hex[:6]}",
+        kubeconfig_path=str(emulator.kubeconfig),  # type: ignore[attr-defined]
+        namespaces=[namespace],
+    )
+    watcher = ClusterJobWatcher(cluster, watch_timeout=2)
+    watcher.relist(namespace)
+    jobs = {j.name: j for j in TrainingJob.objects.filter(cluster=cluster)}
+    assert set(jobs) == set(created)
+    for name, obj in created.items():
+        job = jobs[name]
+        assert job.uid == obj["metadata"]["uid"]
+        assert job.framework == obj["metadata"]["labels"]["framework"]
+        assert sum(job.replicas.values()) == sum(
+            r.get("replicas", 1) for r in obj["spec"]["replicaSpecs"].values()
+        )
+        assert job.npus_per_pod > 0
+        first = job.revisions.get(number=1)
+        assert first.source == PolicyRevision.Source.OBSERVED
+        labels = obj["metadata"].get("labels") or {}
+        if labels.get("fault-scheduling") in ("grace", "force"):
+            assert first.spec["fault_scheduling"] == labels["fault-scheduling"]
+        assert first.spec["pod_rescheduling"] == (labels.get("pod-rescheduling") == "on")
+        # Observed means "already in the cluster": nothing to push.
+        assert PolicySync.objects.get(job=job).state == "applied"
+    # Re-adopting is idempotent: no second revision.
+    watcher.relist(namespace)
+    assert PolicyRevision.objects.filter(job__cluster=cluster).count() == len(created)
+
+
+def test_watch_adopts_new_jobs_and_marks_deleted_ones(emulator: KubeApiEmulator, kube: k8s.ApiClient) -> None:
+    from tests.push.conftest import create_live_job
+
+    namespace = f"watch-{uuid.uuid4().hex[:6]}"
+    cluster = Cluster.objects.create(
+        name=f"w-{uuid.uuid4().hex[:6]}",
+        kubeconfig_path=str(emulator.kubeconfig),  # type: ignore[attr-defined]
+        namespaces=[namespace],
+    )
+    watcher = ClusterJobWatcher(cluster, watch_timeout=1)
+    thread = threading.Thread(target=watcher.run, args=(namespace,), daemon=True)
+    create_live_job(kube, namespace, "first")
+    thread.start()
+    try:
+        wait_for(
+            lambda: TrainingJob.objects.filter(cluster=cluster, name="first").exists(), 10, "first adopted"
+        )
+        create_live_job(kube, namespace, "second")
+        wait_for(
+            lambda: TrainingJob.objects.filter(cluster=cluster, name="second").exists(), 10, "second adopted"
+        )
+        k8s.CustomObjectsApi(kube).delete_namespaced_custom_object(
+            c.ASCENDJOB_GROUP, c.ASCENDJOB_VERSION, namespace, c.ASCENDJOB_PLURAL, "first"
+        )
+        wait_for(
+            lambda: TrainingJob.objects.filter(
+                cluster=cluster, name="first", deleted_at__isnull=False
+            ).exists(),
+            10,
+            "first marked deleted",
+        )
+        # History is kept: the row and its revision still exist.
+        assert PolicyRevision.objects.filter(job__name="first", job__cluster=cluster).count() == 1
+        # 410 Gone → relist and carry on.
+        emulator.compact()
+        create_live_job(kube, namespace, "third")
+        wait_for(
+            lambda: TrainingJob.objects.filter(cluster=cluster, name="third").exists(), 15, "third adopted"
+        )
+    finally:
+        watcher.stop()
+        thread.join(5)

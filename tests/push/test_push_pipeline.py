@@ -1,0 +1,295 @@
+"""The write path end to end: outbox → real Celery worker → official client → API emulator.
+
+Each test follows one "Prove it" line of the push-pipeline issue.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable
+
+import pytest
+from django.test import override_settings
+from kubernetes import client as k8s
+
+from apps.cluster import constants as c
+from apps.events.models import JobEvent
+from apps.jobs.models import TrainingJob
+from apps.policies.models import PolicySync
+from apps.policies.reconcile import reconcile_all, sweep_stuck_syncs
+from apps.policies.rendering import render
+from apps.policies.services import Actor, policy_revision_create
+from apps.policies.validation import validate_policy
+from apps.simcluster.kubeapi import KubeApiEmulator
+from tests.push.conftest import RedisServer, Worker, purge_queues, read_live, wait_for
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+SPEC = {"mindcluster_version": "26.1", "strategies": ["dump", "retry", "recover"], "pod_rescheduling": True}
+
+
+def save(job: TrainingJob, spec: dict | None = None) -> PolicySync:
+    revision = policy_revision_create(job=job, spec=spec or SPEC, actor=Actor(name="tester"))
+    return PolicySync.objects.get(revision=revision)
+
+
+def wait_state(sync: PolicySync, states: set[str], timeout: float = 30) -> PolicySync:
+    def done() -> PolicySync | None:
+        sync.refresh_from_db()
+        return sync if sync.state in states else None
+
+    return wait_for(done, timeout, f"sync {sync.pk} to reach {states} (now {sync.state}: {sync.last_error})")
+
+
+def committed_writes(emulator: KubeApiEmulator, job: TrainingJob, plural: str) -> int:
+    return emulator.faults.committed.count(plural=plural, namespace=job.namespace)
+
+
+@pytest.fixture(autouse=True)
+def _clean_queues(broker: RedisServer) -> None:
+    purge_queues()
+
+
+def test_save_reaches_cluster_with_exactly_the_rendered_keys(
+    live_job: Callable[..., TrainingJob],
+    worker_factory: Callable[..., Worker],
+    kube: k8s.ApiClient,
+    emulator: KubeApiEmulator,
+) -> None:
+    worker_factory()
+    job = live_job()
+    sync = wait_state(save(job), {"applied"})
+    live, pg = read_live(kube, job)
+    expected = render(live, validate_policy(SPEC).spec)  # type: ignore[arg-type]
+    annotations = live["metadata"]["annotations"]
+    assert annotations[c.ANNOTATION_RECOVER_STRATEGY] == "retry,recover,dump"
+    assert annotations[c.ANNOTATION_POLICY_REVISION] == "1"
+    assert annotations["owner.example.com/contact"] == "ml-team"  # a key we do not own survives
+    assert live["metadata"]["labels"]["team"] == "llm"
+    for key, value in expected.labels.items():
+        assert live["metadata"]["labels"][key] == value
+    for key, value in (expected.podgroup_patch["metadata"].get("annotations") or {}).items():
+        assert pg["metadata"]["annotations"].get(key) == value
+    for key, value in (expected.podgroup_patch["metadata"].get("labels") or {}).items():
+        assert pg["metadata"]["labels"].get(key) == value
+    container = live["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    assert {"name": "USER_SETTING", "value": "keep-me"} in container["env"]
+    assert any(p.get("name") == "taskd-port" for p in container["ports"])
+    cm = k8s.CoreV1Api(kube).read_namespaced_config_map(f"taskd-manager-{job.name}", job.namespace)
+    assert "init_taskd_manager" in cm.data["manager.py"]
+    assert sync.applied_resource_versions["ascendjob"] == live["metadata"]["resourceVersion"]
+    assert {e["when"] for e in sync.effects} >= {"live", "next-pod-creation"}
+    assert JobEvent.objects.filter(job=job, kind="policy.applied").count() == 1
+    # Idempotent: pushing the same revision again writes nothing.
+    before = emulator.faults.committed.count(namespace=job.namespace)
+    from apps.policies.push import sync_request_apply
+
+    wait_state(sync_request_apply(job=job), {"applied"})
+    assert emulator.faults.committed.count(namespace=job.namespace) == before
+
+
+def test_three_conflicts_then_applied_with_one_write_per_object(
+    live_job: Callable[..., TrainingJob],
+    worker_factory: Callable[..., Worker],
+    emulator: KubeApiEmulator,
+) -> None:
+    worker_factory()
+    job = live_job()
+    emulator.faults.conflict_next_writes(3)
+    sync = wait_state(save(job), {"applied"})
+    assert sync.attempts == 3
+    assert committed_writes(emulator, job, "ascendjobs") == 1
+    assert committed_writes(emulator, job, "podgroups") == 1
+    assert committed_writes(emulator, job, "configmaps") == 1
+
+
+def test_503_window_then_applied_soon_after_recovery(
+    live_job: Callable[..., TrainingJob],
+    worker_factory: Callable[..., Worker],
+    emulator: KubeApiEmulator,
+) -> None:
+    worker_factory()
+    job = live_job()
+    window = 30.0
+    emulator.faults.unavailable_for(window)
+    started = time.monotonic()
+    sync = wait_state(save(job), {"applied", "failed"}, timeout=window + 30)
+    recovered_after = time.monotonic() - started - window
+    assert sync.state == "applied", sync.last_error
+    assert recovered_after < 30, f"applied {recovered_after:.1f}s after the API recovered"
+    assert sync.attempts >= 3
+
+
+def test_429_retry_after_is_honoured(
+    live_job: Callable[..., TrainingJob],
+    worker_factory: Callable[..., Worker],
+    emulator: KubeApiEmulator,
+) -> None:
+    worker_factory()
+    job = live_job()
+    emulator.faults.throttle_next(1, retry_after=2)
+    started = time.monotonic()
+    sync = wait_state(save(job), {"applied"})
+    assert time.monotonic() - started >= 2.0
+    assert "429" in (PolicySync.objects.get(pk=sync.pk).last_error or "") or sync.attempts == 1
+
+
+def test_worker_killed_between_read_and_patch_is_redelivered_once(
+    live_job: Callable[..., TrainingJob],
+    worker_factory: Callable[..., Worker],
+    emulator: KubeApiEmulator,
+) -> None:
+    worker = worker_factory(PUSH_DEBUG_PAUSE_AFTER_READ_SECONDS="3")
+    job = live_job()
+    sync = save(job)
+    wait_state(sync, {"applying"})
+    time.sleep(0.5)  # inside the pause: the job has been read, nothing written yet
+    for pid in worker.child_pids():
+        os.kill(pid, signal.SIGKILL)
+    sync = wait_state(sync, {"applied"}, timeout=60)
+    assert committed_writes(emulator, job, "ascendjobs") == 1
+    assert "WorkerLostError" in worker.output() or "SIGKILL" in worker.output()
+
+
+def test_broker_restart_loses_the_message_and_the_sweep_recovers_it(
+    live_job: Callable[..., TrainingJob],
+    worker_factory: Callable[..., Worker],
+    broker: RedisServer,
+) -> None:
+    job = live_job()
+    sync = save(job)  # queued while no worker runs
+    broker.stop()  # no persistence: the queued message is gone, like a crash
+    broker.start()
+    worker_factory()
+    time.sleep(1)
+    sync.refresh_from_db()
+    assert sync.state == "pending"
+    with override_settings(PUSH_PENDING_GRACE_SECONDS=0):
+        assert sync.pk in sweep_stuck_syncs()
+    wait_state(sync, {"applied"})
+
+
+def test_hand_edit_is_drift_with_the_keys_and_is_healed_when_asked(
+    live_job: Callable[..., TrainingJob],
+    worker_factory: Callable[..., Worker],
+    kube: k8s.ApiClient,
+) -> None:
+    worker_factory()
+    job = live_job()
+    sync = wait_state(save(job), {"applied"})
+    custom = k8s.CustomObjectsApi(kube)
+    custom.patch_namespaced_custom_object(
+        c.ASCENDJOB_GROUP,
+        c.ASCENDJOB_VERSION,
+        job.namespace,
+        c.ASCENDJOB_PLURAL,
+        job.name,
+        {"metadata": {"annotations": {c.ANNOTATION_RECOVER_STRATEGY: "retry"}}},
+        _content_type="application/merge-patch+json",
+    )
+    reconcile_all()
+    sync.refresh_from_db()
+    assert sync.state == "drifted"
+    keys = {(d["object"], d["key"]) for d in sync.drift}
+    assert ("AscendJob", f"metadata.annotations.{c.ANNOTATION_RECOVER_STRATEGY}") in keys
+    assert JobEvent.objects.filter(job=job, kind="policy.drifted").exists()
+    # Heal: the cluster is configured to auto-heal; the next reconcile re-pushes.
+    job.cluster.auto_heal = True
+    job.cluster.save()
+    reconcile_all()
+    wait_state(sync, {"applied"})
+    live, _ = read_live(kube, job)
+    assert live["metadata"]["annotations"][c.ANNOTATION_RECOVER_STRATEGY] == "retry,recover,dump"
+
+
+def test_operator_recreating_the_podgroup_is_drift(
+    live_job: Callable[..., TrainingJob],
+    worker_factory: Callable[..., Worker],
+    kube: k8s.ApiClient,
+) -> None:
+    worker_factory()
+    job = live_job()
+    sync = wait_state(save(job, {**SPEC, "platform_mode": True}), {"applied"})
+    _, pg = read_live(kube, job)
+    custom = k8s.CustomObjectsApi(kube)
+    name = pg["metadata"]["name"]
+    custom.delete_namespaced_custom_object(
+        c.PODGROUP_GROUP, c.PODGROUP_VERSION, job.namespace, c.PODGROUP_PLURAL, name
+    )
+    stale = {k: v for k, v in pg["metadata"]["annotations"].items() if k != c.ANNOTATION_PLATFORM_STRATEGY}
+    custom.create_namespaced_custom_object(
+        c.PODGROUP_GROUP,
+        c.PODGROUP_VERSION,
+        job.namespace,
+        c.PODGROUP_PLURAL,
+        {
+            "apiVersion": c.PODGROUP_API_VERSION,
+            "kind": c.PODGROUP_KIND,
+            "metadata": {"name": name, "namespace": job.namespace, "annotations": stale},
+            "spec": {"minMember": 2},
+        },
+    )
+    reconcile_all()
+    sync.refresh_from_db()
+    assert sync.state == "drifted"
+    assert ("PodGroup", f"metadata.annotations.{c.ANNOTATION_PLATFORM_STRATEGY}") in {
+        (d["object"], d["key"]) for d in sync.drift
+    }
+
+
+def test_unreachable_cluster_fails_with_why_and_recovers_by_itself(
+    live_job: Callable[..., TrainingJob],
+    worker_factory: Callable[..., Worker],
+    tmp_path,
+) -> None:
+    from tests.push.conftest import create_live_job, free_port
+
+    port = free_port()
+    offline = KubeApiEmulator(host="127.0.0.1", port=port)
+    kubeconfig = offline.write_kubeconfig(tmp_path / "offline.kubeconfig")
+    worker_factory(PUSH_RETRY_BUDGET_SECONDS="2")
+    job = live_job(kubeconfig=str(kubeconfig))
+    sync = wait_state(save(job), {"failed"}, timeout=30)
+    assert "unreachable" in sync.last_error and sync.retryable
+    offline.start()
+    try:
+        from kubernetes import config as k8s_config
+
+        api = k8s_config.new_client_from_config(config_file=str(kubeconfig))
+        create_live_job(api, job.namespace, job.name)
+        with override_settings(PUSH_FAILED_RETRY_SECONDS=0):
+            assert sync.pk in sweep_stuck_syncs()
+        wait_state(sync, {"applied"})
+    finally:
+        offline.stop()
+
+
+def test_newer_revision_supersedes_one_in_flight(
+    live_job: Callable[..., TrainingJob],
+    worker_factory: Callable[..., Worker],
+    kube: k8s.ApiClient,
+) -> None:
+    job = live_job()
+    first = save(job, {"strategies": ["dump"]})
+    second = save(job, {"strategies": ["retry"]})
+    worker_factory()
+    wait_state(second, {"applied"})
+    wait_state(first, {"superseded"})
+    live, _ = read_live(kube, job)
+    assert live["metadata"]["annotations"][c.ANNOTATION_RECOVER_STRATEGY] == "retry"
+    assert live["metadata"]["annotations"][c.ANNOTATION_POLICY_REVISION] == "2"
+
+
+def test_permanent_error_fails_at_once_with_a_clear_reason(
+    live_job: Callable[..., TrainingJob],
+    worker_factory: Callable[..., Worker],
+    emulator: KubeApiEmulator,
+) -> None:
+    worker_factory()
+    job = live_job()
+    emulator.faults.fail_next(1, status=403)
+    sync = wait_state(save(job), {"failed"})
+    assert "not allowed" in sync.last_error and not sync.retryable
+    assert JobEvent.objects.filter(job=job, kind="policy.failed").exists()

@@ -1,0 +1,143 @@
+"""Fixtures and builders shared by the simulated-MindCluster tests (import what you use)."""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from apps.cluster import constants as k
+from apps.simcluster.kube import Kube
+from apps.simcluster.runtime import SimCluster
+
+
+def pod_template(npus: int = 8, *, env: list[dict[str, Any]] | None = None, ttp: bool = True, taskd: bool = True,
+                 pod_ip: bool = True) -> dict[str, Any]:
+    """A pod template shaped like the MindCluster samples (container ``ascend``)."""
+    env = list(env or [])
+    if pod_ip:
+        env.append({"name": k.ENV_POD_IP, "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
+    if ttp:
+        env.append({"name": k.ENV_TTP_PORT, "value": "8000"})
+    ports = [{"name": k.PORT_ASCENDJOB[0], "containerPort": k.PORT_ASCENDJOB[1]}]
+    if taskd:
+        ports.append({"name": k.PORT_TASKD[0], "containerPort": k.PORT_TASKD[1]})
+    if ttp:
+        ports.append({"name": k.PORT_TTP_NAME, "containerPort": 8000})
+    return {
+        "metadata": {"labels": {"ring-controller.atlas": "ascend-910b"}},
+        "spec": {
+            "containers": [{
+                "name": k.CONTAINER_NAME,
+                "image": "mindspeed-dl:v1",
+                "env": env,
+                "ports": ports,
+                "resources": {"limits": {"huawei.com/Ascend910": npus}, "requests": {"huawei.com/Ascend910": npus}},
+            }]
+        },
+    }
+
+
+def make_job(
+    name: str,
+    *,
+    framework: str = "pytorch",
+    release: str = "26.1",
+    strategies: str | None = "retry,recover,dump",
+    workers: int = 1,
+    npus: int = 8,
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    namespace: str = "default",
+    backoff_limit: int | None = None,
+    **template_kw: Any,
+) -> dict[str, Any]:
+    """An AscendJob manifest with a leader and ``workers`` workers."""
+    leader = k.LEADER_ROLE[framework]
+    meta_labels = {"framework": framework, "ring-controller.atlas": "ascend-910b", "fault-scheduling": "grace",
+                   "mindcluster.io/release": release, **(labels or {})}
+    meta_annotations = dict(annotations or {})
+    if strategies is not None:
+        meta_annotations[k.ANNOTATION_RECOVER_STRATEGY] = strategies
+    template = pod_template(npus, **template_kw)
+    run_policy: dict[str, Any] = {"schedulingPolicy": {"minAvailable": workers + 1, "queue": "default"}}
+    if backoff_limit is not None:
+        run_policy["backoffLimit"] = backoff_limit
+    return {
+        "apiVersion": k.ASCENDJOB_API_VERSION,
+        "kind": k.ASCENDJOB_KIND,
+        "metadata": {"name": name, "namespace": namespace, "labels": meta_labels, "annotations": meta_annotations},
+        "spec": {
+            "schedulerName": "volcano",
+            "runPolicy": run_policy,
+            "successPolicy": "AllWorkers",
+            "replicaSpecs": {
+                leader: {"replicas": 1, "restartPolicy": "Never", "template": copy.deepcopy(template)},
+                k.WORKER_ROLE: {"replicas": workers, "restartPolicy": "Never", "template": copy.deepcopy(template)},
+            },
+        },
+    }
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05, what: str = "") -> Any:
+    """Poll ``predicate`` until it returns something truthy; fail the test on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout} s waiting for {what or predicate}")
+        time.sleep(interval)
+
+
+def conditions(job: dict[str, Any] | None) -> list[str]:
+    return [c["type"] for c in ((job or {}).get("status") or {}).get("conditions") or []]
+
+
+def create_job(kube: Kube, manifest: dict[str, Any], *, running: bool = True) -> dict[str, Any]:
+    """Create the AscendJob and (by default) wait until the operator reports it Running."""
+    namespace, name = manifest["metadata"]["namespace"], manifest["metadata"]["name"]
+    kube.custom.create_namespaced_custom_object(k.ASCENDJOB_GROUP, k.ASCENDJOB_VERSION, namespace,
+                                                k.ASCENDJOB_PLURAL, manifest)
+    if not running:
+        return kube.get_job(namespace, name) or {}
+    return wait_for(lambda: (lambda j: j if "Running" in conditions(j) else None)(kube.get_job(namespace, name)),
+                    what=f"job {name} Running")
+
+
+def podgroup_of(kube: Kube, job: dict[str, Any]) -> dict[str, Any] | None:
+    meta = job["metadata"]
+    return kube.get_podgroup(meta["namespace"], f"{meta['name']}-{meta['uid']}")
+
+
+def event_reasons(kube: Kube, job: dict[str, Any]) -> list[str]:
+    return [e["reason"] for e in kube.list_events(job["metadata"]["namespace"], job["metadata"]["name"])]
+
+
+def events_text(kube: Kube, job: dict[str, Any]) -> str:
+    return "\n".join(f"{e['reason']}: {e['message']}"
+                     for e in kube.list_events(job["metadata"]["namespace"], job["metadata"]["name"]))
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[SimCluster]:
+    """A running SimCluster at 500x speed (a 300 s platform wait takes 0.6 s)."""
+    cluster = SimCluster(clock_speed=500, seed=7, control_port=0)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def kube(sim: SimCluster) -> Iterator[Kube]:
+    client = Kube(sim.kubeconfig_path)
+    try:
+        yield client
+    finally:
+        client.close()
