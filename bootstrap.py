@@ -270,6 +270,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             "beat", [*celery, "beat", "-l", "info", "-s", str(VAR / "celerybeat-schedule")], env=env
         )
         children.start("adoption watcher", [*manage, "watch_jobs"], env=env)
+        children.start("platform-mode decider", [*manage, "decide"], env=env)
         children.start(
             "web",
             [

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
-from rest_framework.views import APIView
 
 from apps.accounts.models import Role
 from apps.accounts.selectors import has_role, is_admin_somewhere, jobs_visible_to, role_for
 from apps.jobs.models import TrainingJob
 
 MAX_BIGINT = 2**63 - 1
+
+if TYPE_CHECKING:
+    from rest_framework.views import APIView
 
 
 class IsAdminSomewhere(BasePermission):

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
-from rest_framework.views import APIView
 
 from apps.accounts.models import ApiToken
+
+if TYPE_CHECKING:
+    from rest_framework.views import APIView
 
 
 class TokenRateThrottle(SimpleRateThrottle):

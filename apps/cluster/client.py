@@ -49,15 +49,23 @@ def api_client(ref: ClusterRef) -> k8s.ApiClient:
         existing = _clients.get(ref)
         if existing is not None:
             return existing
+        configuration = k8s.Configuration()
         try:
             if ref.in_cluster:
-                configuration = k8s.Configuration()
                 k8s_config.load_incluster_config(client_configuration=configuration)
-                created = k8s.ApiClient(configuration)
             else:
-                created = k8s_config.new_client_from_config(
-                    config_file=ref.kubeconfig_path or None, context=ref.context or None
+                k8s_config.load_kube_config(
+                    config_file=ref.kubeconfig_path or None,
+                    context=ref.context or None,
+                    client_configuration=configuration,
+                    persist_config=False,
                 )
+            # Retries are ours (budget, backoff, Retry-After, the user-visible attempt count):
+            # urllib3 must hand every answer and every connection error straight back.
+            configuration.retries = urllib3.Retry(
+                total=0, redirect=0, respect_retry_after_header=False, raise_on_status=False
+            )
+            created = k8s.ApiClient(configuration)
         except (ConfigException, OSError, TypeError, ValueError) as exc:
             raise ClusterError(
                 f"cluster {ref.name!r}: cannot load its kubeconfig ({exc})", permanent=True
@@ -292,19 +300,26 @@ def server_version(ref: ClusterRef) -> str:
     return str(data.get("gitVersion", "unknown"))
 
 
-def watch_ascendjobs(
-    ref: ClusterRef, *, resource_version: str, namespace: str | None = None, timeout_seconds: int = 60
+def watch_custom(
+    ref: ClusterRef,
+    group: str,
+    version: str,
+    plural: str,
+    *,
+    resource_version: str,
+    namespace: str | None = None,
+    timeout_seconds: int = 60,
 ) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Yield ``(type, object)`` from a watch; ``ClusterError(status=410)`` means relist."""
+    """Yield ``(type, object)`` from a watch of a custom resource; ``ClusterError(status=410)`` = relist."""
     api = _custom(ref)
     watcher = k8s_watch.Watch()
     args: tuple[Any, ...]
     if namespace:
         fn = api.list_namespaced_custom_object
-        args = (c.ASCENDJOB_GROUP, c.ASCENDJOB_VERSION, namespace, c.ASCENDJOB_PLURAL)
+        args = (group, version, namespace, plural)
     else:
         fn = api.list_cluster_custom_object
-        args = (c.ASCENDJOB_GROUP, c.ASCENDJOB_VERSION, c.ASCENDJOB_PLURAL)
+        args = (group, version, plural)
     try:
         for event in watcher.stream(
             fn,
@@ -313,10 +328,75 @@ def watch_ascendjobs(
             timeout_seconds=timeout_seconds,
             allow_watch_bookmarks=True,
         ):
+            if event["type"] == "BOOKMARK":
+                continue
             yield str(event["type"]), dict(event["object"])
     except ClusterError:
         raise
     except Exception as exc:
-        raise _translate(exc, "watch AscendJobs") from exc
+        raise _translate(exc, f"watch {plural}") from exc
     finally:
         watcher.stop()
+
+
+def watch_ascendjobs(
+    ref: ClusterRef, *, resource_version: str, namespace: str | None = None, timeout_seconds: int = 60
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    return watch_custom(
+        ref,
+        c.ASCENDJOB_GROUP,
+        c.ASCENDJOB_VERSION,
+        c.ASCENDJOB_PLURAL,
+        resource_version=resource_version,
+        namespace=namespace,
+        timeout_seconds=timeout_seconds,
+    )
+
+
+def list_all_podgroups(ref: ClusterRef, namespace: str | None = None) -> tuple[list[dict[str, Any]], str]:
+    """Every PodGroup (following ``continue``) and the list's resourceVersion to watch from."""
+    api = _custom(ref)
+    items: list[dict[str, Any]] = []
+    token: str | None = None
+    while True:
+        kwargs: dict[str, Any] = {"limit": 500}
+        if token:
+            kwargs["_continue"] = token
+        if namespace:
+            page = _call(
+                "list PodGroups",
+                api.list_namespaced_custom_object,
+                c.PODGROUP_GROUP,
+                c.PODGROUP_VERSION,
+                namespace,
+                c.PODGROUP_PLURAL,
+                **kwargs,
+            )
+        else:
+            page = _call(
+                "list PodGroups",
+                api.list_cluster_custom_object,
+                c.PODGROUP_GROUP,
+                c.PODGROUP_VERSION,
+                c.PODGROUP_PLURAL,
+                **kwargs,
+            )
+        items.extend(page.get("items") or [])
+        meta = page.get("metadata") or {}
+        token = meta.get("continue") or None
+        if not token:
+            return items, str(meta.get("resourceVersion", ""))
+
+
+def watch_podgroups(
+    ref: ClusterRef, *, resource_version: str, namespace: str | None = None, timeout_seconds: int = 60
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    return watch_custom(
+        ref,
+        c.PODGROUP_GROUP,
+        c.PODGROUP_VERSION,
+        c.PODGROUP_PLURAL,
+        resource_version=resource_version,
+        namespace=namespace,
+        timeout_seconds=timeout_seconds,
+    )

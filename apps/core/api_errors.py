@@ -14,7 +14,6 @@ from typing import Any
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import Http404
-from drf_spectacular.openapi import AutoSchema
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 
@@ -193,22 +192,3 @@ class RevisionConflictSerializer(ErrorResponseSerializer):
     """409: the revision the client based its change on is not the current one."""
 
     current_revision = serializers.IntegerField()
-
-
-# Errors any operation can answer; 400/413/415 only where there is input to reject.
-_COMMON_ERRORS = ("401", "403", "404", "406", "429")
-_INPUT_ERRORS = ("400", "413", "415")
-
-
-class ErrorAwareAutoSchema(AutoSchema):
-    """drf-spectacular schema that documents the shared error responses on every operation."""
-
-    def _get_response_bodies(self, direction: str = "response") -> dict[str, Any]:  # type: ignore[override]
-        responses = super()._get_response_bodies(direction)  # type: ignore[arg-type]
-        codes = _COMMON_ERRORS + _INPUT_ERRORS if self.method in ("POST", "PUT", "PATCH") else (
-            *_COMMON_ERRORS, "400"
-        )
-        for code in codes:
-            if code not in responses:
-                responses[code] = self._get_response_for_code(ErrorResponseSerializer, code, direction=direction)
-        return responses

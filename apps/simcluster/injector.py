@@ -39,7 +39,17 @@ KNOWN_LEVELS: Final = (
     "SeparateFault",
 )
 _CODE = re.compile(r"^[0-9A-Fa-f]{1,16}$")
-_ALLOWED_KEYS: Final = {"namespace", "job", "rank", "type", "fault_type", "code", "level", "recovers", "device"}
+_ALLOWED_KEYS: Final = {
+    "namespace",
+    "job",
+    "rank",
+    "type",
+    "fault_type",
+    "code",
+    "level",
+    "recovers",
+    "device",
+}
 _ids = itertools.count(1)
 _ids_lock = threading.Lock()
 
@@ -112,7 +122,9 @@ def _parse_recovers(value: Any) -> bool | tuple[bool, ...] | None:
         return value
     if isinstance(value, list) and value and all(isinstance(v, bool) for v in value):
         return tuple(value)
-    raise FaultSpecError(f"recovers: expected true, false, null or a non-empty list of booleans, got {value!r}")
+    raise FaultSpecError(
+        f"recovers: expected true, false, null or a non-empty list of booleans, got {value!r}"
+    )
 
 
 def parse_fault(data: Any) -> FaultSpec:
@@ -145,5 +157,13 @@ def parse_fault(data: Any) -> FaultSpec:
     device = data.get("device", 0)
     if isinstance(device, bool) or not isinstance(device, int) or device < 0:
         raise FaultSpecError(f"device: expected an integer >= 0, got {device!r}")
-    return FaultSpec(namespace=namespace, job=name, rank=rank, kind=kind, code=code, level=level,
-                     recovers=_parse_recovers(data.get("recovers")), device=device)
+    return FaultSpec(
+        namespace=namespace,
+        job=name,
+        rank=rank,
+        kind=kind,
+        code=code,
+        level=level,
+        recovers=_parse_recovers(data.get("recovers")),
+        device=device,
+    )

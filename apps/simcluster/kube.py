@@ -173,7 +173,13 @@ class Kube:
         """Events about the object ``name`` in ``namespace``, oldest first."""
         events = self.core.list_namespaced_event(namespace)
         items = [self.api_client.sanitize_for_serialization(e) for e in events.items]
-        return [e for e in items if e.get("involvedObject", {}).get("name") == name]
+        mine = [e for e in items if e.get("involvedObject", {}).get("name") == name]
+        return sorted(
+            mine,
+            key=lambda e: _rv(
+                e.get("metadata", {}).get("resource_version") or e.get("metadata", {}).get("resourceVersion")
+            ),
+        )
 
     # --- helpers ------------------------------------------------------------------------------------
     def _get_custom(
@@ -193,6 +199,13 @@ class Kube:
         except ApiException as exc:
             if exc.status != 404:
                 raise
+
+
+def _rv(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
 
 
 class Informer(threading.Thread):

@@ -57,7 +57,9 @@ class SimCluster:
         self.api_port = api_port
         self.grpc_port = grpc_port
         self.demo = demo
-        self.random_fault_rate_per_min = random_fault_rate_per_min or (DEMO_FAULT_RATE_PER_MIN if demo else 0.0)
+        self.random_fault_rate_per_min = random_fault_rate_per_min or (
+            DEMO_FAULT_RATE_PER_MIN if demo else 0.0
+        )
         self.control_port = control_port
         self.seed = seed
         self.spare_resources = spare_resources
@@ -95,8 +97,14 @@ class SimCluster:
         self.operator = SimOperator(self.kubeconfig_path, NodePool(), clusterd_ip=self.host)
         self.operator.start()
         self.taskd = TaskdManagers(self.kubeconfig_path)
-        self.clusterd = ClusterD(self.kubeconfig_path, self.clock, self.operator, self.taskd, seed=self.seed,
-                                 spare_resources=self.spare_resources)
+        self.clusterd = ClusterD(
+            self.kubeconfig_path,
+            self.clock,
+            self.operator,
+            self.taskd,
+            seed=self.seed,
+            spare_resources=self.spare_resources,
+        )
         self.clusterd.start()
         self.grpc = ClusterDGrpcServer(self.clusterd, host=self.host, port=self.grpc_port)
         self.grpc.start()
@@ -158,8 +166,17 @@ class SimCluster:
     ) -> str:
         """Inject one fault; returns its id. ``FaultSpecError`` for bad input, ``UnknownJobError`` for
         an unknown job or rank. ``recovers`` None means random (seeded by ``seed``)."""
-        return self.inject_spec({"namespace": namespace, "job": job, "rank": rank, "type": fault_type,
-                                 "code": code, "level": level, "recovers": recovers})
+        return self.inject_spec(
+            {
+                "namespace": namespace,
+                "job": job,
+                "rank": rank,
+                "type": fault_type,
+                "code": code,
+                "level": level,
+                "recovers": recovers,
+            }
+        )
 
     def inject_spec(self, data: Any) -> str:
         """Inject a fault from untrusted JSON (the control endpoint's body)."""
@@ -206,9 +223,13 @@ class SimCluster:
                 slots = pod_slots(job)
                 if not slots:
                     continue
-                spec = FaultSpec(namespace=job["metadata"]["namespace"], job=job["metadata"]["name"],
-                                 rank=rng.randrange(len(slots)), kind=rng.choice(FAULT_KINDS),
-                                 recovers=rng.random() < 0.75)
+                spec = FaultSpec(
+                    namespace=job["metadata"]["namespace"],
+                    job=job["metadata"]["name"],
+                    rank=rng.randrange(len(slots)),
+                    kind=rng.choice(FAULT_KINDS),
+                    recovers=rng.random() < 0.75,
+                )
                 clusterd.inject(spec)
             except Exception as exc:  # random faults are decoration: never let them kill the cluster
                 log.debug("random fault skipped: %s", exc)
@@ -216,4 +237,8 @@ class SimCluster:
 
 def _is_running(job: dict[str, Any]) -> bool:
     conditions = (job.get("status") or {}).get("conditions") or []
-    return bool(conditions) and conditions[-1].get("type") == "Running" and conditions[-1].get("status") == "True"
+    return (
+        bool(conditions)
+        and conditions[-1].get("type") == "Running"
+        and conditions[-1].get("status") == "True"
+    )

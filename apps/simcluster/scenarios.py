@@ -87,8 +87,13 @@ class ScenarioRun:
     done: threading.Event = field(default_factory=threading.Event)
 
 
-def run_scenario(scenario: Scenario, clock: SimClock, inject: Callable[[FaultSpec], str], run: ScenarioRun,
-                 stop: threading.Event) -> None:
+def run_scenario(
+    scenario: Scenario,
+    clock: SimClock,
+    inject: Callable[[FaultSpec], str],
+    run: ScenarioRun,
+    stop: threading.Event,
+) -> None:
     """Inject each fault at its simulated time (blocking; call it in a thread)."""
     start = clock.monotonic()
     try:

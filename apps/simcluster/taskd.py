@@ -8,7 +8,6 @@ its ``manager.py``, and returns the reasons so a misconfigured job's fallback ca
 from __future__ import annotations
 
 import ast
-import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from apps.simcluster.operator import job_release
 
 ALL_STRATEGIES = frozenset(STRATEGY_SINCE)
 EVENT_INIT_FAILED = "TaskDInitFailed"
+UNKNOWN = "<expr>"  # a manager.py value that is not a literal
 EVENT_CONFIG_MISMATCH = "TaskDConfigMismatch"
 EVENT_CONTROLLER_NOT_STARTED = "MindIOControllerNotStarted"
 
@@ -54,12 +54,22 @@ def _port_names(pod: Mapping[str, Any]) -> dict[str, int]:
 def parse_manager_config(source: str) -> dict[str, Any] | None:
     """The literal dict passed to ``init_taskd_manager({...})`` in manager.py, or None if absent.
 
-    Values that are not literals (``os.getenv(...)``) are kept as the string ``"<expr>"``.
+    Names bound to a literal at module level (``node_nums = 3``) are resolved; other expressions
+    (``os.getenv(...)``) are returned as ``UNKNOWN`` because only running the script would tell.
     """
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return None
+    constants: dict[str, Any] = {}
+    for statement in tree.body:
+        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+            target = statement.targets[0]
+            if isinstance(target, ast.Name):
+                try:
+                    constants[target.id] = ast.literal_eval(statement.value)
+                except ValueError:
+                    constants.pop(target.id, None)
     for node in ast.walk(tree):
         if (
             isinstance(node, ast.Call)
@@ -71,10 +81,13 @@ def parse_manager_config(source: str) -> dict[str, Any] | None:
             for key_node, value_node in zip(node.args[0].keys, node.args[0].values, strict=False):
                 if not isinstance(key_node, ast.Constant):
                     continue
+                if isinstance(value_node, ast.Name):
+                    config[str(key_node.value)] = constants.get(value_node.id, UNKNOWN)
+                    continue
                 try:
                     config[str(key_node.value)] = ast.literal_eval(value_node)
                 except ValueError:
-                    config[str(key_node.value)] = "<expr>"
+                    config[str(key_node.value)] = UNKNOWN
             return config
     return None
 
@@ -152,6 +165,8 @@ def _check_manager(job: Mapping[str, Any], manager_py: str, report: SupportRepor
     if config is None:
         return  # no init_taskd_manager call we can read: nothing to check
     node_nums, proc_per_node = config.get("node_nums"), config.get("proc_per_node")
+    if UNKNOWN in (node_nums, proc_per_node):
+        return  # computed at run time: nothing the simulator can check statically
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in (node_nums, proc_per_node)):
         message = (
             f"init_taskd_manager returned False: node_nums={node_nums!r} and proc_per_node="
@@ -211,6 +226,7 @@ class TaskdManagers:
             if uid in self._announced:
                 return result
             self._announced.add(uid)
-        for reason, message in result.problems:
+        wants_recovery = k.ANNOTATION_RECOVER_STRATEGY in ((job["metadata"].get("annotations")) or {})
+        for reason, message in result.problems if wants_recovery else []:
             self.kube.event(job, reason, message, type_="Warning", component="taskd-manager")
         return result

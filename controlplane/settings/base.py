@@ -35,16 +35,21 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI assets served locally: no CDN anywhere
     "channels",
     "apps.core",
     "apps.jobs",
     "apps.policies",
     "apps.audit",
     "apps.events",
+    "apps.accounts",
     "apps.decisions",
 ]
 
 MIDDLEWARE = [
+    "apps.core.middleware.RequestIdMiddleware",  # first: every response, even a redirect, carries the id
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -189,12 +194,39 @@ STORAGES = {
 
 # --- REST framework ------------------------------------------------------------------------------
 REST_FRAMEWORK = {
+    # Token first: its WWW-Authenticate challenge makes anonymous requests a 401, not a 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "apps.accounts.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_PAGINATION_CLASS": "apps.core.pagination.BoundedLimitOffsetPagination",
     "PAGE_SIZE": 50,
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["apps.core.parsers.SafeJSONParser"],
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "EXCEPTION_HANDLER": "apps.core.api_errors.api_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "apps.core.api_schema.ErrorAwareAutoSchema",
+    # Fairness: one bucket per token (per user for sessions, per address when anonymous).
+    "DEFAULT_THROTTLE_CLASSES": ["apps.accounts.throttling.TokenRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {"token": env_str("API_THROTTLE_RATE", "1200/min")},
+    "NUM_PROXIES": env_int("API_NUM_PROXIES", 0, minimum=0) or None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "MindCluster recovery-policy control plane API",
+    "DESCRIPTION": "Validate, render, set and push MindCluster fault-recovery policies (design.md §4.2).",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": "/api/v1",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {
+        "RoleEnum": "apps.accounts.models.Role",
+        "SyncStateEnum": "apps.policies.models.PolicySync.State",
+        "RevisionSourceEnum": "apps.policies.models.PolicyRevision.Source",
+    },
 }
 
 # --- security (production values come from the environment) -----------------------------------
@@ -213,8 +245,11 @@ LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"request_id": {"()": "apps.core.middleware.RequestIdLogFilter"}},
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["request_id"]}
+    },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {"django.db.backends": {"level": "INFO"}},
 }

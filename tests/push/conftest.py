@@ -103,12 +103,16 @@ def broker() -> Iterator[RedisServer]:
     server = RedisServer()
     server.start()
     old = celery_app.conf.broker_url
-    celery_app.conf.broker_url = server.url
-    celery_app.pool.force_close_all()
+    _use_broker(server.url)
     yield server
-    celery_app.conf.broker_url = old
-    celery_app.pool.force_close_all()
+    _use_broker(old)
     server.stop()
+
+
+def _use_broker(url: str) -> None:
+    """Point this process's Celery app at another broker (what a fork does: drop cached pools)."""
+    celery_app.conf.broker_url = url
+    celery_app._after_fork()
 
 
 @pytest.fixture(scope="module")

@@ -44,7 +44,9 @@ def wait_state(sync: PolicySync, states: set[str], timeout: float = 30) -> Polic
 
 
 def committed_writes(emulator: KubeApiEmulator, job: TrainingJob, plural: str) -> int:
-    return emulator.faults.committed.count(plural=plural, namespace=job.namespace)
+    """Successful writes by the control plane (the test's own creation of the job is a POST)."""
+    verb = None if plural == "configmaps" else "PATCH"
+    return emulator.faults.committed.count(verb=verb, plural=plural, namespace=job.namespace)
 
 
 @pytest.fixture(autouse=True)
@@ -132,8 +134,8 @@ def test_429_retry_after_is_honoured(
     emulator.faults.throttle_next(1, retry_after=2)
     started = time.monotonic()
     sync = wait_state(save(job), {"applied"})
-    assert time.monotonic() - started >= 2.0
-    assert "429" in (PolicySync.objects.get(pk=sync.pk).last_error or "") or sync.attempts == 1
+    assert time.monotonic() - started >= 2.0  # waited as told, not the 0.05 s base backoff
+    assert sync.attempts == 1  # one throttled attempt, then success
 
 
 def test_worker_killed_between_read_and_patch_is_redelivered_once(

@@ -14,8 +14,14 @@ from apps.simcluster.kube import Kube
 from apps.simcluster.runtime import SimCluster
 
 
-def pod_template(npus: int = 8, *, env: list[dict[str, Any]] | None = None, ttp: bool = True, taskd: bool = True,
-                 pod_ip: bool = True) -> dict[str, Any]:
+def pod_template(
+    npus: int = 8,
+    *,
+    env: list[dict[str, Any]] | None = None,
+    ttp: bool = True,
+    taskd: bool = True,
+    pod_ip: bool = True,
+) -> dict[str, Any]:
     """A pod template shaped like the MindCluster samples (container ``ascend``)."""
     env = list(env or [])
     if pod_ip:
@@ -30,13 +36,18 @@ def pod_template(npus: int = 8, *, env: list[dict[str, Any]] | None = None, ttp:
     return {
         "metadata": {"labels": {"ring-controller.atlas": "ascend-910b"}},
         "spec": {
-            "containers": [{
-                "name": k.CONTAINER_NAME,
-                "image": "mindspeed-dl:v1",
-                "env": env,
-                "ports": ports,
-                "resources": {"limits": {"huawei.com/Ascend910": npus}, "requests": {"huawei.com/Ascend910": npus}},
-            }]
+            "containers": [
+                {
+                    "name": k.CONTAINER_NAME,
+                    "image": "mindspeed-dl:v1",
+                    "env": env,
+                    "ports": ports,
+                    "resources": {
+                        "limits": {"huawei.com/Ascend910": npus},
+                        "requests": {"huawei.com/Ascend910": npus},
+                    },
+                }
+            ]
         },
     }
 
@@ -57,8 +68,13 @@ def make_job(
 ) -> dict[str, Any]:
     """An AscendJob manifest with a leader and ``workers`` workers."""
     leader = k.LEADER_ROLE[framework]
-    meta_labels = {"framework": framework, "ring-controller.atlas": "ascend-910b", "fault-scheduling": "grace",
-                   "mindcluster.io/release": release, **(labels or {})}
+    meta_labels = {
+        "framework": framework,
+        "ring-controller.atlas": "ascend-910b",
+        "fault-scheduling": "grace",
+        "mindcluster.io/release": release,
+        **(labels or {}),
+    }
     meta_annotations = dict(annotations or {})
     if strategies is not None:
         meta_annotations[k.ANNOTATION_RECOVER_STRATEGY] = strategies
@@ -69,20 +85,31 @@ def make_job(
     return {
         "apiVersion": k.ASCENDJOB_API_VERSION,
         "kind": k.ASCENDJOB_KIND,
-        "metadata": {"name": name, "namespace": namespace, "labels": meta_labels, "annotations": meta_annotations},
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": meta_labels,
+            "annotations": meta_annotations,
+        },
         "spec": {
             "schedulerName": "volcano",
             "runPolicy": run_policy,
             "successPolicy": "AllWorkers",
             "replicaSpecs": {
                 leader: {"replicas": 1, "restartPolicy": "Never", "template": copy.deepcopy(template)},
-                k.WORKER_ROLE: {"replicas": workers, "restartPolicy": "Never", "template": copy.deepcopy(template)},
+                k.WORKER_ROLE: {
+                    "replicas": workers,
+                    "restartPolicy": "Never",
+                    "template": copy.deepcopy(template),
+                },
             },
         },
     }
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05, what: str = "") -> Any:
+def wait_for(
+    predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05, what: str = ""
+) -> Any:
     """Poll ``predicate`` until it returns something truthy; fail the test on timeout."""
     deadline = time.monotonic() + timeout
     while True:
@@ -101,12 +128,15 @@ def conditions(job: dict[str, Any] | None) -> list[str]:
 def create_job(kube: Kube, manifest: dict[str, Any], *, running: bool = True) -> dict[str, Any]:
     """Create the AscendJob and (by default) wait until the operator reports it Running."""
     namespace, name = manifest["metadata"]["namespace"], manifest["metadata"]["name"]
-    kube.custom.create_namespaced_custom_object(k.ASCENDJOB_GROUP, k.ASCENDJOB_VERSION, namespace,
-                                                k.ASCENDJOB_PLURAL, manifest)
+    kube.custom.create_namespaced_custom_object(
+        k.ASCENDJOB_GROUP, k.ASCENDJOB_VERSION, namespace, k.ASCENDJOB_PLURAL, manifest
+    )
     if not running:
         return kube.get_job(namespace, name) or {}
-    return wait_for(lambda: (lambda j: j if "Running" in conditions(j) else None)(kube.get_job(namespace, name)),
-                    what=f"job {name} Running")
+    return wait_for(
+        lambda: (lambda j: j if "Running" in conditions(j) else None)(kube.get_job(namespace, name)),
+        what=f"job {name} Running",
+    )
 
 
 def podgroup_of(kube: Kube, job: dict[str, Any]) -> dict[str, Any] | None:
@@ -119,8 +149,10 @@ def event_reasons(kube: Kube, job: dict[str, Any]) -> list[str]:
 
 
 def events_text(kube: Kube, job: dict[str, Any]) -> str:
-    return "\n".join(f"{e['reason']}: {e['message']}"
-                     for e in kube.list_events(job["metadata"]["namespace"], job["metadata"]["name"]))
+    return "\n".join(
+        f"{e['reason']}: {e['message']}"
+        for e in kube.list_events(job["metadata"]["namespace"], job["metadata"]["name"])
+    )
 
 
 @pytest.fixture(scope="module")

@@ -25,12 +25,20 @@ HCCL = RankFault(rank=9, pod_rank=1, node="node-2", fault_type=FAULT_HCCL, level
 NORMAL = RankFault(rank=8, pod_rank=1, node="node-2", fault_type=FAULT_OTHER, level="SeparateNPU")
 BUSINESS = RankFault(rank=8, pod_rank=1, node="node-2", fault_type=FAULT_OTHER, level="")
 RESTART_REQUEST = RankFault(rank=8, pod_rank=1, node="node-2", fault_type=FAULT_OTHER, level="RestartRequest")
-NODE = RankFault(rank=8, pod_rank=1, node="node-2", fault_type=FAULT_OTHER, level="SeparateFault", node_fault=True)
+NODE = RankFault(
+    rank=8, pod_rank=1, node="node-2", fault_type=FAULT_OTHER, level="SeparateFault", node_fault=True
+)
 RANK0 = RankFault(rank=0, pod_rank=0, node="node-1", fault_type=FAULT_OTHER, level="SeparateNPU")
 
 
-def policy(strategies: str, *, fault_scheduling: str = "grace", pod: bool = False, platform: bool = False,
-           label: str = "on") -> RecoveryPolicy:
+def policy(
+    strategies: str,
+    *,
+    fault_scheduling: str = "grace",
+    pod: bool = False,
+    platform: bool = False,
+    label: str = "on",
+) -> RecoveryPolicy:
     labels = {"fault-scheduling": fault_scheduling, "process-recover-enable": label}
     if pod:
         labels["pod-rescheduling"] = "on"
@@ -58,7 +66,12 @@ def test_unknown_and_spaced_names_are_silently_dropped() -> None:
 def test_pseudo_strategies_follow_the_labels_and_exit_is_always_added() -> None:
     labels = {"fault-scheduling": "grace", "pod-rescheduling": "on"}
     assert parse_recover_strategy("dump,recover,recover", labels) == (
-        "recover", "dump", "exit", "pod-rescheduling", "job-rescheduling")
+        "recover",
+        "dump",
+        "exit",
+        "pod-rescheduling",
+        "job-rescheduling",
+    )
     assert parse_recover_strategy(None, {"fault-scheduling": "off"}) == ("exit",)
     assert "job-rescheduling" in parse_recover_strategy("", {"fault-scheduling": "force"})
 
@@ -91,20 +104,33 @@ def test_a_mixed_event_is_not_retry_type() -> None:
 
 @pytest.mark.parametrize(
     ("fault", "expected"),
-    [(BUSINESS, "recover-in-place"), (RESTART_REQUEST, "recover-in-place"), (NORMAL, "recover"), (NODE, "recover")],
+    [
+        (BUSINESS, "recover-in-place"),
+        (RESTART_REQUEST, "recover-in-place"),
+        (NORMAL, "recover"),
+        (NODE, "recover"),
+    ],
 )
-def test_recover_in_place_only_for_business_or_restart_request_faults(fault: RankFault, expected: str) -> None:
+def test_recover_in_place_only_for_business_or_restart_request_faults(
+    fault: RankFault, expected: str
+) -> None:
     assert first_choice(inputs("recover,recover-in-place", fault)).strategy == expected
 
 
 def test_elastic_training_never_when_rank0_pod_is_faulty() -> None:
     assert first_choice(inputs("elastic-training,dump", RANK0, fault_scheduling="off")).strategy == "dump"
-    assert first_choice(inputs("elastic-training,dump", NORMAL, fault_scheduling="off")).strategy == "elastic-training"
+    assert (
+        first_choice(inputs("elastic-training,dump", NORMAL, fault_scheduling="off")).strategy
+        == "elastic-training"
+    )
 
 
 def test_elastic_training_with_rescheduling_only_without_spare_resources() -> None:
     assert first_choice(inputs("elastic-training,dump", NORMAL, spare_resources=True)).strategy == "dump"
-    assert first_choice(inputs("elastic-training,dump", NORMAL, spare_resources=False)).strategy == "elastic-training"
+    assert (
+        first_choice(inputs("elastic-training,dump", NORMAL, spare_resources=False)).strategy
+        == "elastic-training"
+    )
 
 
 def test_dump_alone_on_unhealthy_job_goes_straight_to_dump() -> None:

@@ -18,6 +18,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from apps.cluster import constants as k
@@ -167,8 +168,12 @@ class ClusterD:
             record = self.jobs.get(uid)
             is_new = record is None
             if record is None:
-                record = JobRecord(meta.get("namespace", "default"), meta["name"], uid,
-                                   (meta.get("labels") or {}).get(k.LABEL_FRAMEWORK, ""))
+                record = JobRecord(
+                    meta.get("namespace", "default"),
+                    meta["name"],
+                    uid,
+                    (meta.get("labels") or {}).get(k.LABEL_FRAMEWORK, ""),
+                )
                 self.jobs[uid] = record
             changed = is_new or record.status != status
             record.status = status
@@ -221,8 +226,9 @@ class ClusterD:
             raise UnknownJobError(f"job {spec.namespace}/{spec.job} not found")
         slots = pod_slots(job)
         if spec.rank >= len(slots):
-            raise UnknownJobError(f"job {spec.namespace}/{spec.job} has no pod rank {spec.rank} "
-                                  f"(it has {len(slots)} pods)")
+            raise UnknownJobError(
+                f"job {spec.namespace}/{spec.job} has no pod rank {spec.rank} (it has {len(slots)} pods)"
+            )
         uid = job["metadata"]["uid"]
         with self._lock:
             self._busy += 1
@@ -230,7 +236,9 @@ class ClusterD:
             work.put(spec)
             worker = self._workers.get(uid)
             if worker is None or not worker.is_alive():
-                worker = threading.Thread(target=self._work, args=(uid,), name=f"clusterd-{spec.job}", daemon=True)
+                worker = threading.Thread(
+                    target=self._work, args=(uid,), name=f"clusterd-{spec.job}", daemon=True
+                )
                 self._workers[uid] = worker
                 worker.start()
         return spec.id
@@ -303,8 +311,9 @@ class ClusterD:
             remain = _loads((cm or {}).get("data", {}).get(KEY_REMAIN_RETRY))
             left = self._remain_retry_times(job, retry_times) - 1
             remain[job_key(job)] = {"UUID": uid, "Times": max(0, left)}
-            self.kube.upsert_configmap(VOLCANO_NAMESPACE, FAULT_NPU_CONFIGMAP,
-                                       {KEY_REMAIN_RETRY: json.dumps(remain, sort_keys=True)})
+            self.kube.upsert_configmap(
+                VOLCANO_NAMESPACE, FAULT_NPU_CONFIGMAP, {KEY_REMAIN_RETRY: json.dumps(remain, sort_keys=True)}
+            )
 
     def reschedule_count(self, uid: str) -> int:
         with self._lock:
@@ -330,7 +339,9 @@ class _FaultRun:
 
     # --- helpers ------------------------------------------------------------------------------------
     def event(self, reason: str, message: str, warning: bool = False) -> None:
-        self.kube.event(self.job, reason, message, type_="Warning" if warning else "Normal", component=COMPONENT)
+        self.kube.event(
+            self.job, reason, message, type_="Warning" if warning else "Normal", component=COMPONENT
+        )
 
     def sleep(self, sim_seconds: float) -> None:
         self.clock.sleep(sim_seconds, self.cd._stop)
@@ -338,8 +349,9 @@ class _FaultRun:
     def podgroup(self) -> dict[str, Any] | None:
         return self.kube.get_podgroup(self.namespace, self.pg_name)
 
-    def patch_podgroup(self, labels: Mapping[str, str] | None = None,
-                       annotations: Mapping[str, str | None] | None = None) -> None:
+    def patch_podgroup(
+        self, labels: Mapping[str, str] | None = None, annotations: Mapping[str, str | None] | None = None
+    ) -> None:
         meta: dict[str, Any] = {}
         if labels:
             meta["labels"] = dict(labels)
@@ -352,14 +364,19 @@ class _FaultRun:
 
     def write_reset(self, **changes: Any) -> None:
         self.reset_state.update(changes)
-        self.kube.upsert_configmap(self.namespace, f"{k.RESET_CONFIGMAP_PREFIX}{self.name}",
-                                   {"reset.json": json.dumps(self.reset_state), "checkCode": ""})
+        self.kube.upsert_configmap(
+            self.namespace,
+            f"{k.RESET_CONFIGMAP_PREFIX}{self.name}",
+            {"reset.json": json.dumps(self.reset_state), "checkCode": ""},
+        )
 
     def set_rank_status(self, status: str) -> None:
         ranks = [dict(r, Status=status) for r in self.reset_state.get("RankList", [])]
         self.write_reset(RankList=ranks)
 
-    def signal(self, signal_type: str, actions: list[str], change_strategy: str = "", timeout: int = 0) -> None:
+    def signal(
+        self, signal_type: str, actions: list[str], change_strategy: str = "", timeout: int = 0
+    ) -> None:
         fault = self.active.rank_fault if self.active else None
         message = {
             "uuid": str(uuid.uuid4()),
@@ -376,16 +393,26 @@ class _FaultRun:
 
     def set_condition(self, type_: str, reason: str, message: str) -> None:
         fresh = self.kube.get_job(self.namespace, self.name) or self.job
-        self.kube.patch_job_status(self.namespace, self.name, {
-            "conditions": with_condition(fresh.get("status"), condition(type_, reason, message)),
-            "lastReconcileTime": rfc3339(),
-        })
+        self.kube.patch_job_status(
+            self.namespace,
+            self.name,
+            {
+                "conditions": with_condition(fresh.get("status"), condition(type_, reason, message)),
+                "lastReconcileTime": rfc3339(),
+            },
+        )
 
     # --- the flow -----------------------------------------------------------------------------------
     def execute(self) -> list[Step]:
         pods = self.kube.list_job_pods(self.namespace, self.name)
-        pod = next((p for p in pods if p["metadata"].get("annotations", {}).get(ANNOTATION_RANK_INDEX)
-                    == str(self.spec.rank)), None)
+        pod = next(
+            (
+                p
+                for p in pods
+                if p["metadata"].get("annotations", {}).get(ANNOTATION_RANK_INDEX) == str(self.spec.rank)
+            ),
+            None,
+        )
         node = (pod or {}).get("spec", {}).get("nodeName", "")
         slot = pod_slots(self.job)[self.spec.rank]
         per_pod = max(1, npus_per_pod(self.job, slot.role))
@@ -398,25 +425,37 @@ class _FaultRun:
             code=self.spec.effective_code,
             node_fault=self.spec.node_fault,
         )
-        self.active = ActiveFault(self.spec, self.uid, node, (pod or {}).get("status", {}).get("hostIP", ""),
-                                  rank_fault)
+        self.active = ActiveFault(
+            self.spec, self.uid, node, (pod or {}).get("status", {}).get("hostIP", ""), rank_fault
+        )
         with self.cd._lock:
             current = list(self.cd._faults.get(self.uid, []))
         self.cd._set_faults(self.uid, [*current, self.active])
-        what = f"{self.spec.kind} fault (code {rank_fault.code or '-'}, level {rank_fault.level or 'business'})"
-        self.event("FaultDetected", f"{what} on pod rank {self.spec.rank} (process rank {rank_fault.rank}, "
-                                    f"node {node}) [{self.spec.id}]", warning=True)
+        what = (
+            f"{self.spec.kind} fault (code {rank_fault.code or '-'}, level {rank_fault.level or 'business'})"
+        )
+        self.event(
+            "FaultDetected",
+            f"{what} on pod rank {self.spec.rank} (process rank {rank_fault.rank}, "
+            f"node {node}) [{self.spec.id}]",
+            warning=True,
+        )
         self.write_reset(
-            RankList=[{
-                "RankId": str(rank_fault.rank),
-                "LogicId": str(self.spec.device),
-                "Status": "unrecovered",
-                "Policy": _RESET_POLICY.get(rank_fault.level, "restart"),
-                "InitialPolicy": _RESET_POLICY.get(rank_fault.level, "restart"),
-                "ErrorCode": int(rank_fault.code, 16) if rank_fault.code else 0,
-                "ErrorCodeHex": rank_fault.code,
-            }],
-            FaultFlushing=True, RestartFaultProcess=False, RestartType="podReschedule", RetryTime=0,
+            RankList=[
+                {
+                    "RankId": str(rank_fault.rank),
+                    "LogicId": str(self.spec.device),
+                    "Status": "unrecovered",
+                    "Policy": _RESET_POLICY.get(rank_fault.level, "restart"),
+                    "InitialPolicy": _RESET_POLICY.get(rank_fault.level, "restart"),
+                    "ErrorCode": int(rank_fault.code, 16) if rank_fault.code else 0,
+                    "ErrorCodeHex": rank_fault.code,
+                }
+            ],
+            FaultFlushing=True,
+            RestartFaultProcess=False,
+            RestartType="podReschedule",
+            RetryTime=0,
             GracefulExit=0,
         )
         podgroup = self.podgroup() or {"metadata": self.job["metadata"]}
@@ -434,12 +473,19 @@ class _FaultRun:
             support, reasons = self.cd.taskd.supported_strategies(self.job)
             supported = frozenset(support)
             if reasons:
-                self.event("TaskDStrategies", f"TaskD reports {sorted(supported) or 'nothing'}; "
-                                              + "; ".join(reasons))
-        inputs = EngineInput(policy=policy, supported=supported, faults=(rank_fault,),
-                             platform_choice=platform_choice, platform_timed_out=timed_out,
-                             spare_resources=self.cd.spare_resources,
-                             restart_budget=self.cd.restart_budget(self.job))
+                self.event(
+                    "TaskDStrategies",
+                    f"TaskD reports {sorted(supported) or 'nothing'}; " + "; ".join(reasons),
+                )
+        inputs = EngineInput(
+            policy=policy,
+            supported=supported,
+            faults=(rank_fault,),
+            platform_choice=platform_choice,
+            platform_timed_out=timed_out,
+            spare_resources=self.cd.spare_resources,
+            restart_budget=self.cd.restart_budget(self.job),
+        )
         steps = engine.plan(inputs, lambda strategy, attempt: self.spec.outcome(attempt, self.cd.rng))
         with self.cd._lock:
             self.cd.history.append((self.spec.id, steps))
@@ -462,14 +508,21 @@ class _FaultRun:
                     with self.cd._lock:
                         self.cd.confirm_refusals += 1
                     if self.cd.confirm_refusals == 1 or self.cd.confirm_refusals % 20 == 0:
-                        self.event("ConfirmFaultNotCleared", "ProcessConfirmFault still holds "
-                                   f"{annotations[k.ANNOTATION_CONFIRM_FAULT]!r}; waiting for the platform to "
-                                   "clear it", warning=True)
+                        self.event(
+                            "ConfirmFaultNotCleared",
+                            "ProcessConfirmFault still holds "
+                            f"{annotations[k.ANNOTATION_CONFIRM_FAULT]!r}; waiting for the platform to "
+                            "clear it",
+                            warning=True,
+                        )
                     self.sleep(PLATFORM_POLL_S)
                     continue
                 self.patch_podgroup(annotations={k.ANNOTATION_CONFIRM_FAULT: confirm})
-                self.event("WaitingForPlatform", f"ProcessConfirmFault={confirm}; waiting up to "
-                                                 f"{int(PLATFORM_TIMEOUT_S)} s for ProcessRecoverStrategy")
+                self.event(
+                    "WaitingForPlatform",
+                    f"ProcessConfirmFault={confirm}; waiting up to "
+                    f"{int(PLATFORM_TIMEOUT_S)} s for ProcessRecoverStrategy",
+                )
                 written = True
                 continue
             choice = annotations.get(k.ANNOTATION_PLATFORM_STRATEGY, "")
@@ -479,12 +532,18 @@ class _FaultRun:
                     self.sleep(PLATFORM_POLL_S)  # RankTable mode: wait until the platform regenerated it
                     continue
                 result = annotations.get(k.ANNOTATION_RESULT_FAULT, "")
-                self.event("PlatformStrategy", f"platform chose {choice!r}"
-                                               + (f"; ProcessResultFault={result}" if result else ""))
+                self.event(
+                    "PlatformStrategy",
+                    f"platform chose {choice!r}" + (f"; ProcessResultFault={result}" if result else ""),
+                )
                 return choice, False
             self.sleep(PLATFORM_POLL_S)
-        self.event("WaitPlatStrategyTimeout", f"no ProcessRecoverStrategy within {int(PLATFORM_TIMEOUT_S)} s "
-                                              f"(code {engine.WAIT_PLATFORM_STRATEGY_TIMEOUT_CODE})", warning=True)
+        self.event(
+            "WaitPlatStrategyTimeout",
+            f"no ProcessRecoverStrategy within {int(PLATFORM_TIMEOUT_S)} s "
+            f"(code {engine.WAIT_PLATFORM_STRATEGY_TIMEOUT_CODE})",
+            warning=True,
+        )
         return None, True
 
     def run_step(self, step: Step, inputs: EngineInput) -> None:
@@ -513,8 +572,10 @@ class _FaultRun:
         elif kind in (StepKind.PAUSE, StepKind.RESUME):
             self.patch_podgroup(labels=step.label_changes)
             value = step.label_changes.get(k.LABEL_PROCESS_RECOVER_ENABLE, "")
-            self.event("ProcessRecoverPaused" if kind == StepKind.PAUSE else "ProcessRecoverResumed",
-                       f"{k.LABEL_PROCESS_RECOVER_ENABLE}={value}: {step.reason}")
+            self.event(
+                "ProcessRecoverPaused" if kind == StepKind.PAUSE else "ProcessRecoverResumed",
+                f"{k.LABEL_PROCESS_RECOVER_ENABLE}={value}: {step.reason}",
+            )
         elif kind in (StepKind.POD_RESCHEDULE, StepKind.JOB_RESCHEDULE):
             self.reschedule(step, inputs)
         elif kind == StepKind.JOB_FAILED:
@@ -573,24 +634,40 @@ class _FaultRun:
         entry = records.get(key) if isinstance(records.get(key), dict) else None
         entry = entry or {"JobID": key, "TotalRescheduleTimes": 0, "RescheduleRecords": []}
         fault = self.active.rank_fault if self.active else None
-        reason = ("NodeUnhealthy" if fault and fault.node_fault
-                  else "CardUnhealthy" if fault and fault.level else "pod-failed")
-        now = self.clock.now()
+        reason = (
+            "NodeUnhealthy"
+            if fault and fault.node_fault
+            else "CardUnhealthy"
+            if fault and fault.level
+            else "pod-failed"
+        )
+        now = datetime.now(UTC)  # wall time, like the Events: the clock only scales durations
         entry["TotalRescheduleTimes"] = int(entry.get("TotalRescheduleTimes", 0)) + 1
-        entry["RescheduleRecords"] = [{
-            "LogFileFormatTime": now.strftime("%Y-%m-%d %H:%M:%S"),
-            "RescheduleTimeStamp": int(now.timestamp()),
-            "ReasonOfTask": [{
-                "RescheduleReason": reason if fault and slot.rank == fault.pod_rank else "pod-failed",
-                "PodName": slot.pod_name(self.name),
-                "NodeName": pods_before.get(slot.pod_name(self.name), {}).get("spec", {}).get("nodeName", ""),
-                "NodeRankIndex": str(slot.rank),
-            } for slot in slots],
-        }, *entry.get("RescheduleRecords", [])][:MAX_RESCHEDULE_RECORDS]
+        entry["RescheduleRecords"] = [
+            {
+                "LogFileFormatTime": now.strftime("%Y-%m-%d %H:%M:%S"),
+                "RescheduleTimeStamp": int(now.timestamp()),
+                "ReasonOfTask": [
+                    {
+                        "RescheduleReason": reason if fault and slot.rank == fault.pod_rank else "pod-failed",
+                        "PodName": slot.pod_name(self.name),
+                        "NodeName": pods_before.get(slot.pod_name(self.name), {})
+                        .get("spec", {})
+                        .get("nodeName", ""),
+                        "NodeRankIndex": str(slot.rank),
+                    }
+                    for slot in slots
+                ],
+            },
+            *entry.get("RescheduleRecords", []),
+        ][:MAX_RESCHEDULE_RECORDS]
         records[key] = entry
         self.kube.ensure_namespace(k.MINDX_NAMESPACE)
-        self.kube.upsert_configmap(k.MINDX_NAMESPACE, k.RESCHEDULE_REASON_CONFIGMAP,
-                                   {KEY_RESCHEDULE_RECORDS: json.dumps(records, sort_keys=True)})
+        self.kube.upsert_configmap(
+            k.MINDX_NAMESPACE,
+            k.RESCHEDULE_REASON_CONFIGMAP,
+            {KEY_RESCHEDULE_RECORDS: json.dumps(records, sort_keys=True)},
+        )
 
     def finish(self) -> None:
         self.write_reset(FaultFlushing=False, RestartFaultProcess=False)
@@ -604,7 +681,8 @@ def _job_status(job: Mapping[str, Any]) -> str:
     conditions = [c for c in ((job.get("status") or {}).get("conditions") or []) if c.get("status") == "True"]
     last = conditions[-1]["type"] if conditions else ""
     return {"Running": "running", "Restarting": "pending", "Failed": "failed", "Succeeded": "complete"}.get(
-        last, "pending")
+        last, "pending"
+    )
 
 
 def _int_label(job: Mapping[str, Any], key: str) -> int:

@@ -60,22 +60,29 @@ def _fault_signal(job_uid: str, faults: list[ActiveFault]) -> fault_pb2.FaultMsg
         node = nodes.get(fault.node)
         unhealthy = rank.node_fault or rank.level in UNHEALTHY_LEVELS
         if node is None:
-            node = fault_pb2.NodeFaultInfo(nodeName=fault.node, nodeIP=fault.node_ip, nodeSN=f"SN-{fault.node}",
-                                           faultLevel="UnHealthy" if unhealthy else "SubHealthy")
+            node = fault_pb2.NodeFaultInfo(
+                nodeName=fault.node,
+                nodeIP=fault.node_ip,
+                nodeSN=f"SN-{fault.node}",
+                faultLevel="UnHealthy" if unhealthy else "SubHealthy",
+            )
             nodes[fault.node] = node
         elif unhealthy:
             node.faultLevel = "UnHealthy"
-        node.faultDevice.append(fault_pb2.DeviceFaultInfo(
-            deviceId="-1" if rank.node_fault else str(fault.spec.device),
-            deviceType="Node" if rank.node_fault else ("Process" if rank.business_process else "NPU"),
-            faultCodes=[rank.code] if rank.code else [],
-            faultLevel=rank.level or "RestartBusiness",
-            faultType=[fault.spec.kind],
-            faultReason=[fault.spec.id],
-            faultLevels=[rank.level or "RestartBusiness"],
-        ))
-    return fault_pb2.FaultMsgSignal(uuid=str(uuid.uuid4()), jobId=job_uid, signalType="fault",
-                                    nodeFaultInfo=list(nodes.values()))
+        node.faultDevice.append(
+            fault_pb2.DeviceFaultInfo(
+                deviceId="-1" if rank.node_fault else str(fault.spec.device),
+                deviceType="Node" if rank.node_fault else ("Process" if rank.business_process else "NPU"),
+                faultCodes=[rank.code] if rank.code else [],
+                faultLevel=rank.level or "RestartBusiness",
+                faultType=[fault.spec.kind],
+                faultReason=[fault.spec.id],
+                faultLevels=[rank.level or "RestartBusiness"],
+            )
+        )
+    return fault_pb2.FaultMsgSignal(
+        uuid=str(uuid.uuid4()), jobId=job_uid, signalType="fault", nodeFaultInfo=list(nodes.values())
+    )
 
 
 class _RateLimiter:
@@ -105,7 +112,7 @@ class FaultService(fault_pb2_grpc.FaultServicer):
         self.stop = stop
         self.limiter = _RateLimiter(QUERY_RATE_PER_S)
 
-    def Register(self, request: Any, context: Any) -> Any:  # noqa: N802 (gRPC method names)
+    def Register(self, request: Any, context: Any) -> Any:
         if request.jobId and not 8 <= len(request.jobId) <= 128:
             return fault_pb2.Status(code=CODE_CLIENT_ERROR, info="jobId must be empty or 8-128 characters")
         return fault_pb2.Status(code=OK, info="registered")
@@ -118,9 +125,11 @@ class FaultService(fault_pb2_grpc.FaultServicer):
             return [_fault_signal("", [])]
         return [_fault_signal(uid, items) for uid, items in sorted(faults.items())]
 
-    def SubscribeFaultMsgSignal(self, request: Any, context: Any) -> Iterator[Any]:  # noqa: N802
+    def SubscribeFaultMsgSignal(self, request: Any, context: Any) -> Iterator[Any]:
         job_id = request.jobId
-        sub = self.cd.hub.subscribe(TOPIC_FAULT, snapshot=lambda: [("snapshot", s) for s in self._snapshot(job_id)])
+        sub = self.cd.hub.subscribe(
+            TOPIC_FAULT, snapshot=lambda: [("snapshot", s) for s in self._snapshot(job_id)]
+        )
         try:
             while context.is_active() and not self.stop.is_set():
                 item = sub.get(_STREAM_POLL_S)
@@ -136,7 +145,7 @@ class FaultService(fault_pb2_grpc.FaultServicer):
         finally:
             sub.close()
 
-    def GetFaultMsgSignal(self, request: Any, context: Any) -> Any:  # noqa: N802
+    def GetFaultMsgSignal(self, request: Any, context: Any) -> Any:
         if not self.limiter.allow():
             return fault_pb2.FaultQueryResult(code=QUERY_RATE_LIMITED, info="too many requests")
         job_id = request.jobId
@@ -144,7 +153,9 @@ class FaultService(fault_pb2_grpc.FaultServicer):
         if job_id:
             signal = _fault_signal(job_id, faults.get(job_id, []))
         else:
-            signal = fault_pb2.FaultMsgSignal(uuid=str(uuid.uuid4()), signalType="fault" if faults else "normal")
+            signal = fault_pb2.FaultMsgSignal(
+                uuid=str(uuid.uuid4()), signalType="fault" if faults else "normal"
+            )
             for uid, items in sorted(faults.items()):
                 signal.nodeFaultInfo.extend(_fault_signal(uid, items).nodeFaultInfo)
         return fault_pb2.FaultQueryResult(code=QUERY_OK, info="ok", faultSignal=signal)
@@ -159,7 +170,7 @@ class JobService(job_pb2_grpc.JobServicer):
         self._registered: set[str] = set()
         self._lock = threading.Lock()
 
-    def Register(self, request: Any, context: Any) -> Any:  # noqa: N802
+    def Register(self, request: Any, context: Any) -> Any:
         if request.role not in JOB_ROLES:
             return job_pb2.Status(code=CODE_CLIENT_ERROR, info=f"role must be one of {list(JOB_ROLES)}")
         client_id = request.clientId or str(uuid.uuid4())
@@ -173,7 +184,7 @@ class JobService(job_pb2_grpc.JobServicer):
         if request.role not in JOB_ROLES or not known:
             context.abort(grpc.StatusCode.PERMISSION_DENIED, "call Register with an allowed role first")
 
-    def SubscribeJobSummarySignal(self, request: Any, context: Any) -> Iterator[Any]:  # noqa: N802
+    def SubscribeJobSummarySignal(self, request: Any, context: Any) -> Iterator[Any]:
         self._check(request, context)
         sub = self.cd.hub.subscribe(TOPIC_JOB, snapshot=self.cd.job_summaries)
         try:
@@ -184,7 +195,7 @@ class JobService(job_pb2_grpc.JobServicer):
         finally:
             sub.close()
 
-    def SubscribeJobSummarySignalList(self, request: Any, context: Any) -> Iterator[Any]:  # noqa: N802
+    def SubscribeJobSummarySignalList(self, request: Any, context: Any) -> Iterator[Any]:
         self._check(request, context)
         # The first queued item triggers the initial list; every later change sends the list again.
         sub = self.cd.hub.subscribe(TOPIC_JOB, snapshot=lambda: ["initial"])
@@ -193,8 +204,9 @@ class JobService(job_pb2_grpc.JobServicer):
                 if sub.get(_STREAM_POLL_S) is None:
                     continue
                 summaries = [job_pb2.JobSummarySignal(**s) for s in self.cd.job_summaries()]
-                yield job_pb2.JobSummarySignalList(jobSummarySignals=summaries, ReportTime=str(int(time.time())),
-                                                   JobTotalNum=len(summaries))
+                yield job_pb2.JobSummarySignalList(
+                    jobSummarySignals=summaries, ReportTime=str(int(time.time())), JobTotalNum=len(summaries)
+                )
         finally:
             sub.close()
 
@@ -205,7 +217,7 @@ class PubFaultService(pubfault_pb2_grpc.PubFaultServicer):
     def __init__(self, clusterd: ClusterD) -> None:
         self.cd = clusterd
 
-    def SendPublicFault(self, request: Any, context: Any) -> Any:  # noqa: N802
+    def SendPublicFault(self, request: Any, context: Any) -> Any:
         if request.version and request.version != "1.0":
             return pubfault_pb2.RespStatus(code=400, info=f"unsupported version {request.version!r}")
         injected: list[str] = []
@@ -223,17 +235,25 @@ class PubFaultService(pubfault_pb2_grpc.PubFaultServicer):
             for pod in pods:
                 if pod.spec.node_name not in nodes or not (pod.metadata.labels or {}).get(LABEL_JOB_NAME):
                     continue
-                devices = next((list(i.deviceIds) for i in fault.influence if i.nodeName == pod.spec.node_name), [])
-                spec = FaultSpec(namespace=pod.metadata.namespace, job=pod.metadata.labels[LABEL_JOB_NAME],
-                                 rank=int((pod.metadata.annotations or {}).get(ANNOTATION_RANK_INDEX, 0)),
-                                 kind=kind, code=fault.faultCode or None,
-                                 level="SeparateNPU" if kind == "normal" else None,
-                                 device=devices[0] if devices else 0)
+                devices = next(
+                    (list(i.deviceIds) for i in fault.influence if i.nodeName == pod.spec.node_name), []
+                )
+                spec = FaultSpec(
+                    namespace=pod.metadata.namespace,
+                    job=pod.metadata.labels[LABEL_JOB_NAME],
+                    rank=int((pod.metadata.annotations or {}).get(ANNOTATION_RANK_INDEX, 0)),
+                    kind=kind,
+                    code=fault.faultCode or None,
+                    level="SeparateNPU" if kind == "normal" else None,
+                    device=devices[0] if devices else 0,
+                )
                 try:
                     injected.append(self.cd.inject(spec))
                 except UnknownJobError as exc:
                     log.info("public fault skipped: %s", exc)
-        return pubfault_pb2.RespStatus(code=OK, info=f"injected {len(injected)} fault(s): {', '.join(injected)}")
+        return pubfault_pb2.RespStatus(
+            code=OK, info=f"injected {len(injected)} fault(s): {', '.join(injected)}"
+        )
 
 
 class RecoverService(recover_pb2_grpc.RecoverServicer):
@@ -252,18 +272,21 @@ class RecoverService(recover_pb2_grpc.RecoverServicer):
             return None
         return self.cd.kube.get_podgroup(record.namespace, f"{record.name}-{record.uid}")
 
-    def Init(self, request: Any, context: Any) -> Any:  # noqa: N802
+    def Init(self, request: Any, context: Any) -> Any:
         podgroup = self._podgroup(request.jobId)
         if podgroup is None:
             return recover_pb2.Status(code=CODE_JOB_NOT_EXIST, info=f"job {request.jobId!r} does not exist")
         labels = podgroup["metadata"].get("labels") or {}
-        if labels.get(k.LABEL_PROCESS_RECOVER_ENABLE) != "on" and labels.get(k.LABEL_SUB_HEALTHY_STRATEGY) != "hotSwitch":
+        if (
+            labels.get(k.LABEL_PROCESS_RECOVER_ENABLE) != "on"
+            and labels.get(k.LABEL_SUB_HEALTHY_STRATEGY) != "hotSwitch"
+        ):
             return recover_pb2.Status(code=CODE_PROCESS_RESCHEDULE_OFF, info="ProcessRescheduleOff")
         with self._lock:
             self._initialised.add(request.jobId)
         return recover_pb2.Status(code=OK, info="ok")
 
-    def Register(self, request: Any, context: Any) -> Any:  # noqa: N802
+    def Register(self, request: Any, context: Any) -> Any:
         with self._lock:
             initialised = request.jobId in self._initialised
         if not initialised:
@@ -273,11 +296,14 @@ class RecoverService(recover_pb2_grpc.RecoverServicer):
             return recover_pb2.Status(code=CODE_JOB_NOT_EXIST, info="JobNotExist: no PodGroup")
         record = self.cd.find_job_by_uid(request.jobId)
         assert record is not None
-        self.cd.kube.patch_podgroup(record.namespace, podgroup["metadata"]["name"],
-                                    {"metadata": {"labels": {k.LABEL_PROCESS_RECOVER_ENABLE: "on"}}})
+        self.cd.kube.patch_podgroup(
+            record.namespace,
+            podgroup["metadata"]["name"],
+            {"metadata": {"labels": {k.LABEL_PROCESS_RECOVER_ENABLE: "on"}}},
+        )
         return recover_pb2.Status(code=OK, info="ok")
 
-    def SubscribeProcessManageSignal(self, request: Any, context: Any) -> Iterator[Any]:  # noqa: N802
+    def SubscribeProcessManageSignal(self, request: Any, context: Any) -> Iterator[Any]:
         with self._lock:
             initialised = request.jobId in self._initialised
         if not initialised:
@@ -300,19 +326,19 @@ class RecoverService(recover_pb2_grpc.RecoverServicer):
             return recover_pb2.Status(code=CODE_JOB_NOT_EXIST, info="JobNotExist")
         return recover_pb2.Status(code=OK, info="ok")
 
-    def ReportStopComplete(self, request: Any, context: Any) -> Any:  # noqa: N802
+    def ReportStopComplete(self, request: Any, context: Any) -> Any:
         return self._report("ReportStopComplete", request)
 
-    def ReportRecoverStrategy(self, request: Any, context: Any) -> Any:  # noqa: N802
+    def ReportRecoverStrategy(self, request: Any, context: Any) -> Any:
         return self._report("ReportRecoverStrategy", request)
 
-    def ReportRecoverStatus(self, request: Any, context: Any) -> Any:  # noqa: N802
+    def ReportRecoverStatus(self, request: Any, context: Any) -> Any:
         return self._report("ReportRecoverStatus", request)
 
-    def ReportProcessFault(self, request: Any, context: Any) -> Any:  # noqa: N802
+    def ReportProcessFault(self, request: Any, context: Any) -> Any:
         return self._report("ReportProcessFault", request)
 
-    def HealthCheck(self, request: Any, context: Any) -> Any:  # noqa: N802
+    def HealthCheck(self, request: Any, context: Any) -> Any:
         return recover_pb2.Status(code=OK, info="ok")
 
 
@@ -322,7 +348,9 @@ class ClusterDGrpcServer:
     def __init__(self, clusterd: ClusterD, host: str = "127.0.0.1", port: int = 0) -> None:
         self.cd = clusterd
         self._stop = threading.Event()
-        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="clusterd-grpc"))
+        self.server = grpc.server(
+            futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="clusterd-grpc")
+        )
         self.recover = RecoverService(clusterd, self._stop)
         fault_pb2_grpc.add_FaultServicer_to_server(FaultService(clusterd, self._stop), self.server)
         job_pb2_grpc.add_JobServicer_to_server(JobService(clusterd, self._stop), self.server)

@@ -1,0 +1,14 @@
+"""Who is acting, as the services and the audit trail need it, from an API request."""
+
+from __future__ import annotations
+
+from rest_framework.request import Request
+
+from apps.accounts.authentication import token_name_of
+from apps.core.middleware import request_id_of
+from apps.policies.services import Actor
+
+
+def actor_for(request: Request) -> Actor:
+    """The user, the token name (if a token was used) and the request id of ``request``."""
+    return Actor(user=request.user, token_name=token_name_of(request), request_id=request_id_of(request))

@@ -1,0 +1,47 @@
+"""Input serializers that reject what they do not understand, instead of silently dropping it."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from rest_framework import serializers
+
+from apps.core.api_errors import error
+
+DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+class StrictInputSerializer(serializers.Serializer):
+    """A plain input serializer that answers unknown keys with ``unknown_field`` (typos must not pass)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = [key for key in data if key not in self.fields]
+            if unknown:
+                allowed = sorted(self.fields)
+                raise serializers.ValidationError(
+                    {
+                        str(key): [
+                            serializers.ErrorDetail(
+                                f"{key!r} is not a field of this request; allowed: {', '.join(allowed)}.",
+                                code="unknown_field",
+                            )
+                        ]
+                        for key in unknown
+                    }
+                )
+        return super().to_internal_value(data)
+
+
+def dns_label_field(what: str, *, max_length: int = 63, **kwargs: Any) -> serializers.RegexField:
+    """A Kubernetes DNS-1123 label (lower-case letters, digits and '-', 1-63 characters)."""
+    return serializers.RegexField(
+        DNS1123_LABEL,
+        max_length=max_length,
+        error_messages={"invalid": f"{what} must be a DNS-1123 label: lower-case letters, digits and '-'."},
+        **kwargs,
+    )
+
+
+__all__ = ["DNS1123_LABEL", "StrictInputSerializer", "dns_label_field", "error"]

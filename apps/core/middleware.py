@@ -1,0 +1,81 @@
+"""Request ids: accept a sane incoming ``X-Request-ID`` or make one; echo it and put it into log records."""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import re
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from django.http import HttpRequest, HttpResponse
+
+HEADER = "X-Request-ID"
+META_KEY = "HTTP_X_REQUEST_ID"
+# Letters, digits and a few separators, bounded: the id ends up in logs and the audit table (64 chars).
+_SANE = re.compile(r"^[A-Za-z0-9._:\-]{1,64}$")
+
+_current: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+
+
+def current_request_id() -> str:
+    """The id of the request being served in this context ("-" outside a request)."""
+    return _current.get()
+
+
+def request_id_of(request: Any) -> str:
+    """The request id stored on a Django or DRF request ("" when the middleware did not run)."""
+    return str(getattr(request, "request_id", "") or getattr(getattr(request, "_request", None), "request_id", ""))
+
+
+def _pick(incoming: str | None) -> str:
+    if incoming and _SANE.match(incoming):
+        return incoming
+    return uuid.uuid4().hex
+
+
+class RequestIdMiddleware:
+    """Sync and async capable, so it adds no thread hop under ASGI."""
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
+        self.get_response = get_response
+        if iscoroutinefunction(self.get_response):
+            markcoroutinefunction(self)
+
+    def __call__(self, request: HttpRequest) -> HttpResponse | Awaitable[HttpResponse]:
+        if iscoroutinefunction(self):
+            return self.__acall__(request)
+        request_id = _pick(request.META.get(META_KEY))
+        request.request_id = request_id  # type: ignore[attr-defined]
+        token = _current.set(request_id)
+        try:
+            response: HttpResponse = self.get_response(request)
+        finally:
+            _current.reset(token)
+        response[HEADER] = request_id
+        return response
+
+    async def __acall__(self, request: HttpRequest) -> HttpResponse:
+        request_id = _pick(request.META.get(META_KEY))
+        request.request_id = request_id  # type: ignore[attr-defined]
+        token = _current.set(request_id)
+        try:
+            response: HttpResponse = await self.get_response(request)
+        finally:
+            _current.reset(token)
+        response[HEADER] = request_id
+        return response
+
+
+class RequestIdLogFilter(logging.Filter):
+    """Adds ``record.request_id`` so formatters can print ``%(request_id)s``."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not hasattr(record, "request_id"):
+            record.request_id = current_request_id()
+        return True

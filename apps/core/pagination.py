@@ -1,0 +1,121 @@
+"""Pagination for every list: limit/offset with bounded numbers, and keyset pages for event streams."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+from django.db.models import QuerySet
+from rest_framework.pagination import BasePagination, LimitOffsetPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.utils.urls import replace_query_param
+
+from apps.core.api_errors import field_error
+
+MAX_PAGE_SIZE = 500
+# PostgreSQL's OFFSET is a bigint; anything larger is a 400 rather than a database error.
+MAX_OFFSET = 2**62
+
+
+def bounded_int(request: Request, name: str, *, default: int | None, minimum: int, maximum: int) -> int | None:
+    """A query parameter as an int within [minimum, maximum]; a 400 naming it otherwise."""
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    if not raw.isascii() or not raw.lstrip("-").isdigit() or len(raw) > 20:
+        raise field_error(name, f"{name} must be an integer between {minimum} and {maximum}.", "invalid_type")
+    value = int(raw)
+    if not minimum <= value <= maximum:
+        raise field_error(
+            name, f"{name} must be between {minimum} and {maximum}, got {value}.", "out_of_range", [minimum, maximum]
+        )
+    return value
+
+
+class BoundedLimitOffsetPagination(LimitOffsetPagination):
+    """``?limit=&offset=`` with a default of 50, a cap of 500 and a clear 400 on nonsense."""
+
+    default_limit = 50
+    max_limit = MAX_PAGE_SIZE
+
+    def get_limit(self, request: Request) -> int:
+        return bounded_int(request, self.limit_query_param, default=self.default_limit, minimum=1,
+                           maximum=self.max_limit) or self.default_limit
+
+    def get_offset(self, request: Request) -> int:
+        return bounded_int(request, self.offset_query_param, default=0, minimum=0, maximum=MAX_OFFSET) or 0
+
+    def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        base = super().get_paginated_response_schema(schema)
+        base["required"] = ["count", "next", "previous", "results"]
+        return base
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        return [
+            {"name": self.limit_query_param, "required": False, "in": "query",
+             "description": f"Page size (default {self.default_limit})",
+             "schema": {"type": "integer", "minimum": 1, "maximum": self.max_limit}},
+            {"name": self.offset_query_param, "required": False, "in": "query",
+             "description": "Rows to skip", "schema": {"type": "integer", "minimum": 0, "maximum": MAX_OFFSET}},
+        ]
+
+
+class KeysetPagination(BasePagination):
+    """``?after_<key>=N&limit=``: rows with key > N in key order. Stable under inserts, no COUNT query."""
+
+    key = "seq"
+    default_limit = 100
+    max_limit = MAX_PAGE_SIZE
+
+    @property
+    def after_param(self) -> str:
+        return f"after_{self.key}"
+
+    def paginate_queryset(self, queryset: QuerySet[Any], request: Request, view: Any = None) -> list[Any]:
+        after = bounded_int(request, self.after_param, default=0, minimum=0, maximum=2**63 - 1) or 0
+        self.limit = bounded_int(request, "limit", default=self.default_limit, minimum=1,
+                                 maximum=self.max_limit) or self.default_limit
+        self.request = request
+        # One row more than asked tells whether there is a next page without a COUNT.
+        rows = list(queryset.filter(**{f"{self.key}__gt": after}).order_by(self.key)[: self.limit + 1])
+        self.has_next = len(rows) > self.limit
+        self.page = rows[: self.limit]
+        return self.page
+
+    def get_paginated_response(self, data: Any) -> Response:
+        last = getattr(self.page[-1], self.key) if self.page else None
+        next_url = None
+        if self.has_next and last is not None:
+            next_url = replace_query_param(self.request.build_absolute_uri(), self.after_param, last)
+        return Response(OrderedDict([("next", next_url), (f"last_{self.key}", last), ("results", data)]))
+
+    def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "required": ["next", f"last_{self.key}", "results"],
+            "properties": {
+                "next": {"type": "string", "nullable": True, "format": "uri",
+                         "description": f"The next page (same filters, {self.after_param} = last_{self.key})"},
+                f"last_{self.key}": {"type": "integer", "nullable": True,
+                                     "description": "Resume from here with " + self.after_param},
+                "results": schema,
+            },
+        }
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        return [
+            {"name": self.after_param, "required": False, "in": "query",
+             "description": f"Only rows with {self.key} greater than this (resume point)",
+             "schema": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1}},
+            {"name": "limit", "required": False, "in": "query", "description": "Page size (default 100)",
+             "schema": {"type": "integer", "minimum": 1, "maximum": self.max_limit}},
+        ]
+
+
+class EventSeqPagination(KeysetPagination):
+    key = "seq"
+
+
+class EventIdPagination(KeysetPagination):
+    key = "id"

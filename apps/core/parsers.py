@@ -1,0 +1,71 @@
+"""A JSON parser that turns every malformed body into a 400, and rejects what the database cannot store."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import JSONParser
+
+# Far deeper than any policy or manifest, far shallower than the interpreter's recursion limit.
+MAX_DEPTH = 64
+# A 2.5 MB body (Django's default upload limit) holds at most ~1.3 M JSON values.
+MAX_NODES = 2_000_000
+
+
+def json_safety_problem(value: Any, *, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> str | None:
+    """Why ``value`` cannot be stored or echoed as strict JSON, or None when it can.
+
+    PostgreSQL rejects NUL characters in text and jsonb, and strict JSON has no NaN or Infinity;
+    both would otherwise surface as server errors far from the request that carried them.
+    """
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    visited = 0
+    while stack:
+        item, depth = stack.pop()
+        visited += 1
+        if visited > max_nodes:  # also stops YAML alias bombs, whose shared nodes are counted each time
+            return f"the document has more than {max_nodes} values"
+        if depth > max_depth:
+            return f"the document is nested more than {max_depth} levels deep"
+        if isinstance(item, str):
+            if "\x00" in item:
+                return "strings must not contain NUL characters (\\u0000)"
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return "numbers must be finite (no NaN, Infinity or values beyond 1e308)"
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                stack.append((key, depth + 1))
+                stack.append((child, depth + 1))
+        elif isinstance(item, list | tuple):
+            stack.extend((child, depth + 1) for child in item)
+    return None
+
+
+class SafeJSONParser(JSONParser):
+    """DRF's JSON parser plus: deep nesting, huge integers, NaN/Infinity and NUL characters are 400s."""
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: dict[str, Any] | None = None) -> Any:
+        try:
+            data = super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise ParseError("JSON parse error - the document is nested too deeply.") from None
+        problem = json_safety_problem(data)
+        if problem:
+            raise ParseError(f"JSON parse error - {problem}.")
+        return data
+
+
+def parse_json_text(text: str) -> Any:
+    """Parse JSON text strictly (no NaN/Infinity); raises ValueError with a readable message."""
+
+    def reject_constant(name: str) -> Any:
+        raise ValueError(f"{name} is not valid JSON")
+
+    try:
+        return json.loads(text, parse_constant=reject_constant)
+    except RecursionError:
+        raise ValueError("the document is nested too deeply") from None

@@ -1,0 +1,100 @@
+"""Watches PodGroups for ClusterD's platform-mode questions and hands them to the decision service.
+
+A dedicated watch (not a poll) keeps the question → answer latency far under ClusterD's 3 s poll.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from django.db import close_old_connections
+
+from apps.cluster import client as kube
+from apps.cluster import constants as c
+from apps.cluster.errors import ClusterError
+from apps.decisions.services import decision_observe
+from apps.jobs.clusters import cluster_ref
+from apps.jobs.models import Cluster, TrainingJob
+
+log = logging.getLogger(__name__)
+_UID_LENGTH = 36
+
+
+def job_for_podgroup(cluster: Cluster, podgroup: dict[str, Any]) -> TrainingJob | None:
+    """The job of PodGroup ``<job>-<uid>``: by the uid suffix, else by an owner reference."""
+    meta = podgroup.get("metadata") or {}
+    name = str(meta.get("name", ""))
+    namespace = str(meta.get("namespace", ""))
+    candidates = {name[-_UID_LENGTH:]} if len(name) > _UID_LENGTH else set()
+    for owner in meta.get("ownerReferences") or []:
+        if isinstance(owner, dict) and owner.get("kind") == c.ASCENDJOB_KIND and owner.get("uid"):
+            candidates.add(str(owner["uid"]))
+    return (
+        TrainingJob.objects.select_related("cluster", "current_revision")
+        .filter(cluster=cluster, namespace=namespace, uid__in=candidates, deleted_at__isnull=True)
+        .first()
+    )
+
+
+def handle_podgroup(cluster: Cluster, podgroup: dict[str, Any]) -> None:
+    annotations = (podgroup.get("metadata") or {}).get("annotations") or {}
+    if c.ANNOTATION_PLATFORM_STRATEGY not in annotations:
+        return
+    job = job_for_podgroup(cluster, podgroup)
+    if job is None:
+        return
+    decision_observe(job=job, podgroup=podgroup)
+
+
+class PodGroupWatcher:
+    """List, then watch, one cluster's PodGroups; relist on 410; back off on errors."""
+
+    def __init__(self, cluster: Cluster, *, watch_timeout: int = 60) -> None:
+        self.cluster = cluster
+        self.ref = cluster_ref(cluster)
+        self.watch_timeout = watch_timeout
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        delay = 0.5
+        resource_version = ""
+        while not self.stopped.is_set():
+            try:
+                close_old_connections()
+                if not resource_version:
+                    items, resource_version = kube.list_all_podgroups(self.ref)
+                    for item in items:
+                        handle_podgroup(self.cluster, item)
+                for event_type, obj in kube.watch_podgroups(
+                    self.ref, resource_version=resource_version, timeout_seconds=self.watch_timeout
+                ):
+                    resource_version = str(
+                        (obj.get("metadata") or {}).get("resourceVersion") or resource_version
+                    )
+                    if event_type in ("ADDED", "MODIFIED"):
+                        handle_podgroup(self.cluster, obj)
+                    if self.stopped.is_set():
+                        return
+                delay = 0.5
+            except ClusterError as exc:
+                if exc.status == 410:
+                    resource_version = ""
+                    continue
+                log.warning("cluster %s: %s; retrying in %.1fs", self.cluster.name, exc.message, delay)
+                self.stopped.wait(delay)
+                delay = min(30.0, delay * 2)
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+
+def run_decision_watchers(stop: threading.Event) -> None:
+    watchers = [PodGroupWatcher(cluster) for cluster in Cluster.objects.all()]
+    threads = [threading.Thread(target=w.run, daemon=True, name=f"decide-{w.cluster.name}") for w in watchers]
+    for thread in threads:
+        thread.start()
+    stop.wait()
+    for watcher in watchers:
+        watcher.stop()

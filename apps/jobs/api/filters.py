@@ -1,0 +1,47 @@
+"""``GET /jobs/`` filters: cluster (name or id), namespace, phase and a free-text ``q``."""
+
+from __future__ import annotations
+
+import django_filters
+from django.db.models import Q, QuerySet
+
+from apps.jobs.models import TrainingJob
+
+_MAX_ID_DIGITS = 18  # beyond a bigint: cannot be an id, so treat it as a name
+
+
+class JobFilter(django_filters.FilterSet):
+    cluster = django_filters.CharFilter(
+        method="filter_cluster", max_length=63, help_text="Cluster name or id"
+    )
+    namespace = django_filters.CharFilter(field_name="namespace", max_length=63)
+    phase = django_filters.CharFilter(field_name="phase", max_length=32)
+    q = django_filters.CharFilter(
+        method="filter_q", max_length=100, help_text="Substring of name or namespace"
+    )
+    include_deleted = django_filters.BooleanFilter(
+        method="filter_deleted", help_text="Also list jobs that have left the cluster"
+    )
+
+    class Meta:
+        model = TrainingJob
+        fields: list[str] = []
+
+    def filter_queryset(self, queryset: QuerySet[TrainingJob]) -> QuerySet[TrainingJob]:
+        if not self.form.cleaned_data.get("include_deleted"):
+            queryset = queryset.filter(deleted_at__isnull=True)
+        return super().filter_queryset(queryset)
+
+    def filter_cluster(self, queryset: QuerySet[TrainingJob], name: str, value: str) -> QuerySet[TrainingJob]:
+        match = Q(cluster__name=value)
+        if value.isdigit() and len(value) <= _MAX_ID_DIGITS:
+            match |= Q(cluster_id=int(value))
+        return queryset.filter(match)
+
+    def filter_q(self, queryset: QuerySet[TrainingJob], name: str, value: str) -> QuerySet[TrainingJob]:
+        return queryset.filter(Q(name__icontains=value) | Q(namespace__icontains=value))
+
+    def filter_deleted(
+        self, queryset: QuerySet[TrainingJob], name: str, value: bool
+    ) -> QuerySet[TrainingJob]:
+        return queryset  # applied in filter_queryset, which sees whether the flag was given at all

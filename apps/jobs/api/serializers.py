@@ -1,0 +1,119 @@
+"""Job and cluster representations, and the input of job registration."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from apps.cluster import constants as k
+from apps.core.api_inputs import StrictInputSerializer, dns_label_field
+from apps.jobs.models import Cluster, TrainingJob
+from apps.policies.spec import DEFAULT_RELEASE, FRAMEWORKS, RELEASES
+
+MAX_REPLICAS = 20_000
+MAX_NPUS_PER_POD = 64
+
+
+class ClusterOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Cluster
+        fields = [
+            "id",
+            "name",
+            "description",
+            "is_default",
+            "namespaces",
+            "healthy",
+            "health_message",
+            "health_checked_at",
+            "created_at",
+        ]
+
+
+class JobOutputSerializer(serializers.ModelSerializer):
+    cluster = serializers.CharField(source="cluster.name", help_text="Cluster name")
+    cluster_id = serializers.IntegerField()
+    current_revision = serializers.SerializerMethodField(help_text="Number of the current policy revision")
+    replicas = serializers.DictField(
+        child=serializers.IntegerField(), help_text='e.g. {"Master": 1, "Worker": 3}'
+    )
+
+    class Meta:
+        model = TrainingJob
+        fields = [
+            "id",
+            "cluster",
+            "cluster_id",
+            "namespace",
+            "name",
+            "uid",
+            "framework",
+            "replicas",
+            "npus_per_pod",
+            "mindcluster_version",
+            "phase",
+            "source",
+            "current_revision",
+            "deleted_at",
+            "created_at",
+            "updated_at",
+        ]
+
+    def get_current_revision(self, job: TrainingJob) -> int | None:
+        # Lists annotate the number (no join on the revision's spec); details have the row loaded.
+        number = getattr(job, "revision_number", None)
+        if (
+            number is None
+            and job.current_revision_id is not None
+            and "current_revision" in job._state.fields_cache
+        ):
+            number = job.current_revision.number
+        return number
+
+
+class JobRegisterInputSerializer(StrictInputSerializer):
+    """``POST /jobs/``: a job to manage before (or without) adopting it from the cluster."""
+
+    cluster = serializers.CharField(max_length=63, help_text="Cluster name (or id)")
+    namespace = dns_label_field("namespace")
+    name = dns_label_field("name")
+    framework = serializers.ChoiceField(choices=list(FRAMEWORKS))
+    replicas = serializers.DictField(
+        child=serializers.IntegerField(min_value=0, max_value=MAX_REPLICAS),
+        help_text='Replicas per role, e.g. {"Master": 1, "Worker": 3}',
+    )
+    npus_per_pod = serializers.IntegerField(min_value=0, max_value=MAX_NPUS_PER_POD, default=0)
+    mindcluster_version = serializers.ChoiceField(choices=list(RELEASES), default=DEFAULT_RELEASE)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        leader = k.LEADER_ROLE[attrs["framework"]]
+        allowed = [leader, k.WORKER_ROLE]
+        replicas: dict[str, int] = attrs["replicas"]
+        if not replicas:
+            raise serializers.ValidationError({"replicas": ["At least one replica role is required."]})
+        for role in replicas:
+            if role not in allowed:
+                raise serializers.ValidationError(
+                    {
+                        f"replicas.{role}": [
+                            serializers.ErrorDetail(
+                                f"{role!r} is not a replica type of {attrs['framework']} jobs; use {leader} and "
+                                f"{k.WORKER_ROLE}.",
+                                code="invalid_choice",
+                            )
+                        ]
+                    }
+                )
+        if leader in replicas and replicas[leader] != 1:
+            raise serializers.ValidationError(
+                {
+                    f"replicas.{leader}": [
+                        serializers.ErrorDetail(
+                            f"The {leader} replica must have exactly 1 replica; the operator rejects anything else.",
+                            code="out_of_range",
+                        )
+                    ]
+                }
+            )
+        return attrs

@@ -1,0 +1,129 @@
+"""Dry run of a policy on a job: validate, render against the live object, and diff. Writes nothing.
+
+When the cluster cannot be reached the render falls back to a skeleton built from the stored job
+facts, and the answer says so in ``live`` instead of failing: a preview is useful offline too.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from apps.cluster import client as kube
+from apps.cluster import constants as c
+from apps.cluster.errors import ClusterError
+from apps.core.jsonmerge import merge_patch_diff
+from apps.jobs.clusters import cluster_ref
+from apps.jobs.models import TrainingJob
+from apps.policies.push import key_differences
+from apps.policies.rendering import RenderResult, render
+from apps.policies.services import policy_validate_for_job
+
+log = logging.getLogger(__name__)
+
+
+def with_release(raw_spec: Any, release: str | None) -> Any:
+    """A spec that names no release targets ``release`` (presets are release-agnostic on purpose)."""
+    if isinstance(raw_spec, dict) and "mindcluster_version" not in raw_spec and release:
+        return {**raw_spec, "mindcluster_version": release}
+    return raw_spec
+
+
+def skeleton_manifest(job: TrainingJob) -> dict[str, Any]:
+    """An AscendJob with only what the control plane knows about ``job`` (used when the cluster is away)."""
+    resources = {"requests": {"huawei.com/Ascend910": job.npus_per_pod}} if job.npus_per_pod else {}
+    return {
+        "apiVersion": c.ASCENDJOB_API_VERSION,
+        "kind": c.ASCENDJOB_KIND,
+        "metadata": {"name": job.name, "namespace": job.namespace, "labels": {c.LABEL_FRAMEWORK: job.framework}},
+        "spec": {
+            "replicaSpecs": {
+                role: {
+                    "replicas": int(count),
+                    "template": {"spec": {"containers": [{"name": c.CONTAINER_NAME, "resources": resources}]}},
+                }
+                for role, count in job.replicas.items()
+            }
+        },
+    }
+
+
+def render_output(rendered: RenderResult) -> dict[str, Any]:
+    """The JSON form of a render shared by preview and ``/render/``."""
+    return {
+        "manifest": rendered.manifest,
+        "labels": rendered.labels,
+        "annotations": rendered.annotations,
+        "removed_labels": list(rendered.removed_labels),
+        "removed_annotations": list(rendered.removed_annotations),
+        "job_patch": rendered.job_patch,
+        "podgroup_patch": rendered.podgroup_patch,
+        "configmap": rendered.configmap,
+        "artifacts": rendered.artifacts.files(),
+        "effects": [effect.to_dict() for effect in rendered.effects],
+        "notes": list(rendered.notes),
+    }
+
+
+def _read_live(job: TrainingJob) -> tuple[dict[str, Any] | None, dict[str, Any] | None, dict[str, Any]]:
+    ref = cluster_ref(job.cluster)
+    try:
+        live = kube.get_ascendjob(ref, job.namespace, job.name)
+    except ClusterError as exc:
+        reason = "not_found" if exc.not_found else "unreachable"
+        return None, None, {"available": False, "reason": reason, "message": exc.message}
+    meta = live.get("metadata") or {}
+    info: dict[str, Any] = {"available": True, "resource_version": str(meta.get("resourceVersion", ""))}
+    podgroup = None
+    uid = str(meta.get("uid") or job.uid or "")
+    if uid:
+        try:
+            podgroup = kube.get_podgroup(ref, job.namespace, kube.podgroup_name(job.name, uid))
+        except ClusterError as exc:
+            info["podgroup"] = "absent" if exc.not_found else f"unreadable: {exc.message}"
+    return live, podgroup, info
+
+
+def _diff(live: dict[str, Any], podgroup: dict[str, Any] | None, rendered: RenderResult) -> dict[str, Any]:
+    live_meta = live.get("metadata") or {}
+    desired_meta = rendered.manifest.get("metadata") or {}
+    job_diff = {
+        "metadata": merge_patch_diff(
+            {"labels": live_meta.get("labels") or {}, "annotations": live_meta.get("annotations") or {}},
+            {"labels": desired_meta.get("labels") or {}, "annotations": desired_meta.get("annotations") or {}},
+        ),
+        "spec": merge_patch_diff(live.get("spec") or {}, rendered.manifest.get("spec") or {}),
+    }
+    diff: dict[str, Any] = {"ascendjob": {key: value for key, value in job_diff.items() if value}}
+    if podgroup is not None:
+        wanted = rendered.podgroup_patch.get("metadata") or {}
+        diff["podgroup"] = key_differences(
+            podgroup.get("metadata") or {},
+            {"labels": dict(wanted.get("labels") or {}), "annotations": dict(wanted.get("annotations") or {})},
+        )
+    else:
+        diff["podgroup"] = None
+    return diff
+
+
+def policy_preview(*, job: TrainingJob, raw_spec: Any | None) -> dict[str, Any]:
+    """Validate ``raw_spec`` (None = the current revision) for ``job``, render it and diff it with the cluster."""
+    if raw_spec is None:
+        raw_spec = job.current_revision.spec if job.current_revision is not None else {}
+    result = policy_validate_for_job(job=job, spec=with_release(raw_spec, job.mindcluster_version))
+    answer: dict[str, Any] = result.to_dict()
+    answer.update({"render": None, "diff": None})
+    live, podgroup, answer["live"] = _read_live(job)
+    if not result.ok or result.spec is None:
+        return answer
+    manifest = live if live is not None else skeleton_manifest(job)
+    try:
+        rendered = render(manifest, result.spec)
+    except Exception as exc:  # the live object may be shaped in ways rendering has not seen; say so
+        log.exception("preview render failed for job %s", job.pk)
+        answer["render_error"] = f"rendering failed on this manifest ({type(exc).__name__})"
+        return answer
+    answer["render"] = render_output(rendered)
+    if live is not None:
+        answer["diff"] = _diff(live, podgroup, rendered)
+    return answer
