@@ -1,13 +1,61 @@
-"""The REST API under /api/v1/: one router for resources plus explicit paths for verbs."""
+"""The REST API under /api/v1/: one router per app for resources, explicit paths for verbs.
+
+Anything else under /api/v1/ answers a JSON 404 in the API's error format (not Django's HTML page).
+"""
 
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import include, path, re_path
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.exceptions import NotFound
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from apps.core.api import ApiRoot
 
 app_name = "api"
 
+
+@extend_schema(
+    tags=["meta"],
+    summary="What this server offers",
+    responses=inline_serializer(
+        "ApiRoot",
+        {
+            "name": serializers.CharField(),
+            "api_version": serializers.CharField(),
+            "mindcluster_releases": serializers.ListField(child=serializers.CharField()),
+            "strategies": serializers.ListField(child=serializers.CharField()),
+            "links": serializers.DictField(child=serializers.CharField()),
+        },
+    ),
+)
+class DocumentedApiRoot(ApiRoot):
+    """``ApiRoot`` with its response described for the OpenAPI schema."""
+
+
+class UnknownPathApi(APIView):
+    """Catch-all: a JSON 404 that hints at the missing trailing slash, the usual cause."""
+
+    permission_classes = [AllowAny]
+    schema = None  # not part of the contract
+
+    def _not_found(self, request: Request, *args: object, **kwargs: object) -> Response:
+        hint = " (every path ends with '/')" if not request.path.endswith("/") else ""
+        raise NotFound(f"No API endpoint at {request.path}{hint}.")
+
+    get = post = put = patch = delete = head = options = _not_found
+
+
 urlpatterns = [
-    path("", ApiRoot.as_view(), name="root"),
+    path("", DocumentedApiRoot.as_view(), name="root"),
+    path("", include("apps.jobs.api.urls")),
+    path("", include("apps.policies.api.urls")),
+    path("", include("apps.events.api.urls")),
+    path("", include("apps.audit.api.urls")),
+    path("", include("apps.accounts.api.urls")),
+    re_path(r"^(?s:.*)$", UnknownPathApi.as_view(), name="unknown"),
 ]

@@ -9,3 +9,6 @@ class AccountsConfig(AppConfig):
     name = "apps.accounts"
     label = "accounts"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from apps.accounts import schema  # noqa: F401  (registers the OpenAPI auth extension)

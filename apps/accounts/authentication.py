@@ -33,7 +33,9 @@ class TokenAuthentication(authentication.BaseAuthentication):
         try:
             key = header[1].decode("ascii")
         except UnicodeDecodeError:
-            raise exceptions.AuthenticationFailed("Invalid token: the key contains non-ASCII bytes.") from None
+            raise exceptions.AuthenticationFailed(
+                "Invalid token: the key contains non-ASCII bytes."
+            ) from None
         if len(key) > _MAX_KEY_LENGTH:
             raise exceptions.AuthenticationFailed("Invalid token.")
         return self.authenticate_key(key)

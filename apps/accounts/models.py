@@ -60,7 +60,11 @@ class NamespaceGrant(models.Model):
     )
     group = models.ForeignKey(Group, on_delete=models.CASCADE, null=True, blank=True, related_name="grants")
     cluster = models.ForeignKey(
-        "jobs.Cluster", on_delete=models.CASCADE, null=True, blank=True, related_name="grants",
+        "jobs.Cluster",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="grants",
         help_text="Empty = every cluster",
     )
     namespace = models.CharField(max_length=63, default=ALL_NAMESPACES, help_text='"*" = every namespace')

@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 class IsAdminSomewhere(BasePermission):
     """Superusers and users with the admin role on at least one namespace (audit readers)."""
 
-    message = "Only administrators (superusers or users with the admin role on a namespace) may read the audit log."
+    message = (
+        "Only administrators (superusers or users with the admin role on a namespace) may read the audit log."
+    )
 
     def has_permission(self, request: Request, view: APIView) -> bool:
         return bool(request.user and request.user.is_authenticated and is_admin_somewhere(request.user))
@@ -32,10 +34,7 @@ def job_for_request(request: Request, job_id: int, *, need: str = "viewer") -> T
     if not 0 < job_id <= MAX_BIGINT:  # a bigger id cannot exist; the database would reject the query
         raise NotFound("No job with this id (or you may not see it).")
     job = (
-        jobs_visible_to(request.user)
-        .select_related("cluster", "current_revision")
-        .filter(pk=job_id)
-        .first()
+        jobs_visible_to(request.user).select_related("cluster", "current_revision").filter(pk=job_id).first()
     )
     if job is None:
         raise NotFound("No job with this id (or you may not see it).")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Exists, IntegerField, Max, OuterRef, Q, QuerySet, Value, When
 from django.db.models import Case as SqlCase
+from django.db.models import Exists, IntegerField, Max, OuterRef, Q, QuerySet, Value, When
 
 from apps.accounts.models import ALL_NAMESPACES, ROLE_RANK, ApiToken, NamespaceGrant, Role
 from apps.jobs.models import Cluster, TrainingJob
@@ -30,7 +30,9 @@ def grants_of(user: UserLike) -> QuerySet[NamespaceGrant]:
     return NamespaceGrant.objects.filter(Q(user=user) | Q(group__user=user))
 
 
-def _grants_covering(user: UserLike, *, cluster: Any, namespace: Any, min_role: str) -> QuerySet[NamespaceGrant]:
+def _grants_covering(
+    user: UserLike, *, cluster: Any, namespace: Any, min_role: str
+) -> QuerySet[NamespaceGrant]:
     """Grants of ``user`` with at least ``min_role`` that cover (cluster, namespace); both may be OuterRefs."""
     return grants_of(user).filter(
         Q(cluster__isnull=True) | Q(cluster=cluster),

@@ -39,7 +39,11 @@ def token_issue(
     """Create a token for ``user``; returns the row and the key, which is never stored or shown again."""
     key = _new_key()
     token = ApiToken.objects.create(
-        name=name[:100], user=user, prefix=key[:KEY_PREFIX_LENGTH], key_hash=hash_key(key), expires_at=expires_at
+        name=name[:100],
+        user=user,
+        prefix=key[:KEY_PREFIX_LENGTH],
+        key_hash=hash_key(key),
+        expires_at=expires_at,
     )
     audit_record(
         actor=actor or user,
@@ -54,7 +58,11 @@ def token_issue(
 
 @transaction.atomic
 def token_revoke(
-    token: ApiToken, *, actor: AbstractBaseUser | None = None, request_id: str = "", actor_token_name: str = ""
+    token: ApiToken,
+    *,
+    actor: AbstractBaseUser | None = None,
+    request_id: str = "",
+    actor_token_name: str = "",
 ) -> ApiToken:
     """Revoke a token (idempotent): it stops authenticating at once; the row stays for the audit trail."""
     before = token_snapshot(token)

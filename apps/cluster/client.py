@@ -400,3 +400,86 @@ def watch_podgroups(
         namespace=namespace,
         timeout_seconds=timeout_seconds,
     )
+
+
+# --- ingester: list and watch PodGroups, ConfigMaps and Events ------------------------------------
+# One generic pair over the resources the event ingester follows. Objects come back as plain dicts
+# (the API's camelCase JSON), lists with their resourceVersion, watches as (type, object) pairs
+# where type is ADDED / MODIFIED / DELETED / BOOKMARK and ``ClusterError(status=410)`` means relist.
+WATCHED_RESOURCES = ("ascendjobs", "podgroups", "configmaps", "events")
+
+
+def _list_call(ref: ClusterRef, resource: str, namespace: str | None) -> tuple[Any, tuple[Any, ...]]:
+    if resource in ("ascendjobs", "podgroups"):
+        api = _custom(ref)
+        group, version, plural = (
+            (c.ASCENDJOB_GROUP, c.ASCENDJOB_VERSION, c.ASCENDJOB_PLURAL)
+            if resource == "ascendjobs"
+            else (c.PODGROUP_GROUP, c.PODGROUP_VERSION, c.PODGROUP_PLURAL)
+        )
+        if namespace:
+            return api.list_namespaced_custom_object, (group, version, namespace, plural)
+        return api.list_cluster_custom_object, (group, version, plural)
+    core = _core(ref)
+    if resource == "configmaps":
+        if namespace:
+            return core.list_namespaced_config_map, (namespace,)
+        return core.list_config_map_for_all_namespaces, ()
+    if resource == "events":
+        if namespace:
+            return core.list_namespaced_event, (namespace,)
+        return core.list_event_for_all_namespaces, ()
+    raise ValueError(f"unknown resource {resource!r}; expected one of {WATCHED_RESOURCES}")
+
+
+def list_resource(
+    ref: ClusterRef, resource: str, *, namespace: str | None = None, field_selector: str = ""
+) -> tuple[list[dict[str, Any]], str]:
+    """Every object of ``resource`` (following ``continue``) and the resourceVersion to watch from."""
+    fn, args = _list_call(ref, resource, namespace)
+    items: list[dict[str, Any]] = []
+    token: str | None = None
+    where = f"{resource} in {namespace or 'all namespaces'}"
+    while True:
+        kwargs: dict[str, Any] = {"limit": 500}
+        if token:
+            kwargs["_continue"] = token
+        if field_selector:
+            kwargs["field_selector"] = field_selector
+        page = _to_dict(ref, _call(f"list {where}", fn, *args, **kwargs))
+        items.extend(page.get("items") or [])
+        meta = page.get("metadata") or {}
+        token = meta.get("continue") or None
+        if not token:
+            return items, str(meta.get("resourceVersion", ""))
+
+
+def watch_resource(
+    ref: ClusterRef,
+    resource: str,
+    *,
+    resource_version: str,
+    namespace: str | None = None,
+    field_selector: str = "",
+    timeout_seconds: int = 60,
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Yield ``(type, object)`` from one watch call, bookmarks included (they only advance the rv)."""
+    fn, args = _list_call(ref, resource, namespace)
+    watcher = k8s_watch.Watch()
+    kwargs: dict[str, Any] = {
+        "resource_version": resource_version,
+        "timeout_seconds": timeout_seconds,
+        "allow_watch_bookmarks": True,
+    }
+    if field_selector:
+        kwargs["field_selector"] = field_selector
+    try:
+        for event in watcher.stream(fn, *args, **kwargs):
+            obj = event.get("raw_object") or event.get("object")
+            yield str(event["type"]), obj if isinstance(obj, dict) else _to_dict(ref, obj)
+    except ClusterError:
+        raise
+    except Exception as exc:
+        raise _translate(exc, f"watch {resource}") from exc
+    finally:
+        watcher.stop()

@@ -47,7 +47,9 @@ _DRF_CODES = {
 }
 
 
-def error(code: str, message: str, field: str | None = None, allowed: Sequence[Any] | None = None) -> dict[str, Any]:
+def error(
+    code: str, message: str, field: str | None = None, allowed: Sequence[Any] | None = None
+) -> dict[str, Any]:
     """One error entry; ``allowed`` is included only when there is a closed set of values."""
     entry: dict[str, Any] = {"code": code, "field": field, "message": message}
     if allowed is not None:
@@ -74,7 +76,9 @@ class ApiError(exceptions.APIException):
         self.extra = extra or {}
 
 
-def field_error(field: str, message: str, code: str = "invalid", allowed: Sequence[Any] | None = None) -> ApiError:
+def field_error(
+    field: str, message: str, code: str = "invalid", allowed: Sequence[Any] | None = None
+) -> ApiError:
     """A 400 naming one request field."""
     return ApiError(message, code=code, field=field, allowed=allowed)
 
@@ -170,7 +174,9 @@ def _issue(issue: Any) -> dict[str, Any]:
 class ErrorSerializer(serializers.Serializer):
     """One problem with a request."""
 
-    code = serializers.CharField(help_text="Stable snake_case code (the policy validator's codes for policies)")
+    code = serializers.CharField(
+        help_text="Stable snake_case code (the policy validator's codes for policies)"
+    )
     field = serializers.CharField(
         allow_null=True, help_text="Request field (dotted), JSON pointer into a policy, or null"
     )

@@ -18,10 +18,14 @@ class ErrorAwareAutoSchema(AutoSchema):
 
     def _get_response_bodies(self, direction: str = "response") -> dict[str, Any]:  # type: ignore[override]
         responses = super()._get_response_bodies(direction)  # type: ignore[arg-type]
-        codes = _COMMON_ERRORS + _INPUT_ERRORS if self.method in ("POST", "PUT", "PATCH") else (
-            *_COMMON_ERRORS, "400"
+        codes = (
+            _COMMON_ERRORS + _INPUT_ERRORS
+            if self.method in ("POST", "PUT", "PATCH")
+            else (*_COMMON_ERRORS, "400")
         )
         for code in codes:
             if code not in responses:
-                responses[code] = self._get_response_for_code(ErrorResponseSerializer, code, direction=direction)
+                responses[code] = self._get_response_for_code(
+                    ErrorResponseSerializer, code, direction=direction
+                )
         return responses

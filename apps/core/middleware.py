@@ -27,7 +27,9 @@ def current_request_id() -> str:
 
 def request_id_of(request: Any) -> str:
     """The request id stored on a Django or DRF request ("" when the middleware did not run)."""
-    return str(getattr(request, "request_id", "") or getattr(getattr(request, "_request", None), "request_id", ""))
+    return str(
+        getattr(request, "request_id", "") or getattr(getattr(request, "_request", None), "request_id", "")
+    )
 
 
 def _pick(incoming: str | None) -> str:

@@ -18,7 +18,9 @@ MAX_PAGE_SIZE = 500
 MAX_OFFSET = 2**62
 
 
-def bounded_int(request: Request, name: str, *, default: int | None, minimum: int, maximum: int) -> int | None:
+def bounded_int(
+    request: Request, name: str, *, default: int | None, minimum: int, maximum: int
+) -> int | None:
     """A query parameter as an int within [minimum, maximum]; a 400 naming it otherwise."""
     raw = request.query_params.get(name)
     if raw is None or raw == "":
@@ -28,7 +30,10 @@ def bounded_int(request: Request, name: str, *, default: int | None, minimum: in
     value = int(raw)
     if not minimum <= value <= maximum:
         raise field_error(
-            name, f"{name} must be between {minimum} and {maximum}, got {value}.", "out_of_range", [minimum, maximum]
+            name,
+            f"{name} must be between {minimum} and {maximum}, got {value}.",
+            "out_of_range",
+            [minimum, maximum],
         )
     return value
 
@@ -40,8 +45,12 @@ class BoundedLimitOffsetPagination(LimitOffsetPagination):
     max_limit = MAX_PAGE_SIZE
 
     def get_limit(self, request: Request) -> int:
-        return bounded_int(request, self.limit_query_param, default=self.default_limit, minimum=1,
-                           maximum=self.max_limit) or self.default_limit
+        return (
+            bounded_int(
+                request, self.limit_query_param, default=self.default_limit, minimum=1, maximum=self.max_limit
+            )
+            or self.default_limit
+        )
 
     def get_offset(self, request: Request) -> int:
         return bounded_int(request, self.offset_query_param, default=0, minimum=0, maximum=MAX_OFFSET) or 0
@@ -53,11 +62,20 @@ class BoundedLimitOffsetPagination(LimitOffsetPagination):
 
     def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
         return [
-            {"name": self.limit_query_param, "required": False, "in": "query",
-             "description": f"Page size (default {self.default_limit})",
-             "schema": {"type": "integer", "minimum": 1, "maximum": self.max_limit}},
-            {"name": self.offset_query_param, "required": False, "in": "query",
-             "description": "Rows to skip", "schema": {"type": "integer", "minimum": 0, "maximum": MAX_OFFSET}},
+            {
+                "name": self.limit_query_param,
+                "required": False,
+                "in": "query",
+                "description": f"Page size (default {self.default_limit})",
+                "schema": {"type": "integer", "minimum": 1, "maximum": self.max_limit},
+            },
+            {
+                "name": self.offset_query_param,
+                "required": False,
+                "in": "query",
+                "description": "Rows to skip",
+                "schema": {"type": "integer", "minimum": 0, "maximum": MAX_OFFSET},
+            },
         ]
 
 
@@ -74,8 +92,10 @@ class KeysetPagination(BasePagination):
 
     def paginate_queryset(self, queryset: QuerySet[Any], request: Request, view: Any = None) -> list[Any]:
         after = bounded_int(request, self.after_param, default=0, minimum=0, maximum=2**63 - 1) or 0
-        self.limit = bounded_int(request, "limit", default=self.default_limit, minimum=1,
-                                 maximum=self.max_limit) or self.default_limit
+        self.limit = (
+            bounded_int(request, "limit", default=self.default_limit, minimum=1, maximum=self.max_limit)
+            or self.default_limit
+        )
         self.request = request
         # One row more than asked tells whether there is a next page without a COUNT.
         rows = list(queryset.filter(**{f"{self.key}__gt": after}).order_by(self.key)[: self.limit + 1])
@@ -95,21 +115,37 @@ class KeysetPagination(BasePagination):
             "type": "object",
             "required": ["next", f"last_{self.key}", "results"],
             "properties": {
-                "next": {"type": "string", "nullable": True, "format": "uri",
-                         "description": f"The next page (same filters, {self.after_param} = last_{self.key})"},
-                f"last_{self.key}": {"type": "integer", "nullable": True,
-                                     "description": "Resume from here with " + self.after_param},
+                "next": {
+                    "type": "string",
+                    "nullable": True,
+                    "format": "uri",
+                    "description": f"The next page (same filters, {self.after_param} = last_{self.key})",
+                },
+                f"last_{self.key}": {
+                    "type": "integer",
+                    "nullable": True,
+                    "description": "Resume from here with " + self.after_param,
+                },
                 "results": schema,
             },
         }
 
     def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
         return [
-            {"name": self.after_param, "required": False, "in": "query",
-             "description": f"Only rows with {self.key} greater than this (resume point)",
-             "schema": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1}},
-            {"name": "limit", "required": False, "in": "query", "description": "Page size (default 100)",
-             "schema": {"type": "integer", "minimum": 1, "maximum": self.max_limit}},
+            {
+                "name": self.after_param,
+                "required": False,
+                "in": "query",
+                "description": f"Only rows with {self.key} greater than this (resume point)",
+                "schema": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
+            },
+            {
+                "name": "limit",
+                "required": False,
+                "in": "query",
+                "description": "Page size (default 100)",
+                "schema": {"type": "integer", "minimum": 1, "maximum": self.max_limit},
+            },
         ]
 
 

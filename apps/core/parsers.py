@@ -48,7 +48,9 @@ def json_safety_problem(value: Any, *, max_depth: int = MAX_DEPTH, max_nodes: in
 class SafeJSONParser(JSONParser):
     """DRF's JSON parser plus: deep nesting, huge integers, NaN/Infinity and NUL characters are 400s."""
 
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: dict[str, Any] | None = None) -> Any:
+    def parse(
+        self, stream: Any, media_type: str | None = None, parser_context: dict[str, Any] | None = None
+    ) -> Any:
         try:
             data = super().parse(stream, media_type, parser_context)
         except RecursionError:

@@ -51,11 +51,63 @@ def _spec(job: TrainingJob) -> PolicySpec | None:
     return validate_policy(job.current_revision.spec).spec
 
 
+# Well-known fault codes (mindcluster.md §6.3) and reset.json policies mapped back to levels.
+_CODE_TYPES = {"80E01801": "uce", "8C1F860B": "hccl", "81078603": "hccl"}
+_POLICY_LEVELS = {
+    "ignore": "NotHandleFault",
+    "restart_request": "RestartRequest",
+    "restart": "RestartBusiness",
+    "free_reset": "FreeRestartNPU",
+    "reset": "RestartNPU",
+    "isolate": "SeparateNPU",
+}
+
+
+def _reset_config_facts(job: TrainingJob, ranks: set[int]) -> tuple[set[str], set[str]]:
+    """Fault types and levels of the question's ranks from ``reset-config-<job>`` (reset.json).
+
+    ClusterD's question only says "on-chip memory or not"; the RankList it wrote just before
+    carries each rank's error code and handling policy. A rank isolated without a chip error code
+    is a node fault.
+    """
+    import json
+
+    try:
+        cm = kube.get_configmap(
+            cluster_ref(job.cluster), job.namespace, f"{c.RESET_CONFIGMAP_PREFIX}{job.name}"
+        )
+        state = json.loads((cm.get("data") or {}).get("reset.json") or "{}")
+    except (ClusterError, ValueError):
+        return set(), set()
+    types: set[str] = set()
+    levels: set[str] = set()
+    for entry in state.get("RankList") or [] if isinstance(state, dict) else []:
+        if not isinstance(entry, dict) or not str(entry.get("RankId", "")).isdigit():
+            continue
+        if ranks and int(entry["RankId"]) not in ranks:
+            continue
+        code = str(entry.get("ErrorCodeHex") or "").upper()
+        policy = str(entry.get("Policy") or entry.get("InitialPolicy") or "")
+        if code in _CODE_TYPES:
+            types.add(_CODE_TYPES[code])
+        elif policy == "isolate" and not code:
+            types.add("node")
+            levels.add("SeparateFault")
+        if policy in _POLICY_LEVELS and not (policy == "isolate" and not code):
+            levels.add(_POLICY_LEVELS[policy])
+    return types, levels
+
+
 def _facts(job: TrainingJob, faults: list[dict[str, Any]], spec: PolicySpec) -> FaultFacts:
-    """Fault types from the question, enriched with what the ingester saw of the same fault."""
+    """Fault types from the question, enriched with reset.json and what the ingester saw."""
     ranks = tuple(int(f["rank"]) for f in faults)
     types = {CONFIRM_TYPE_NAMES.get(str(f["type"]), "normal") for f in faults}
     levels: set[str] = set()
+    extra_types, extra_levels = _reset_config_facts(job, set(ranks))
+    if extra_types:
+        # More precise than the question's 0/1: "1" only means "not only on-chip memory".
+        types = (types - {"normal"}) | extra_types if "normal" in types else types | extra_types
+    levels |= extra_levels
     recent = JobEvent.objects.filter(
         job=job, kind="fault.detected", occurred_at__gte=timezone.now() - timedelta(seconds=120)
     ).order_by("-seq")[:20]
@@ -318,18 +370,19 @@ def decision_complete(*, decision: Decision, outcome: str) -> Decision:
             if not exc.conflict:
                 log.warning("could not clear platform keys of %s: %s", decision.podgroup, exc.message)
                 break
-    Decision.objects.filter(pk=decision.pk).update(
-        state=State.COMPLETED, outcome=outcome[:32], completed_at=timezone.now()
-    )
-    decision.refresh_from_db()
-    event_record(
-        job=job,
-        kind="decision.completed",
-        source="decision",
-        message=f"ClusterD reported {outcome} for the {decision.strategy} decision",
-        data={"decision": decision.pk, "outcome": outcome},
-        dedupe_key=f"decision.completed:{decision.pk}",
-    )
+    with transaction.atomic():  # state and its event become visible together
+        Decision.objects.filter(pk=decision.pk).update(
+            state=State.COMPLETED, outcome=outcome[:32], completed_at=timezone.now()
+        )
+        decision.refresh_from_db()
+        event_record(
+            job=job,
+            kind="decision.completed",
+            source="decision",
+            message=f"ClusterD reported {outcome} for the {decision.strategy} decision",
+            data={"decision": decision.pk, "outcome": outcome},
+            dedupe_key=f"decision.completed:{decision.pk}",
+        )
     return decision
 
 

@@ -9,7 +9,7 @@ import logging
 import threading
 from typing import Any
 
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
 
 from apps.cluster import client as kube
 from apps.cluster import constants as c
@@ -58,6 +58,12 @@ class PodGroupWatcher:
         self.stopped = threading.Event()
 
     def run(self) -> None:
+        try:
+            self._run()
+        finally:
+            connection.close()  # this thread's database connection
+
+    def _run(self) -> None:
         delay = 0.5
         resource_version = ""
         while not self.stopped.is_set():

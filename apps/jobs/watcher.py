@@ -6,7 +6,7 @@ import logging
 import threading
 import time
 
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
 
 from apps.cluster import client as kube
 from apps.cluster.errors import ClusterError
@@ -70,6 +70,12 @@ class ClusterJobWatcher:
         return resource_version
 
     def run(self, namespace: str | None = None) -> None:
+        try:
+            self._run(namespace)
+        finally:
+            connection.close()  # this thread's database connection
+
+    def _run(self, namespace: str | None) -> None:
         delay = 0.5
         resource_version = ""
         while not self.stopped.is_set():

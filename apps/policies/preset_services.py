@@ -36,7 +36,12 @@ def _validated(spec: Any) -> dict[str, Any]:
 
 
 def preset_snapshot(preset: Preset) -> dict[str, Any]:
-    return {"name": preset.name, "description": preset.description, "spec": preset.spec, "builtin": preset.builtin}
+    return {
+        "name": preset.name,
+        "description": preset.description,
+        "spec": preset.spec,
+        "builtin": preset.builtin,
+    }
 
 
 def _audit(actor: Actor, action: str, preset: Preset, before: Any, after: Any) -> None:

@@ -35,12 +35,18 @@ def skeleton_manifest(job: TrainingJob) -> dict[str, Any]:
     return {
         "apiVersion": c.ASCENDJOB_API_VERSION,
         "kind": c.ASCENDJOB_KIND,
-        "metadata": {"name": job.name, "namespace": job.namespace, "labels": {c.LABEL_FRAMEWORK: job.framework}},
+        "metadata": {
+            "name": job.name,
+            "namespace": job.namespace,
+            "labels": {c.LABEL_FRAMEWORK: job.framework},
+        },
         "spec": {
             "replicaSpecs": {
                 role: {
                     "replicas": int(count),
-                    "template": {"spec": {"containers": [{"name": c.CONTAINER_NAME, "resources": resources}]}},
+                    "template": {
+                        "spec": {"containers": [{"name": c.CONTAINER_NAME, "resources": resources}]}
+                    },
                 }
                 for role, count in job.replicas.items()
             }
@@ -90,7 +96,10 @@ def _diff(live: dict[str, Any], podgroup: dict[str, Any] | None, rendered: Rende
     job_diff = {
         "metadata": merge_patch_diff(
             {"labels": live_meta.get("labels") or {}, "annotations": live_meta.get("annotations") or {}},
-            {"labels": desired_meta.get("labels") or {}, "annotations": desired_meta.get("annotations") or {}},
+            {
+                "labels": desired_meta.get("labels") or {},
+                "annotations": desired_meta.get("annotations") or {},
+            },
         ),
         "spec": merge_patch_diff(live.get("spec") or {}, rendered.manifest.get("spec") or {}),
     }
@@ -99,7 +108,10 @@ def _diff(live: dict[str, Any], podgroup: dict[str, Any] | None, rendered: Rende
         wanted = rendered.podgroup_patch.get("metadata") or {}
         diff["podgroup"] = key_differences(
             podgroup.get("metadata") or {},
-            {"labels": dict(wanted.get("labels") or {}), "annotations": dict(wanted.get("annotations") or {})},
+            {
+                "labels": dict(wanted.get("labels") or {}),
+                "annotations": dict(wanted.get("annotations") or {}),
+            },
         )
     else:
         diff["podgroup"] = None

@@ -218,14 +218,16 @@ class TaskdManagers:
         result = self.report(job)
         return set(result.supported), list(result.reasons)
 
-    def start_manager(self, job: dict[str, Any]) -> SupportReport:
-        """The manager starts with the job: report its start-up problems once as Warning Events."""
-        result = self.report(job)
+    def start_manager(self, job: dict[str, Any]) -> SupportReport | None:
+        """The manager starts with the job: report its start-up problems once as Warning Events.
+
+        Returns the report the first time for a job, None afterwards."""
         uid = job["metadata"]["uid"]
         with self._lock:
             if uid in self._announced:
-                return result
+                return None
             self._announced.add(uid)
+        result = self.report(job)
         wants_recovery = k.ANNOTATION_RECOVER_STRATEGY in ((job["metadata"].get("annotations")) or {})
         for reason, message in result.problems if wants_recovery else []:
             self.kube.event(job, reason, message, type_="Warning", component="taskd-manager")

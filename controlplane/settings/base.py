@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "apps.events",
     "apps.accounts",
     "apps.decisions",
+    "apps.web",
 ]
 
 MIDDLEWARE = [
@@ -177,7 +178,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-LOGIN_URL = "/admin/login/"
+LOGIN_URL = "web:login"
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True

@@ -58,7 +58,8 @@ def _unique_map_keys(validator: Any, keys: list[str], instance: Any, schema: dic
         identity = tuple(item.get(key, _MAP_KEY_DEFAULTS.get(key)) for key in keys)
         if identity in seen:
             yield jsonschema.ValidationError(
-                f"items {seen[identity]} and {index} share the list-map keys {dict(zip(keys, identity, strict=True))}"
+                f"items {seen[identity]} and {index} share the list-map keys "
+                f"{dict(zip(keys, identity, strict=True))}"
             )
         else:
             seen[identity] = index

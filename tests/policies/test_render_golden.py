@@ -41,7 +41,7 @@ SEED002_IMAGE = (
 )
 DISTRIBUTED_ARGS = (
     'DISTRIBUTED_ARGS="--nproc_per_node $GPUS_PER_NODE --nnodes $NNODES --node_rank $NODE_RANK '
-    '--master_addr $MASTER_ADDR --master_port $MASTER_PORT --max_restarts {max_restarts} '
+    "--master_addr $MASTER_ADDR --master_port $MASTER_PORT --max_restarts {max_restarts} "
     '--monitor_interval {monitor_interval}"'
 )
 LD_PRELOAD = (
@@ -56,7 +56,9 @@ SEED002_MANAGER_LINES = (
 )
 
 
-def seed_job(*, framework: str = "pytorch", workers: int = 3, npus: int = 8, name: str = "gpt-pretrain") -> dict:
+def seed_job(
+    *, framework: str = "pytorch", workers: int = 3, npus: int = 8, name: str = "gpt-pretrain"
+) -> dict:
     """A small AscendJob shaped like the seeds: a leader and a Worker, each with container ``ascend``."""
     leader = "Scheduler" if framework == "mindspore" else "Master"
 
@@ -74,9 +76,12 @@ def seed_job(*, framework: str = "pytorch", workers: int = 3, npus: int = 8, nam
                             "image": "mindspeed-llm:2.3.0",
                             "command": ["/bin/bash", "-c"],
                             "args": [
-                                "cd /job/code; bash scripts/train_start.sh /job/code /job/output pretrain_gpt.py"
+                                "cd /job/code; "
+                                "bash scripts/train_start.sh /job/code /job/output pretrain_gpt.py"
                             ],
-                            "env": [{"name": "XDL_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}}],
+                            "env": [
+                                {"name": "XDL_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}}
+                            ],
                             "ports": [{"containerPort": 2222, "name": "ascendjob-port"}],
                             "resources": {
                                 "requests": {"huawei.com/Ascend910": npus},
@@ -155,9 +160,9 @@ def test_seed000_job_yaml(spec: PolicySpec) -> None:
         assert ports_of(result, role) == [("ascendjob-port", 2222), ("ttp-port", 8000)]
         # 7.1 PyTorch uses Elastic Agent: no TaskD port, volume or manager.
         assert "volumes" in result.manifest["spec"]["replicaSpecs"][role]["template"]["spec"]
-        assert [v["name"] for v in result.manifest["spec"]["replicaSpecs"][role]["template"]["spec"]["volumes"]] == [
-            "code"
-        ]
+        assert [
+            v["name"] for v in result.manifest["spec"]["replicaSpecs"][role]["template"]["spec"]["volumes"]
+        ] == ["code"]
     assert result.configmap is None
     assert result.artifacts.manager_py is None
     # ClusterD reads the PodGroup; up to 7.1 the label is the user's to set, so the push sets it there too.
@@ -208,11 +213,17 @@ def test_seed002_job_yaml() -> None:
     for role in ROLES:
         env = env_of(result, role)
         assert env[k.ENV_TTP_PORT] == "8000"
-        for injected in (k.ENV_PROCESS_RECOVER, k.ENV_ELASTIC_PROCESS_RECOVER_ENABLE, k.ENV_ENABLE_RESTART_FAULT_PROCESS):
+        for injected in (
+            k.ENV_PROCESS_RECOVER,
+            k.ENV_ELASTIC_PROCESS_RECOVER_ENABLE,
+            k.ENV_ENABLE_RESTART_FAULT_PROCESS,
+        ):
             assert injected not in env  # the 7.3 operator injects these itself
         assert ports_of(result, role) == [("ascendjob-port", 2222), ("ttp-port", 8000), ("taskd-port", 9601)]
         pod_spec = result.manifest["spec"]["replicaSpecs"][role]["template"]["spec"]
-        assert {"name": "taskd-manager", "configMap": {"name": "taskd-manager-gpt-pretrain"}} in pod_spec["volumes"]
+        assert {"name": "taskd-manager", "configMap": {"name": "taskd-manager-gpt-pretrain"}} in pod_spec[
+            "volumes"
+        ]
         assert {"name": "taskd-manager", "mountPath": "/opt/mindcluster/taskd", "readOnly": True} in ascend(
             result, role
         )["volumeMounts"]
@@ -243,7 +254,9 @@ def test_seed002_launcher_lines() -> None:
     assert "the libtaskd.so has not been loaded" in launcher[preload - 1]
     assert preload < rank0  # the manager needs libtaskd.so preloaded
     assert DISTRIBUTED_ARGS.format(max_restarts=32767, monitor_interval=30) in launcher
-    assert any("LD_PRELOAD" in note and "the libtaskd.so has not been loaded" in note for note in result.notes)
+    assert any(
+        "LD_PRELOAD" in note and "the libtaskd.so has not been loaded" in note for note in result.notes
+    )
 
 
 def test_seed002_launcher_is_valid_bash() -> None:
@@ -368,11 +381,17 @@ def test_72_elastic_agent_anchor_and_rendezvous_comment() -> None:
 
 @pytest.mark.parametrize("release", ["7.2", "7.3", "26.0", "26.1"])
 def test_operator_injected_env_never_rendered_from_72(release: str) -> None:
-    spec = PolicySpec(mindcluster_version=release, strategies=("retry", "recover-in-place", "recover", "dump"))
+    spec = PolicySpec(
+        mindcluster_version=release, strategies=("retry", "recover-in-place", "recover", "dump")
+    )
     result = render(seed_job(), spec)
     for role in ROLES:
         env = env_of(result, role)
-        for injected in (k.ENV_PROCESS_RECOVER, k.ENV_ELASTIC_PROCESS_RECOVER_ENABLE, k.ENV_ENABLE_RESTART_FAULT_PROCESS):
+        for injected in (
+            k.ENV_PROCESS_RECOVER,
+            k.ENV_ELASTIC_PROCESS_RECOVER_ENABLE,
+            k.ENV_ENABLE_RESTART_FAULT_PROCESS,
+        ):
             assert injected not in env
     assert k.LABEL_PROCESS_RECOVER_ENABLE not in result.manifest["metadata"]["labels"]
     assert result.annotations[k.ANNOTATION_WAIT_RESCHEDULE_TIMEOUT] == "270"
@@ -383,7 +402,8 @@ def test_wait_reschedule_timeout_only_for_rescheduling_strategies() -> None:
     dump_only = render(seed_job(), PolicySpec(mindcluster_version="26.1", strategies=("retry", "dump")))
     assert k.ANNOTATION_WAIT_RESCHEDULE_TIMEOUT in dump_only.removed_annotations
     elastic = render(
-        seed_job(), PolicySpec(mindcluster_version="26.1", strategies=("elastic-training",), wait_reschedule_timeout=90)
+        seed_job(),
+        PolicySpec(mindcluster_version="26.1", strategies=("elastic-training",), wait_reschedule_timeout=90),
     )
     assert elastic.annotations[k.ANNOTATION_WAIT_RESCHEDULE_TIMEOUT] == "90"
 
@@ -400,7 +420,9 @@ def test_training_flags_per_strategy() -> None:
 
 
 def test_mindspore_retry_says_what_mindformers_needs() -> None:
-    flags = render(seed_job(framework="mindspore"), PolicySpec(strategies=("retry", "dump"))).artifacts.training_flags
+    flags = render(
+        seed_job(framework="mindspore"), PolicySpec(strategies=("retry", "dump"))
+    ).artifacts.training_flags
     assert all(line.startswith("#") for line in flags.splitlines())
     assert "hccl_watchdog: False" in flags
     assert "--enable" not in flags
@@ -464,7 +486,11 @@ def test_backoff_limit_set_and_removed() -> None:
 def test_owned_keys() -> None:
     labels, annotations = owned_keys()
     assert labels == {
-        "fault-scheduling", "pod-rescheduling", "fault-retry-times", "subHealthyStrategy", "process-recover-enable"
+        "fault-scheduling",
+        "pod-rescheduling",
+        "fault-retry-times",
+        "subHealthyStrategy",
+        "process-recover-enable",
     }
     assert annotations == {"recover-strategy", "wait-reschedule-timeout", "ProcessRecoverStrategy"}
     assert k.ANNOTATION_POLICY_REVISION not in annotations
@@ -491,9 +517,15 @@ def test_user_entries_with_policy_names_are_updated_in_place() -> None:
     job = seed_job()
     container = ascend(job, "Master")
     container["env"] = [{"name": k.ENV_TTP_PORT, "value": "7000"}, {"name": "A", "value": "1"}]
-    container["ports"] = [{"containerPort": 8000, "name": "mindio"}, {"containerPort": 9601, "name": "taskd-port"}]
+    container["ports"] = [
+        {"containerPort": 8000, "name": "mindio"},
+        {"containerPort": 9601, "name": "taskd-port"},
+    ]
     result = render(job, SEED002_DUMP)
-    assert ascend(result, "Master")["env"][:2] == [{"name": "TTP_PORT", "value": "8000"}, {"name": "A", "value": "1"}]
+    assert ascend(result, "Master")["env"][:2] == [
+        {"name": "TTP_PORT", "value": "8000"},
+        {"name": "A", "value": "1"},
+    ]
     assert ports_of(result, "Master") == [("ttp-port", 8000), ("taskd-port", 9601)]
     # Entries the user wrote are the user's: a policy that no longer needs them leaves them in place.
     none = render(result.manifest, PolicySpec())
@@ -531,4 +563,16 @@ def test_job_patch_applied_to_input_gives_the_manifest() -> None:
 def test_artifact_files() -> None:
     files = render(seed_job(), SEED002_DUMP).artifacts.files()
     assert set(files) == {"Dockerfile.snippet", "launcher.sh", "training-flags.txt", "manager.py"}
-    assert set(Artifacts("a", "b", "c").files()) == {"Dockerfile.snippet", "launcher.sh", "training-flags.txt"}
+    assert set(Artifacts("a", "b", "c").files()) == {
+        "Dockerfile.snippet",
+        "launcher.sh",
+        "training-flags.txt",
+    }
+
+
+def test_taking_back_a_taskd_policy_is_a_pod_template_effect() -> None:
+    previous = render(seed_job(), SEED002_DUMP).manifest
+    result = render(previous, PolicySpec())
+    effects = {e.target: e for e in result.effects}
+    assert effects["pod-template"].when == "next-pod-creation"
+    assert "takes back" in effects["pod-template"].summary

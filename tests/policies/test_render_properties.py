@@ -42,7 +42,8 @@ def policy_dicts(draw: st.DrawFn, framework: str = "pytorch") -> dict[str, Any]:
     available = [
         s
         for s in STRATEGIES
-        if release_at_least(release, STRATEGY_SINCE[s]) and not (s == "elastic-training" and framework != "pytorch")
+        if release_at_least(release, STRATEGY_SINCE[s])
+        and not (s == "elastic-training" and framework != "pytorch")
     ]
     strategies = draw(st.lists(st.sampled_from(available), unique=True, max_size=len(available)))
     raw: dict[str, Any] = {
@@ -68,11 +69,15 @@ def policy_dicts(draw: st.DrawFn, framework: str = "pytorch") -> dict[str, Any]:
 def user_jobs(draw: st.DrawFn) -> dict[str, Any]:
     """Seed-shaped jobs with extra env, ports, volumes and args the policy must leave alone."""
     framework = draw(st.sampled_from(["pytorch", "mindspore"]))
-    job = seed_job(framework=framework, workers=draw(st.integers(0, 63)), npus=draw(st.sampled_from([1, 8, 16])))
+    job = seed_job(
+        framework=framework, workers=draw(st.integers(0, 63)), npus=draw(st.sampled_from([1, 8, 16]))
+    )
     for rspec in job["spec"]["replicaSpecs"].values():
         pod = rspec["template"]["spec"]
         container = pod["containers"][0]
-        extra_env = draw(st.lists(st.sampled_from(["HCCL_CONNECT_TIMEOUT", "LOG_LEVEL", "DATA_PATH"]), unique=True))
+        extra_env = draw(
+            st.lists(st.sampled_from(["HCCL_CONNECT_TIMEOUT", "LOG_LEVEL", "DATA_PATH"]), unique=True)
+        )
         container["env"] += [{"name": name, "value": "1"} for name in extra_env]
         extra_ports = draw(st.lists(st.integers(3000, 3999), unique=True, max_size=3))
         container["ports"] += [{"containerPort": p, "name": f"user-{p}"} for p in extra_ports]
@@ -81,7 +86,9 @@ def user_jobs(draw: st.DrawFn) -> dict[str, Any]:
         container["volumeMounts"] += [{"name": v, "mountPath": f"/job/{v}"} for v in volumes]
         container["args"].append(draw(st.text(min_size=0, max_size=20)))
         if draw(st.booleans()):
-            pod["containers"].append({"name": "sidecar", "image": "busybox", "env": [{"name": "POD_IP", "value": "x"}]})
+            pod["containers"].append(
+                {"name": "sidecar", "image": "busybox", "env": [{"name": "POD_IP", "value": "x"}]}
+            )
     return job
 
 
@@ -144,7 +151,9 @@ def test_rendering_twice_equals_once(case: tuple[dict[str, Any], PolicySpec]) ->
 
 @PROPERTY_SETTINGS
 @given(job_and_policy(), st.data())
-def test_switching_policies_equals_rendering_the_last_one(case: tuple[dict[str, Any], PolicySpec], data: Any) -> None:
+def test_switching_policies_equals_rendering_the_last_one(
+    case: tuple[dict[str, Any], PolicySpec], data: Any
+) -> None:
     job, first = case
     raw = data.draw(policy_dicts(job["metadata"]["labels"]["framework"]))
     result = validate_policy(raw, JobContext.from_manifest(job))

@@ -26,7 +26,13 @@ import yaml
 
 from apps.cluster import constants as k
 from apps.policies.rendering import render
-from apps.policies.spec import PLATFORM_STRATEGIES, STRATEGY_SINCE, JobContext, release_at_least, sort_strategies
+from apps.policies.spec import (
+    PLATFORM_STRATEGIES,
+    STRATEGY_SINCE,
+    JobContext,
+    release_at_least,
+    sort_strategies,
+)
 from apps.policies.validation import validate_manifest, validate_policy
 from tests.policies.crd_schema import assert_valid_ascendjob
 
@@ -81,8 +87,16 @@ def policies(release: str) -> list[dict[str, Any]]:
         out.append({**base, "pod_rescheduling": True, "fault_retry_times": 3, "backoff_limit": 10})
         answerable = [s for s in sort_strategies(strategies) if s in PLATFORM_STRATEGIES]
         if answerable:
-            out.append({**base, "platform_mode": True, "default_strategy": answerable[0], "ttp_port": 8100,
-                        "max_restarts": 100, "monitor_interval": 5})
+            out.append(
+                {
+                    **base,
+                    "platform_mode": True,
+                    "default_strategy": answerable[0],
+                    "ttp_port": 8100,
+                    "max_restarts": 100,
+                    "monitor_interval": 5,
+                }
+            )
         if "dump" in strategies:
             out.append({**base, "sub_healthy_strategy": "graceExit"})
     return out
@@ -143,14 +157,18 @@ def test_sample_the_operator_would_reject_is_refused(shared_dir: Path, sample: s
 @pytest.mark.parametrize("sample", HOST_NETWORK)
 def test_force_with_host_network_is_refused(shared_dir: Path, sample: str) -> None:
     _, job = load(sample)
-    result = validate_policy({"mindcluster_version": "7.1", "strategies": ["recover"], "fault_scheduling": "force"},
-                             JobContext.from_manifest(job))
+    result = validate_policy(
+        {"mindcluster_version": "7.1", "strategies": ["recover"], "fault_scheduling": "force"},
+        JobContext.from_manifest(job),
+    )
     assert "force_with_host_network" in {i.code for i in result.errors}
 
 
 def test_hand_set_recovery_env_is_kept_once_and_warned_about(shared_dir: Path) -> None:
     _, job = load("multi_pod_schedule-job_llama-2x16.yaml")
-    result = validate_policy({"mindcluster_version": "7.3", "strategies": ["recover"]}, JobContext.from_manifest(job))
+    result = validate_policy(
+        {"mindcluster_version": "7.3", "strategies": ["recover"]}, JobContext.from_manifest(job)
+    )
     assert result.ok and "operator_injected_env" in {i.code for i in result.warnings}
     rendered = render(job, result.spec)
     master = ascend_containers(rendered.manifest)["Master"]

@@ -6,16 +6,18 @@ from collections import Counter
 
 from apps.cluster import constants as k
 from apps.simcluster.operator import PodSlot, build_podgroup, injected_env, pod_slots
-from tests.simcluster.sim_fixtures import (  # noqa: F401 (fixtures)
+from tests.simcluster import sim_fixtures
+from tests.simcluster.sim_fixtures import (
     conditions,
     create_job,
     event_reasons,
-    kube,
     make_job,
     podgroup_of,
-    sim,
     wait_for,
 )
+
+kube = sim_fixtures.kube  # module-scoped fixture
+sim = sim_fixtures.sim  # module-scoped fixture
 
 
 def env_of(pod: dict) -> list[dict]:
@@ -31,7 +33,9 @@ def env_value(pod: dict, name: str) -> str | None:
 
 
 def test_podgroup_copies_labels_and_annotations_and_sets_the_recover_label_from_72(kube) -> None:
-    job = create_job(kube, make_job("op-pg-72", release="7.2", annotations={"custom": "x"}, labels={"team": "a"}))
+    job = create_job(
+        kube, make_job("op-pg-72", release="7.2", annotations={"custom": "x"}, labels={"team": "a"})
+    )
     pg = podgroup_of(kube, job)
     assert pg is not None
     labels, annotations = pg["metadata"]["labels"], pg["metadata"]["annotations"]
@@ -59,7 +63,11 @@ def test_no_recover_label_without_recover_strategy(kube) -> None:
 def test_pods_carry_names_labels_rank_and_node(kube) -> None:
     job = create_job(kube, make_job("op-pods", workers=2))
     pods = kube.list_job_pods("default", "op-pods")
-    assert [p["metadata"]["name"] for p in pods] == ["op-pods-master-0", "op-pods-worker-0", "op-pods-worker-1"]
+    assert [p["metadata"]["name"] for p in pods] == [
+        "op-pods-master-0",
+        "op-pods-worker-0",
+        "op-pods-worker-1",
+    ]
     for rank, pod in enumerate(pods):
         assert pod["metadata"]["annotations"]["hccl/rankIndex"] == str(rank)
         assert pod["metadata"]["labels"]["job-name"] == "op-pods"
@@ -96,8 +104,16 @@ def test_hand_set_recovery_env_shows_up_twice_on_72_plus(kube) -> None:
 
 
 def test_mindspore_env(kube) -> None:
-    create_job(kube, make_job("op-ms", framework="mindspore", release="26.1", strategies="recover,retry",
-                              labels={"pod-rescheduling": "on"}))
+    create_job(
+        kube,
+        make_job(
+            "op-ms",
+            framework="mindspore",
+            release="26.1",
+            strategies="recover,retry",
+            labels={"pod-rescheduling": "on"},
+        ),
+    )
     scheduler, worker = kube.list_job_pods("default", "op-ms")
     assert scheduler["metadata"]["name"] == "op-ms-scheduler-0"
     assert env_value(scheduler, "MS_ROLE") == "MS_SCHED"
@@ -117,7 +133,9 @@ def test_conditions_created_then_running(kube) -> None:
 def test_invalid_job_gets_warning_event_and_job_valid_failed(kube) -> None:
     manifest = make_job("op-invalid", labels={"framework": "caffe"})
     job = create_job(kube, manifest, running=False)
-    job = wait_for(lambda: (lambda j: j if "Failed" in conditions(j) else None)(kube.get_job("default", "op-invalid")))
+    job = wait_for(
+        lambda: (lambda j: j if "Failed" in conditions(j) else None)(kube.get_job("default", "op-invalid"))
+    )
     failed = job["status"]["conditions"][-1]
     assert failed["reason"] == "JobValidFailed"
     events = kube.list_events("default", "op-invalid")
@@ -130,15 +148,22 @@ def test_missing_ascend_container_is_invalid_container(kube) -> None:
     manifest = make_job("op-noascend")
     manifest["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["name"] = "main"
     create_job(kube, manifest, running=False)
-    job = wait_for(lambda: (lambda j: j if "Failed" in conditions(j) else None)(kube.get_job("default", "op-noascend")))
+    job = wait_for(
+        lambda: (lambda j: j if "Failed" in conditions(j) else None)(kube.get_job("default", "op-noascend"))
+    )
     assert "InvalidContainer" in event_reasons(kube, job)
 
 
 def test_deleted_podgroup_is_recreated_from_current_job_metadata(kube) -> None:
     job = create_job(kube, make_job("op-recreate"))
-    kube.custom.patch_namespaced_custom_object(k.ASCENDJOB_GROUP, k.ASCENDJOB_VERSION, "default",
-                                               k.ASCENDJOB_PLURAL, "op-recreate",
-                                               {"metadata": {"annotations": {k.ANNOTATION_RECOVER_STRATEGY: "dump"}}})
+    kube.custom.patch_namespaced_custom_object(
+        k.ASCENDJOB_GROUP,
+        k.ASCENDJOB_VERSION,
+        "default",
+        k.ASCENDJOB_PLURAL,
+        "op-recreate",
+        {"metadata": {"annotations": {k.ANNOTATION_RECOVER_STRATEGY: "dump"}}},
+    )
     # The operator copies only at creation: the PodGroup still has the old value...
     pg = podgroup_of(kube, job)
     assert pg["metadata"]["annotations"][k.ANNOTATION_RECOVER_STRATEGY] == "retry,recover,dump"
@@ -150,10 +175,13 @@ def test_deleted_podgroup_is_recreated_from_current_job_metadata(kube) -> None:
 
 def test_deleting_the_job_deletes_pods_and_podgroup(kube) -> None:
     job = create_job(kube, make_job("op-delete"))
-    kube.custom.delete_namespaced_custom_object(k.ASCENDJOB_GROUP, k.ASCENDJOB_VERSION, "default",
-                                                k.ASCENDJOB_PLURAL, "op-delete")
-    wait_for(lambda: not kube.list_job_pods("default", "op-delete") and podgroup_of(kube, job) is None,
-             what="pods and PodGroup deleted")
+    kube.custom.delete_namespaced_custom_object(
+        k.ASCENDJOB_GROUP, k.ASCENDJOB_VERSION, "default", k.ASCENDJOB_PLURAL, "op-delete"
+    )
+    wait_for(
+        lambda: not kube.list_job_pods("default", "op-delete") and podgroup_of(kube, job) is None,
+        what="pods and PodGroup deleted",
+    )
 
 
 # --- pure builders -----------------------------------------------------------------------------------

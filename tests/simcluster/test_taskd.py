@@ -1,4 +1,7 @@
-"""Simulated TaskD: supported strategies follow the pods' env, ports and flags (mindcluster.md §3.3, §5, §10)."""
+"""Simulated TaskD: supported strategies follow the pods' env, ports and flags.
+
+Rules from mindcluster.md §3.3, §5 and §10.
+"""
 
 from __future__ import annotations
 
@@ -10,15 +13,11 @@ import pytest
 from apps.cluster import constants as k
 from apps.simcluster.operator import PodSlot, build_pod, pod_slots
 from apps.simcluster.taskd import evaluate_support, parse_manager_config
-from tests.simcluster.sim_fixtures import (  # noqa: F401 (fixtures)
-    create_job,
-    events_text,
-    kube,
-    make_job,
-    podgroup_of,
-    sim,
-    wait_for,
-)
+from tests.simcluster import sim_fixtures
+from tests.simcluster.sim_fixtures import create_job, events_text, make_job, wait_for
+
+kube = sim_fixtures.kube  # module-scoped fixture
+sim = sim_fixtures.sim  # module-scoped fixture
 
 EVERYTHING = {"retry", "recover", "recover-in-place", "elastic-training", "dump", "exit"}
 
@@ -26,8 +25,10 @@ EVERYTHING = {"retry", "recover", "recover-in-place", "elastic-training", "dump"
 def pods_for(manifest: dict[str, Any]) -> list[dict[str, Any]]:
     manifest = copy.deepcopy(manifest)
     manifest["metadata"]["uid"] = "uid-1"
-    return [build_pod(manifest, slot, node="node-1", version=0, clusterd_ip="127.0.0.1")
-            for slot in pod_slots(manifest)]
+    return [
+        build_pod(manifest, slot, node="node-1", version=0, clusterd_ip="127.0.0.1")
+        for slot in pod_slots(manifest)
+    ]
 
 
 def support(manifest: dict[str, Any], manager_py: str | None = None) -> tuple[set[str], list[str]]:
@@ -97,14 +98,18 @@ def test_manager_config_matching_the_job_is_fine() -> None:
 
 
 def test_manager_config_mismatch_disables_process_recovery() -> None:
-    report = evaluate_support(make_job("mgr-bad"), pods_for(make_job("mgr-bad")), MANAGER.format(nodes=4, procs=8))
+    report = evaluate_support(
+        make_job("mgr-bad"), pods_for(make_job("mgr-bad")), MANAGER.format(nodes=4, procs=8)
+    )
     assert report.supported == {"exit"}
     assert report.problems[0][0] == "TaskDConfigMismatch"
     assert "32" in report.problems[0][1] and "16" in report.problems[0][1]
 
 
 def test_manager_config_with_string_counts_fails_init() -> None:
-    report = evaluate_support(make_job("mgr-str"), pods_for(make_job("mgr-str")), MANAGER.format(nodes='"2"', procs=8))
+    report = evaluate_support(
+        make_job("mgr-str"), pods_for(make_job("mgr-str")), MANAGER.format(nodes='"2"', procs=8)
+    )
     assert report.supported == {"exit"}
     assert "init_taskd_manager returned False" in report.problems[0][1]
 
@@ -122,7 +127,9 @@ def test_dump_without_ttp_port_falls_back_to_exit_and_rescheduling(sim, kube) ->
 
 
 def test_manager_mismatch_is_reported_as_warning_event(sim, kube) -> None:
-    kube.upsert_configmap("default", "taskd-manager-td-mismatch", {"manager.py": MANAGER.format(nodes=9, procs=8)})
+    kube.upsert_configmap(
+        "default", "taskd-manager-td-mismatch", {"manager.py": MANAGER.format(nodes=9, procs=8)}
+    )
     job = create_job(kube, make_job("td-mismatch"))
     wait_for(lambda: "TaskDConfigMismatch" in events_text(kube, job), what="TaskDConfigMismatch event")
     supported, reasons = sim.taskd.supported_strategies(job)

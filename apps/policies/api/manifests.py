@@ -72,12 +72,13 @@ def parse_manifest(raw: Any, field: str = "manifest") -> ParsedManifest:
     if len(raw) > MAX_MANIFEST_CHARS:
         raise field_error(field, f"The manifest is longer than {MAX_MANIFEST_CHARS} characters.", "too_long")
     try:
-        documents = [doc for doc in yaml.load_all(raw, Loader=_JsonSafeLoader) if doc is not None]  # noqa: S506
+        documents = [doc for doc in yaml.load_all(raw, Loader=_JsonSafeLoader) if doc is not None]
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        raise field_error(field, f"The manifest is not valid YAML{where}: {exc.problem or exc}.",
-                          "invalid_yaml") from None
+        raise field_error(
+            field, f"The manifest is not valid YAML{where}: {exc.problem or exc}.", "invalid_yaml"
+        ) from None
     except (yaml.YAMLError, RecursionError, ValueError) as exc:
         raise field_error(field, f"The manifest is not valid YAML: {exc}.", "invalid_yaml") from None
     if not documents:
@@ -85,11 +86,15 @@ def parse_manifest(raw: Any, field: str = "manifest") -> ParsedManifest:
     problem = json_safety_problem(documents, max_nodes=MAX_MANIFEST_NODES)
     if problem:
         raise field_error(field, f"The manifest cannot be used: {problem}.", "invalid_yaml")
-    jobs = [i for i, doc in enumerate(documents) if isinstance(doc, dict) and doc.get("kind") == k.ASCENDJOB_KIND]
+    jobs = [
+        i for i, doc in enumerate(documents) if isinstance(doc, dict) and doc.get("kind") == k.ASCENDJOB_KIND
+    ]
     if len(documents) > 1 and not jobs:
         kinds = ", ".join(str(d.get("kind")) for d in documents if isinstance(d, dict)) or "none"
         raise field_error(
-            field, f"No {k.ASCENDJOB_KIND} among the {len(documents)} documents (kinds: {kinds}).", "no_ascendjob"
+            field,
+            f"No {k.ASCENDJOB_KIND} among the {len(documents)} documents (kinds: {kinds}).",
+            "no_ascendjob",
         )
     return ParsedManifest(documents=documents, job_index=jobs[0] if jobs else 0, format="yaml")
 

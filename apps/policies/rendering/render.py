@@ -56,7 +56,7 @@ def render(manifest: dict[str, Any], spec: PolicySpec) -> RenderResult:
         job_patch=_job_patch(keys, run_policy_patch, changes),
         configmap=configmap,
         artifacts=artifacts,
-        effects=_effects(plan, keys, changes, artifacts),
+        effects=_effects(plan, keys, changes, artifacts, _replicas(manifest) != _replicas(merged)),
         notes=_notes(plan, manifest),
     )
 
@@ -93,7 +93,11 @@ def _job_patch(
 
 
 def _effects(
-    plan: RenderPlan, keys: PolicyKeys, changes: TemplateChanges, artifacts: Artifacts
+    plan: RenderPlan,
+    keys: PolicyKeys,
+    changes: TemplateChanges,
+    artifacts: Artifacts,
+    templates_changed: bool,
 ) -> tuple[Effect, ...]:
     set_keys = [f"{key}={value!r}" for key, value in {**keys.labels, **keys.annotations}.items()]
     removed = [*keys.removed_labels, *keys.removed_annotations]
@@ -106,14 +110,14 @@ def _effects(
     what = [e["name"] for e in desired_env(plan)] + [f"port {p['name']}" for p in desired_ports(plan)]
     if plan.uses_taskd:
         what.append(f"volume {TASKD_VOLUME_NAME} (ConfigMap {plan.configmap_name})")
-    if changes.roles and what:
+    if templates_changed or (changes.roles and what):
+        change = ", ".join(what) if what else "takes back the env, ports and volumes an earlier policy added"
         effects.append(
             Effect(
                 "pod-template",
                 "next-pod-creation",
-                f"ascend container of {', '.join(changes.roles)}: {', '.join(what)}; running pods keep "
-                f"their old "
-                f"spec until they are next created (rescheduling or restart)",
+                f"ascend container of {', '.join(changes.roles)}: {change}; running pods keep their old spec "
+                f"until they are next created (rescheduling or restart)",
             )
         )
     if plan.needs_agent and plan.framework in (PYTORCH, MINDSPORE):
@@ -126,6 +130,11 @@ def _effects(
             Effect("training-script", "next-start", "training flags/config from training-flags.txt")
         )
     return tuple(effects)
+
+
+def _replicas(manifest: dict[str, Any]) -> Any:
+    spec = manifest.get("spec")
+    return spec.get("replicaSpecs") if isinstance(spec, dict) else None
 
 
 def _notes(plan: RenderPlan, manifest: dict[str, Any]) -> tuple[str, ...]:

@@ -566,7 +566,8 @@ class _FaultRun:
         elif kind == StepKind.EXIT:
             self.signal("changeStrategy", ["change_strategy"], change_strategy="exit")
             self.sleep(step.duration_s)
-            self.patch_podgroup(annotations={k.ANNOTATION_RECOVER_STATUS: "exit-completed"})
+            if step.recover_status:
+                self.patch_podgroup(annotations={k.ANNOTATION_RECOVER_STATUS: step.recover_status})
             self.write_reset(GracefulExit=1)
             self.event("ProcessExited", "training processes stopped (exit-completed); " + step.reason)
         elif kind in (StepKind.PAUSE, StepKind.RESUME):

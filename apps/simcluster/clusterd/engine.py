@@ -484,13 +484,14 @@ def plan(inputs: EngineInput, outcome: Callable[[str, int], bool]) -> list[Step]
             )
         )
         decision = after_failure(inputs, strategy)
+    dumped = bool(steps) and steps[-1].kind == StepKind.SUCCEEDED  # keep "dump-success" visible
     steps.append(Step(StepKind.CHOOSE, "exit", decision.reason))
     steps.append(
         Step(
             StepKind.EXIT,
             "exit",
             "stop training; the outer rescheduler takes over",
-            recover_status="exit-completed",
+            recover_status=None if dumped else "exit-completed",
             signal="changeStrategy",
             change_strategy="exit",
             duration_s=PHASE_SECONDS["exit"],

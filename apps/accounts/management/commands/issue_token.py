@@ -36,7 +36,9 @@ class Command(BaseCommand):
         try:
             user = user_model.objects.get(**{user_model.USERNAME_FIELD: username})
         except user_model.DoesNotExist:
-            raise CommandError(f"no user named {username!r}; create it first (manage.py createsuperuser)") from None
+            raise CommandError(
+                f"no user named {username!r}; create it first (manage.py createsuperuser)"
+            ) from None
         if not user.is_active:
             raise CommandError(f"user {username!r} is disabled; a token for it would not authenticate")
         expires_at = timezone.now() + timedelta(days=days) if days else None

@@ -1,0 +1,66 @@
+"""``/tokens/``: each user lists, creates and revokes their own API tokens."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.db.models import QuerySet
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework import mixins, status, viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from apps.accounts.api.serializers import (
+    TokenCreatedSerializer,
+    TokenCreateInputSerializer,
+    TokenOutputSerializer,
+)
+from apps.accounts.authentication import token_name_of
+from apps.accounts.models import ApiToken
+from apps.accounts.selectors import tokens_of
+from apps.accounts.services import token_issue, token_revoke
+from apps.core.middleware import request_id_of
+
+TAG = "tokens"
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Your API tokens", tags=[TAG]),
+    create=extend_schema(
+        summary="Create a token (the key is shown once)",
+        tags=[TAG],
+        request=TokenCreateInputSerializer,
+        responses={201: TokenCreatedSerializer},
+    ),
+    destroy=extend_schema(summary="Revoke a token", tags=[TAG], responses={204: None}),
+)
+class TokenViewSet(
+    mixins.ListModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet
+):
+    serializer_class = TokenOutputSerializer
+    lookup_value_regex = "[0-9]{1,18}"
+
+    def get_queryset(self) -> QuerySet[ApiToken]:
+        return tokens_of(self.request.user).order_by("-created_at", "-id")
+
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        data = TokenCreateInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        days = data.validated_data.get("expires_in_days")
+        token, key = token_issue(
+            request.user,
+            data.validated_data["name"],
+            timezone.now() + timedelta(days=days) if days else None,
+            request_id=request_id_of(request),
+            actor_token_name=token_name_of(request),
+        )
+        token.key = key  # type: ignore[attr-defined]
+        return Response(TokenCreatedSerializer(token).data, status=status.HTTP_201_CREATED)
+
+    def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        token_revoke(
+            self.get_object(), request_id=request_id_of(request), actor_token_name=token_name_of(request)
+        )
+        return Response(status=status.HTTP_204_NO_CONTENT)

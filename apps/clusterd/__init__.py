@@ -1,0 +1,1 @@
+"""The ClusterD adapter: the only product package that speaks gRPC to ClusterD."""

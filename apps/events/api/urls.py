@@ -1,0 +1,10 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from apps.events.api.views import EventListApi, JobEventListApi
+
+urlpatterns = [
+    path("jobs/<int:job_id>/events/", JobEventListApi.as_view(), name="job-events"),
+    path("events/", EventListApi.as_view(), name="events"),
+]

@@ -1,0 +1,149 @@
+"""The only place sync code touches the channel layer. Groups: ``job-<id>`` (events) and ``jobs`` (summaries).
+
+Called after commit, so a frame never describes a row that was rolled back. Sending is
+fire-and-forget on one background event loop per process: the database is the system of record,
+and a frame lost here (Redis down, a full channel) is recovered by the consumer, which checks the
+stored ``seq`` and fills any gap from the database. Frames of one group are sent in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+import time
+import zlib
+from typing import Any
+
+from channels.layers import get_channel_layer
+
+from apps.events.models import JobEvent
+
+log = logging.getLogger(__name__)
+
+JOBS_GROUP = "jobs"
+# Channels' handler name for event frames (``type`` is rewritten to the wire value by the consumer).
+EVENT_HANDLER = "events.event"
+SUMMARY_HANDLER = "events.summary"
+_LANES = 4  # ordered per group, parallel across groups
+
+
+def job_group(job_id: int) -> str:
+    return f"job-{job_id}"
+
+
+class _Sender:
+    """A daemon thread running an asyncio loop with one ordered queue per lane."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.loop = asyncio.new_event_loop()
+        self.queues: list[asyncio.Queue[tuple[str, dict[str, Any]] | None]] = []
+        self.pending = 0
+        self.lock = threading.Lock()
+        self.idle = threading.Condition(self.lock)
+        ready = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(ready,), name="events-broadcast", daemon=True)
+        self.thread.start()
+        ready.wait(5)
+
+    def _run(self, ready: threading.Event) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.queues = [asyncio.Queue() for _ in range(_LANES)]
+        for queue in self.queues:
+            self.loop.create_task(self._drain(queue))
+        ready.set()
+        self.loop.run_forever()
+
+    async def _drain(self, queue: asyncio.Queue[tuple[str, dict[str, Any]] | None]) -> None:
+        layer = get_channel_layer()
+        while True:
+            item = await queue.get()
+            if item is None:
+                return
+            group, message = item
+            try:
+                if layer is not None:
+                    await layer.group_send(group, message)
+            except Exception as exc:  # Redis down or restarting: consumers recover from the database
+                from apps.events import metrics
+
+                metrics.broadcast_failed()
+                log.warning("broadcast to %s failed: %s", group, exc.__class__.__name__)
+            finally:
+                with self.idle:
+                    self.pending -= 1
+                    self.idle.notify_all()
+
+    def submit(self, group: str, message: dict[str, Any]) -> None:
+        lane = self.queues[zlib.crc32(group.encode()) % _LANES]
+        with self.lock:
+            self.pending += 1
+        self.loop.call_soon_threadsafe(lane.put_nowait, (group, message))
+
+    def flush(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        with self.idle:
+            while self.pending:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self.idle.wait(left)
+        return True
+
+
+_sender: _Sender | None = None
+_sender_lock = threading.Lock()
+
+
+def _get_sender() -> _Sender:
+    global _sender
+    with _sender_lock:
+        # A forked child (Celery prefork) inherits a dead thread: start its own.
+        if _sender is None or _sender.pid != os.getpid() or not _sender.thread.is_alive():
+            _sender = _Sender()
+        return _sender
+
+
+def broadcast(group: str, message: dict[str, Any]) -> None:
+    """Queue ``message`` for ``group``; never blocks on Redis, never raises."""
+    try:
+        _get_sender().submit(group, message)
+    except Exception:  # the event is stored; a lost frame is recovered by the consumers
+        log.exception("cannot queue a broadcast to %s", group)
+
+
+def flush(timeout: float = 5.0) -> bool:
+    """Wait until queued frames were handed to the channel layer (for shutdown and tests)."""
+    return _sender.flush(timeout) if _sender is not None else True
+
+
+def event_frame(event: JobEvent) -> dict[str, Any]:
+    """The channel-layer message for one stored event (the consumer forwards ``frame``)."""
+    return {"type": EVENT_HANDLER, "frame": event.as_message(), "sent_ns": time.time_ns()}
+
+
+def summary_frame(event: JobEvent) -> dict[str, Any]:
+    """A ``{"type": "job"}`` summary: enough for a jobs list to update one row."""
+    job = event.job
+    return {
+        "type": SUMMARY_HANDLER,
+        "frame": {
+            "type": "job",
+            "job": event.job_id,
+            "name": job.name,
+            "namespace": job.namespace,
+            "phase": event.data.get("phase", "") if event.kind == "job.phase_changed" else job.phase,
+            "last_seq": event.seq,
+            "last_kind": event.kind,
+            "severity": event.severity,
+            "occurred_at": event.occurred_at.isoformat(),
+        },
+    }
+
+
+def broadcast_event(event: JobEvent) -> None:
+    """Tell the job's subscribers and the jobs list about a stored event."""
+    broadcast(job_group(event.job_id), event_frame(event))
+    broadcast(JOBS_GROUP, summary_frame(event))

@@ -1,0 +1,195 @@
+"""Incidents and restart budgets in the database, kept in step with every stored event.
+
+All functions run inside the caller's transaction with the job row already locked (``event_record``
+locks it), so two ingesters, a worker and the decisions app serialise per job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from apps.events import incidents as fold
+from apps.events import kinds
+from apps.events.models import Incident, JobEvent, RestartBudget
+from apps.jobs.models import TrainingJob
+
+# Kubernetes timestamps have second precision: a report stamped up to this long after an incident
+# closed may still be a late copy of its fault.
+LATE_SKEW = timedelta(seconds=2)
+
+
+def _late_window() -> timedelta:
+    return timedelta(seconds=float(getattr(settings, "EVENTS_INCIDENT_LATE_SECONDS", 10.0)))
+
+
+@dataclass
+class IncidentPlan:
+    """Where an incident-scoped event goes, under which kind and key, or that it only enriches."""
+
+    incident: Incident | None
+    kind: str
+    dedupe_key: str
+    data: dict[str, Any]
+    enrich_only: bool = False
+
+
+def _fields(incident: Incident) -> dict[str, Any]:
+    return {name: getattr(incident, name) for name in fold.new_incident(incident.opened_at)}
+
+
+def _save(incident: Incident, state: dict[str, Any]) -> None:
+    for name, value in state.items():
+        setattr(incident, name, value)
+    incident.save()
+
+
+def open_incident(job: TrainingJob) -> Incident | None:
+    return Incident.objects.filter(job=job, closed_at__isnull=True).first()
+
+
+def latest_incident(job: TrainingJob) -> Incident | None:
+    return Incident.objects.filter(job=job).order_by("-number").first()
+
+
+def _create(job: TrainingJob, at: datetime) -> Incident:
+    number = (latest_incident(job).number if latest_incident(job) else 0) + 1
+    incident = Incident.objects.create(job=job, number=number, first_seq=0, last_seq=0, **fold.new_incident(at))
+    transaction.on_commit(lambda: _notify("incident.opened", incident.pk))
+    return incident
+
+
+def _is_late_copy(incident: Incident, data: dict[str, Any], at: datetime) -> bool:
+    """A fault report of a just-closed incident's fault that arrived after it closed."""
+    if incident.closed_at is None or fold.fault_signature(data) not in (incident.fault.get("signatures") or []):
+        return False
+    ids = incident.fault.get("fault_ids") or []
+    reported = data.get("fault_id") or next(iter(data.get("fault_reasons") or []), None)
+    if reported and ids:
+        return reported in ids
+    return at <= incident.closed_at + LATE_SKEW
+
+
+def incident_plan(
+    *, job: TrainingJob, kind: str, data: dict[str, Any], at: datetime, source_key: str
+) -> IncidentPlan:
+    """Choose the incident for an incident-scoped event and give it a key that two sources share."""
+    data = dict(data)
+    current = open_incident(job)
+    if current is None:
+        last = latest_incident(job)
+        recent = last is not None and last.closed_at is not None and timezone.now() - last.closed_at <= _late_window()
+        if kind == kinds.FAULT_DETECTED and last is not None and _is_late_copy(last, data, at):
+            return IncidentPlan(last, kind, "", data, enrich_only=True)
+        if kind in fold.OUTCOME_KINDS and recent:
+            current = last
+        else:
+            current = _create(job, at)
+    assert current is not None
+    key = source_key
+    if kind == kinds.FAULT_DETECTED:
+        signature = fold.fault_signature(data)
+        if signature in (current.fault.get("signatures") or []):
+            return IncidentPlan(current, kind, "", data, enrich_only=True)
+        key = f"fault:{current.pk}:{signature}"
+    elif kind in kinds.STRATEGY_KINDS:
+        strategy = str(data.get("strategy") or "")
+        if current.strategies:
+            kind = kinds.STRATEGY_CHANGED
+            data.setdefault("previous", current.strategies[-1])
+        else:
+            kind = kinds.STRATEGY_CHOSEN
+        key = f"strategy:{current.pk}:{strategy}"
+    elif kind in (kinds.RECOVERY_SUCCEEDED, kinds.RECOVERY_FAILED):
+        key = f"{kind}:{current.pk}:{data.get('strategy', '')}"
+    elif kind in (kinds.DUMP_SAVED, kinds.TRAINING_EXITED, kinds.TRAINING_STOPPED):
+        key = f"{kind}:{current.pk}"
+    return IncidentPlan(current, kind, key, data)
+
+
+def incident_enrich(incident: Incident, data: dict[str, Any], at: datetime) -> None:
+    """Fold a duplicate fault report into its incident without storing another event."""
+    state = _fields(incident)
+    fold.merge_fault(state, data, at)
+    if incident.closed_at is not None:
+        state.update(fold.durations(state))
+    _save(incident, state)
+
+
+def incident_follow(event: JobEvent, incident: Incident | None) -> None:
+    """Apply a stored event to its incident (``None``: the job's open incident, if any)."""
+    if incident is None:
+        if event.kind not in fold.DECISION_KINDS and event.kind != kinds.JOB_PHASE_CHANGED:
+            return
+        incident = open_incident(event.job)
+        if incident is None:
+            return
+    state = _fields(incident)
+    changes = fold.apply(state, event.kind, event.data or {}, event.occurred_at)
+    incident.first_seq = incident.first_seq or event.seq
+    incident.last_seq = max(incident.last_seq, event.seq)
+    _save(incident, state)
+    if "closed" in changes:
+        transaction.on_commit(lambda: _notify("incident.closed", incident.pk))
+
+
+def budget_for(job: TrainingJob) -> RestartBudget:
+    budget, _ = RestartBudget.objects.get_or_create(job=job)
+    return budget
+
+
+def budget_set_limits(*, job: TrainingJob, backoff_limit: int | None, fault_retry_times: int) -> None:
+    """Record the limits the live AscendJob carries, and ``max_restarts`` from the job's policy."""
+    budget = budget_for(job)
+    spec = job.current_revision.spec if job.current_revision_id else {}
+    max_restarts = spec.get("max_restarts") if isinstance(spec, dict) else None
+    budget.backoff_limit = backoff_limit
+    budget.fault_retry_times = fault_retry_times
+    budget.max_restarts = max_restarts if isinstance(max_restarts, int) else None
+    _budget_save(budget)
+
+
+def budget_follow(event: JobEvent) -> None:
+    """Count reschedules and process restarts as the events that consume them are stored."""
+    data = event.data or {}
+    if event.kind in kinds.RESCHEDULE_KINDS:
+        budget = budget_for(event.job)
+        # job-reschedule-reason counts reschedules itself; trust its total over our count.
+        budget.reschedules_used = max(budget.reschedules_used + 1, int(data.get("total") or 0))
+        _budget_save(budget)
+    elif event.kind in kinds.STRATEGY_KINDS and data.get("strategy") in fold.PROCESS_RESTART_STRATEGIES:
+        budget = budget_for(event.job)
+        budget.process_restarts_used += 1
+        _budget_save(budget)
+
+
+def _budget_save(budget: RestartBudget) -> None:
+    newly_exhausted = budget.exhausted and budget.exhausted_at is None
+    if newly_exhausted:
+        budget.exhausted_at = timezone.now()
+    elif not budget.exhausted:
+        budget.exhausted_at = None
+    budget.save()
+    if newly_exhausted:
+        job_id = budget.job_id
+        transaction.on_commit(lambda: _notify("budget.exhausted", job_id))
+
+
+def _notify(kind: str, object_id: int) -> None:
+    from apps.events.webhooks import webhooks_notify
+
+    webhooks_notify(kind=kind, object_id=object_id)
+
+
+def restarts_over_time(job: TrainingJob) -> list[dict[str, Any]]:
+    """Every reschedule of the job, oldest first, with the running total (for a chart)."""
+    rows = JobEvent.objects.filter(job=job, kind__in=kinds.RESCHEDULE_KINDS).order_by("seq")
+    return [
+        {"at": e.occurred_at.isoformat(), "kind": e.kind, "seq": e.seq, "total": i + 1, "reasons": e.data.get("reasons", [])}
+        for i, e in enumerate(rows.only("occurred_at", "kind", "seq", "data"))
+    ]

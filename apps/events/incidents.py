@@ -1,0 +1,174 @@
+"""Incidents as a pure fold over typed events: one fault, the strategies tried, the outcome, the timings.
+
+The reducer works on a plain dict (the fields of ``Incident``) so it is testable without a database;
+``apps.events.incident_services`` loads, locks and saves the row around it.
+
+Timings (mindcluster.md §7.1): *detect* is fault → ClusterD stopped training, *decide* is → the first
+strategy chosen, *recover* is → training running again (or the job failed).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Final
+
+from apps.events import kinds
+
+# Kinds that start or continue an incident when none is open.
+OPENING_KINDS: Final = frozenset({kinds.FAULT_DETECTED, kinds.TRAINING_STOPPED, *kinds.STRATEGY_KINDS})
+# Kinds that report how an incident went; late ones attach to the incident that just closed.
+OUTCOME_KINDS: Final = frozenset(
+    {
+        kinds.RECOVERY_SUCCEEDED,
+        kinds.RECOVERY_FAILED,
+        kinds.DUMP_SAVED,
+        kinds.TRAINING_EXITED,
+        *kinds.RESCHEDULE_KINDS,
+    }
+)
+INCIDENT_KINDS: Final = OPENING_KINDS | OUTCOME_KINDS
+DECISION_KINDS: Final = frozenset({kinds.DECISION_REQUESTED, kinds.DECISION_ANSWERED, kinds.DECISION_COMPLETED})
+# Process-level strategies that restart training processes (count against torchrun --max_restarts).
+PROCESS_RESTART_STRATEGIES: Final = frozenset({"recover", "recover-in-place", "elastic-training"})
+RESCHEDULE_STRATEGY: Final = {kinds.POD_RESCHEDULED: "pod-rescheduling", kinds.JOB_RESCHEDULED: "job-rescheduling"}
+
+OPEN, RECOVERED, RESCHEDULED, FAILED = "open", "recovered", "rescheduled", "failed"
+
+
+def fault_signature(data: dict[str, Any]) -> str:
+    """What makes two reports the same fault: its code, else its ranks, else its node."""
+    code = str(data.get("code") or "").upper()
+    if code:
+        return f"code:{code}"
+    ranks = data.get("ranks") or []
+    if ranks:
+        return "ranks:" + ",".join(str(r) for r in sorted(ranks))
+    if data.get("node"):
+        return f"node:{data['node']}"
+    return "unknown"
+
+
+def new_incident(at: datetime) -> dict[str, Any]:
+    """The fields of a freshly opened incident."""
+    return {
+        "opened_at": at,
+        "detected_at": None,
+        "decided_at": None,
+        "closed_at": None,
+        "outcome": OPEN,
+        "fault": {"codes": [], "levels": [], "types": [], "signatures": [], "fault_ids": []},
+        "strategies": [],
+        "attempts": [],
+        "ranks": [],
+        "nodes": [],
+        "decisions": [],
+        "detect_ms": None,
+        "decide_ms": None,
+        "recover_ms": None,
+    }
+
+
+def _add(items: list[Any], value: Any) -> None:
+    if value not in (None, "", []) and value not in items:
+        items.append(value)
+
+
+def merge_fault(incident: dict[str, Any], data: dict[str, Any], at: datetime) -> None:
+    """Fold one fault report into the incident (any source, first or not)."""
+    fault = incident["fault"]
+    for key in ("codes", "levels", "types", "signatures", "fault_ids"):
+        fault.setdefault(key, [])
+    _add(fault["codes"], str(data.get("code") or "").upper() or None)
+    _add(fault["levels"], data.get("level"))
+    _add(fault["types"], data.get("fault_type"))
+    _add(fault["signatures"], fault_signature(data))
+    _add(fault["fault_ids"], data.get("fault_id"))
+    for ident in data.get("fault_reasons") or []:
+        _add(fault["fault_ids"], ident)
+    for rank in data.get("ranks") or []:
+        _add(incident["ranks"], rank)
+    incident["ranks"].sort()
+    _add(incident["nodes"], data.get("node"))
+    for node in data.get("nodes") or []:
+        _add(incident["nodes"], node)
+    if at < incident["opened_at"]:
+        incident["opened_at"] = at
+
+
+def _ms(later: datetime | None, earlier: datetime | None) -> int | None:
+    if later is None or earlier is None:
+        return None
+    return max(0, round((later - earlier).total_seconds() * 1000))
+
+
+def close(incident: dict[str, Any], outcome: str, at: datetime) -> None:
+    """Close with ``outcome`` at ``at`` and compute detect → decide → recover."""
+    incident["outcome"] = outcome
+    incident["closed_at"] = max(at, incident["opened_at"])
+    incident.update(durations(incident))
+
+
+def durations(incident: dict[str, Any]) -> dict[str, int | None]:
+    opened, detected, decided = incident["opened_at"], incident["detected_at"], incident["decided_at"]
+    return {
+        "detect_ms": _ms(detected, opened),
+        "decide_ms": _ms(decided, detected or opened),
+        "recover_ms": _ms(incident["closed_at"], decided or detected or opened),
+    }
+
+
+def apply(incident: dict[str, Any], kind: str, data: dict[str, Any], at: datetime) -> list[str]:
+    """Fold one stored event into ``incident`` in place; returns what happened (``"closed"``)."""
+    changes: list[str] = []
+    if kind == kinds.FAULT_DETECTED:
+        merge_fault(incident, data, at)
+    elif kind == kinds.TRAINING_STOPPED:
+        incident["detected_at"] = incident["detected_at"] or at
+        for rank in data.get("ranks") or []:
+            _add(incident["ranks"], rank)
+    elif kind in kinds.STRATEGY_KINDS:
+        strategy = str(data.get("strategy") or "")
+        if strategy and (not incident["strategies"] or incident["strategies"][-1] != strategy):
+            incident["strategies"].append(strategy)
+        incident["decided_at"] = incident["decided_at"] or at
+    elif kind in (kinds.RECOVERY_SUCCEEDED, kinds.RECOVERY_FAILED, kinds.DUMP_SAVED, kinds.TRAINING_EXITED):
+        outcome = {
+            kinds.RECOVERY_SUCCEEDED: "succeeded",
+            kinds.RECOVERY_FAILED: "failed",
+            kinds.DUMP_SAVED: "saved",
+            kinds.TRAINING_EXITED: "exited",
+        }[kind]
+        strategy = "dump" if kind == kinds.DUMP_SAVED else ("exit" if kind == kinds.TRAINING_EXITED else "")
+        incident["attempts"].append(
+            {"strategy": str(data.get("strategy") or strategy), "outcome": outcome, "at": at.isoformat()}
+        )
+        if kind == kinds.RECOVERY_SUCCEEDED and incident["closed_at"] is None:
+            close(incident, RECOVERED, at)
+            changes.append("closed")
+    elif kind in kinds.RESCHEDULE_KINDS:
+        strategy = RESCHEDULE_STRATEGY[kind]
+        if not incident["strategies"] or incident["strategies"][-1] != strategy:
+            incident["strategies"].append(strategy)
+        incident["attempts"].append(
+            {"strategy": strategy, "outcome": "rescheduled", "reasons": data.get("reasons", []), "at": at.isoformat()}
+        )
+        for node in data.get("nodes") or []:
+            _add(incident["nodes"], node)
+        if incident["closed_at"] is None:
+            close(incident, RESCHEDULED, at)
+            changes.append("closed")
+    elif kind == kinds.JOB_PHASE_CHANGED and data.get("phase") == "Failed" and incident["closed_at"] is None:
+        close(incident, FAILED, at)
+        changes.append("closed")
+    elif kind in DECISION_KINDS:
+        incident["decisions"].append(
+            {
+                "kind": kind,
+                "decision": data.get("decision"),
+                "strategy": data.get("strategy", ""),
+                "decided_by": data.get("decided_by", ""),
+                "outcome": data.get("outcome", ""),
+                "at": at.isoformat(),
+            }
+        )
+    return changes

@@ -1,0 +1,261 @@
+"""The ingester's threads: per cluster, one watcher per (resource, namespace), one ClusterD stream, one applier.
+
+Watchers only read: they put ``(source, type, object)`` on the cluster's queue. The applier stores
+each item in arrival order and only then advances that source's ``IngestCursor``, so a cursor never
+passes an unstored event; after ``kill -9`` the watch resumes from the cursor and anything replayed
+is recognised by the store. ``410 Gone`` (cursor too old) means relist, which the store also
+tolerates. The ClusterD stream reconnects with capped exponential backoff.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import random
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import close_old_connections
+from django.utils import timezone
+
+from apps.cluster import client as kube
+from apps.cluster import constants as c
+from apps.cluster.errors import ClusterError
+from apps.clusterd.client import ClusterDError, FaultSignal, FaultStream
+from apps.events import broadcast, metrics
+from apps.events.ingest.store import IngestStore
+from apps.events.models import IngestCursor
+from apps.jobs.models import Cluster
+
+log = logging.getLogger(__name__)
+
+CLUSTERD_SOURCE = "clusterd"
+CURSOR_FLUSH_SECONDS = 0.5
+
+
+def _setting(name: str, default: float) -> float:
+    return float(getattr(settings, name, default))
+
+
+@dataclass(frozen=True)
+class WatchSpec:
+    """One list+watch: a resource in one namespace (None = all), optionally narrowed by field selector."""
+
+    resource: str
+    namespace: str | None = None
+    field_selector: str = ""
+
+    @property
+    def source(self) -> str:
+        where = self.namespace or "*"
+        return f"{self.resource}:{where}" + (f":{self.field_selector}" if self.field_selector else "")
+
+
+@dataclass(frozen=True)
+class Item:
+    """A unit of work for the applier."""
+
+    source: str
+    resource: str  # a watched resource, or CLUSTERD_SOURCE
+    event_type: str
+    obj: Any
+    resource_version: str
+    received_at: datetime
+
+
+def watch_specs(cluster: Cluster) -> list[WatchSpec]:
+    """What to watch in ``cluster``: its namespaces (or all), plus ``mindx-dl``'s reschedule record."""
+    namespaces: list[str | None] = list(cluster.namespaces) or [None]
+    specs = [WatchSpec(resource, ns) for resource in ("ascendjobs", "podgroups", "configmaps", "events") for ns in namespaces]
+    if namespaces != [None] and c.MINDX_NAMESPACE not in namespaces:
+        specs.append(
+            WatchSpec("configmaps", c.MINDX_NAMESPACE, f"metadata.name={c.RESCHEDULE_REASON_CONFIGMAP}")
+        )
+    return specs
+
+
+class ClusterIngester:
+    """Everything that ingests one cluster; ``start()`` spawns the threads, ``stop()`` ends them."""
+
+    def __init__(self, cluster: Cluster, stop: threading.Event | None = None) -> None:
+        self.cluster = cluster
+        self.ref = IngestStore(cluster).ref
+        self.stop_event = stop or threading.Event()
+        self.queue: queue.Queue[Item] = queue.Queue(maxsize=int(_setting("EVENTS_INGEST_QUEUE", 10_000)))
+        self.threads: list[threading.Thread] = []
+        self.watch_timeout = int(_setting("EVENTS_WATCH_TIMEOUT_SECONDS", 60))
+        self.backoff_max = _setting("EVENTS_INGEST_BACKOFF_MAX_SECONDS", 30.0)
+        self.applied = 0
+        self.streams: list[FaultStream] = []
+
+    # --- lifecycle --------------------------------------------------------------------------------
+    def start(self) -> None:
+        self._spawn(self._apply_loop, f"ingest-apply-{self.cluster.name}")
+        for spec in watch_specs(self.cluster):
+            self._spawn(self._watch_loop, f"ingest-{self.cluster.name}-{spec.source}", spec)
+        if self.cluster.clusterd_address:
+            self._spawn(self._clusterd_loop, f"ingest-{self.cluster.name}-clusterd")
+
+    def _spawn(self, target: Any, name: str, *args: Any) -> None:
+        thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+        thread.start()
+        self.threads.append(thread)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self.stop_event.set()
+        for stream in list(self.streams):
+            stream.close()
+        for thread in self.threads:
+            thread.join(timeout)
+
+    # --- cursors ----------------------------------------------------------------------------------
+    def load_cursor(self, source: str) -> str:
+        row = IngestCursor.objects.filter(cluster=self.cluster, source=source).first()
+        return row.resource_version if row else ""
+
+    def save_cursor(self, source: str, resource_version: str) -> None:
+        IngestCursor.objects.update_or_create(
+            cluster=self.cluster, source=source, defaults={"resource_version": resource_version}
+        )
+
+    # --- watchers ---------------------------------------------------------------------------------
+    def _put(self, item: Item) -> None:
+        while not self.stop_event.is_set():
+            try:
+                self.queue.put(item, timeout=0.5)  # back-pressure: a slow database slows the watch
+                return
+            except queue.Full:
+                continue
+
+    def _watch_loop(self, spec: WatchSpec) -> None:
+        delay = 0.5
+        close_old_connections()
+        resource_version = self.load_cursor(spec.source)
+        while not self.stop_event.is_set():
+            try:
+                if not resource_version:
+                    resource_version = self._relist(spec)
+                for event_type, obj in kube.watch_resource(
+                    self.ref,
+                    spec.resource,
+                    resource_version=resource_version,
+                    namespace=spec.namespace,
+                    field_selector=spec.field_selector,
+                    timeout_seconds=self.watch_timeout,
+                ):
+                    rv = str((obj.get("metadata") or {}).get("resourceVersion") or resource_version)
+                    resource_version = rv
+                    self._put(Item(spec.source, spec.resource, event_type, obj, rv, timezone.now()))
+                    if self.stop_event.is_set():
+                        break
+                delay = 0.5
+            except ClusterError as exc:
+                if exc.status == 410:
+                    log.info("cluster %s: %s watch expired (410), relisting", self.cluster.name, spec.source)
+                    resource_version = ""
+                    continue
+                metrics.INGEST_ERRORS.labels(source=spec.resource).inc()
+                log.warning("cluster %s: %s: %s; retrying in %.1fs", self.cluster.name, spec.source, exc.message, delay)
+                self.stop_event.wait(delay)
+                delay = min(self.backoff_max, delay * 2)
+
+    def _relist(self, spec: WatchSpec) -> str:
+        items, resource_version = kube.list_resource(
+            self.ref, spec.resource, namespace=spec.namespace, field_selector=spec.field_selector
+        )
+        now = timezone.now()
+        for obj in items:
+            # Listed objects do not advance the cursor: the list's own version does, below.
+            self._put(Item(spec.source, spec.resource, "ADDED", obj, "", now))
+        self._put(Item(spec.source, spec.resource, "BOOKMARK", {}, resource_version, now))
+        return resource_version
+
+    # --- ClusterD ---------------------------------------------------------------------------------
+    def _clusterd_loop(self) -> None:
+        delay = 0.5
+        while not self.stop_event.is_set():
+            stream = FaultStream(self.cluster.clusterd_address)
+            self.streams.append(stream)
+            try:
+                for signal in stream:
+                    delay = 0.5
+                    self._put(Item(CLUSTERD_SOURCE, CLUSTERD_SOURCE, "SIGNAL", signal, "", timezone.now()))
+                    if self.stop_event.is_set():
+                        break
+            except ClusterDError as exc:
+                metrics.INGEST_ERRORS.labels(source=CLUSTERD_SOURCE).inc()
+                log.warning("cluster %s: ClusterD stream: %s; reconnecting in %.1fs", self.cluster.name, exc.message, delay)
+            finally:
+                stream.close()
+                self.streams.remove(stream)
+            # Jitter keeps many ingesters from reconnecting in step after a ClusterD restart.
+            self.stop_event.wait(delay * random.uniform(0.5, 1.0))
+            delay = min(self.backoff_max, delay * 2)
+
+    # --- applier ----------------------------------------------------------------------------------
+    def _apply_loop(self) -> None:
+        close_old_connections()
+        store = IngestStore(self.cluster)
+        dirty: dict[str, str] = {}
+        last_flush = time.monotonic()
+        while True:
+            try:
+                item = self.queue.get(timeout=0.2)
+            except queue.Empty:
+                item = None
+                if self.stop_event.is_set():
+                    break
+            if item is not None:
+                self._apply_one(store, item, dirty)
+            if dirty and (item is None or time.monotonic() - last_flush >= CURSOR_FLUSH_SECONDS):
+                self._flush_cursors(dirty)
+                last_flush = time.monotonic()
+        self._flush_cursors(dirty)
+        broadcast.flush(5.0)
+
+    def _apply_one(self, store: IngestStore, item: Item, dirty: dict[str, str]) -> None:
+        for attempt in range(5):
+            try:
+                if item.resource == CLUSTERD_SOURCE:
+                    assert isinstance(item.obj, FaultSignal)
+                    store.apply_fault_signal(item.obj, item.received_at)
+                elif item.event_type not in ("BOOKMARK", "ERROR"):
+                    store.apply(item.resource, item.event_type, item.obj, item.received_at)
+                break
+            except Exception:
+                metrics.INGEST_ERRORS.labels(source=item.resource).inc()
+                log.exception("cluster %s: storing %s %s failed (attempt %d)", self.cluster.name, item.resource,
+                              item.event_type, attempt + 1)
+                close_old_connections()
+                if self.stop_event.wait(min(5.0, 0.2 * 2**attempt)):
+                    return  # stopping: the cursor was not advanced, so this item is replayed next time
+        else:
+            # A poison item must not stall every job of the cluster; it is logged and counted.
+            log.error("cluster %s: giving up on %s %s", self.cluster.name, item.resource, item.event_type)
+        self.applied += 1
+        if item.resource_version and item.resource != CLUSTERD_SOURCE:
+            dirty[item.source] = item.resource_version
+
+    def _flush_cursors(self, dirty: dict[str, str]) -> None:
+        try:
+            for source, rv in list(dirty.items()):
+                self.save_cursor(source, rv)
+                del dirty[source]
+        except Exception:
+            log.exception("cluster %s: cannot save cursors", self.cluster.name)
+            close_old_connections()
+
+
+def run_ingest(stop: threading.Event, *, cluster_names: list[str] | None = None) -> list[ClusterIngester]:
+    """Start an ingester per configured cluster (or those named); returns them, running."""
+    clusters = Cluster.objects.all()
+    if cluster_names:
+        clusters = clusters.filter(name__in=cluster_names)
+    ingesters = [ClusterIngester(cluster, stop) for cluster in clusters]
+    for ingester in ingesters:
+        ingester.start()
+    return ingesters

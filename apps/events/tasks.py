@@ -1,0 +1,34 @@
+"""Celery tasks of the events app: webhook delivery with retries and exponential backoff."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from celery import shared_task
+from django.conf import settings
+
+
+def backoff_seconds(retries: int) -> float:
+    """Exponential with full jitter: base·2^n capped, so many failing receivers do not retry in step."""
+    base = float(getattr(settings, "WEBHOOK_BACKOFF_BASE_SECONDS", 2.0))
+    cap = float(getattr(settings, "WEBHOOK_BACKOFF_MAX_SECONDS", 300.0))
+    return random.uniform(0, min(cap, base * (2**retries)))
+
+
+@shared_task(bind=True, name="events.deliver_webhook", acks_late=True, reject_on_worker_lost=True, max_retries=None)
+def deliver_webhook(self: Any, *, delivery_id: int) -> str:
+    from apps.events.webhooks import delivery_attempt, delivery_give_up
+
+    result = delivery_attempt(delivery_id=delivery_id)
+    if result is None:
+        return "not-pending"
+    if result.delivered:
+        return "delivered"
+    if not result.retryable:
+        return "failed"
+    max_attempts = int(getattr(settings, "WEBHOOK_MAX_ATTEMPTS", 8))
+    if self.request.retries + 1 >= max_attempts:
+        delivery_give_up(delivery_id=delivery_id, reason=f"gave up after {max_attempts} attempts: {result.error}")
+        return "failed"
+    raise self.retry(countdown=backoff_seconds(self.request.retries))

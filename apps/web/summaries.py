@@ -1,0 +1,110 @@
+"""Read-only summaries the dashboard pages start from (one bounded set of queries per page, no N+1)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Max, OuterRef, Subquery
+
+from apps.accounts.selectors import jobs_visible_to
+from apps.events.models import Incident, JobEvent, RestartBudget
+from apps.jobs.models import TrainingJob
+from apps.policies.models import PolicySync
+
+# The overview is for scanning, not for exporting: beyond this the filters narrow it down.
+MAX_OVERVIEW_JOBS = 1_000
+BOOTSTRAP_INCIDENTS = 100
+
+
+def _latest_sync_state() -> Subquery:
+    return Subquery(
+        PolicySync.objects.filter(job=OuterRef("pk")).order_by("-generation", "-id").values("state")[:1]
+    )
+
+
+def _incident_brief(incident: Incident) -> dict[str, Any]:
+    return {
+        "number": incident.number,
+        "outcome": incident.outcome,
+        "opened_at": incident.opened_at.isoformat(),
+        "closed_at": incident.closed_at.isoformat() if incident.closed_at else None,
+        "strategies": incident.strategies,
+    }
+
+
+def budget_of(job_id: int) -> dict[str, Any] | None:
+    budget = RestartBudget.objects.filter(job_id=job_id).first()
+    return budget.as_dict() if budget else None
+
+
+def job_summaries(user: AbstractBaseUser | AnonymousUser) -> list[dict[str, Any]]:
+    """What the overview shows per job: strategies, sync state, restarts, last incident, recovering."""
+    jobs = list(
+        jobs_visible_to(user)
+        .filter(deleted_at__isnull=True)
+        .select_related("cluster", "current_revision")
+        .annotate(sync_state=_latest_sync_state(), last_incident_number=Max("incidents__number"))
+        .order_by("cluster__name", "namespace", "name", "id")[:MAX_OVERVIEW_JOBS]
+    )
+    ids = [job.pk for job in jobs]
+    budgets = {b.job_id: b for b in RestartBudget.objects.filter(job_id__in=ids)}
+    # The newest incident per job: one query on (job, number) pairs, filtered exactly in Python.
+    wanted = {job.pk: job.last_incident_number for job in jobs if job.last_incident_number}
+    candidates = Incident.objects.filter(job_id__in=list(wanted), number__in=set(wanted.values()))
+    incidents = {i.job_id: i for i in candidates if wanted.get(i.job_id) == i.number} if wanted else {}
+    return [_summary(job, budgets.get(job.pk), incidents.get(job.pk)) for job in jobs]
+
+
+def _summary(job: TrainingJob, budget: RestartBudget | None, incident: Incident | None) -> dict[str, Any]:
+    spec = job.current_revision.spec if job.current_revision else None
+    restarts = (budget.reschedules_used + budget.process_restarts_used) if budget else 0
+    return {
+        "id": job.pk,
+        "cluster": job.cluster.name,
+        "namespace": job.namespace,
+        "name": job.name,
+        "framework": job.framework,
+        "mindcluster_version": job.mindcluster_version,
+        "phase": job.phase,
+        "revision": job.current_revision.number if job.current_revision else None,
+        "strategies": list(spec.get("strategies", [])) if spec else [],
+        "platform_mode": bool(spec.get("platform_mode")) if spec else False,
+        "sync_state": getattr(job, "sync_state", None),
+        "restarts": restarts,
+        "budget_exhausted": bool(budget and budget.exhausted),
+        "last_incident": _incident_brief(incident) if incident else None,
+        "recovering": bool(incident and incident.closed_at is None),
+    }
+
+
+def job_summary(user: AbstractBaseUser | AnonymousUser, job_id: int) -> dict[str, Any] | None:
+    """One job's overview row (for the live badge in the job page header)."""
+    for row in job_summaries_for_ids(user, [job_id]):
+        return row
+    return None
+
+
+def job_summaries_for_ids(user: AbstractBaseUser | AnonymousUser, ids: list[int]) -> list[dict[str, Any]]:
+    jobs = list(
+        jobs_visible_to(user)
+        .filter(pk__in=ids)
+        .select_related("cluster", "current_revision")
+        .annotate(sync_state=_latest_sync_state())
+    )
+    budgets = {b.job_id: b for b in RestartBudget.objects.filter(job_id__in=ids)}
+    latest: dict[int, Incident] = {}
+    for incident in Incident.objects.filter(job_id__in=ids).order_by("job_id", "-number"):
+        latest.setdefault(incident.job_id, incident)
+    return [_summary(job, budgets.get(job.pk), latest.get(job.pk)) for job in jobs]
+
+
+def recent_incidents(job_id: int) -> list[dict[str, Any]]:
+    """The newest incidents of a job, oldest first (the chart reads left to right)."""
+    rows = Incident.objects.filter(job_id=job_id).order_by("-number")[:BOOTSTRAP_INCIDENTS]
+    return [incident.as_dict() for incident in reversed(list(rows))]
+
+
+def last_event_seq(job_id: int) -> int:
+    """The job's newest event ``seq`` (0 when none): the page fetches the newest page from here."""
+    return JobEvent.objects.filter(job_id=job_id).aggregate(last=Max("seq"))["last"] or 0

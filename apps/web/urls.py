@@ -1,0 +1,22 @@
+"""Dashboard pages. The data behind them is the REST API under /api/v1/."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from apps.web import views
+
+app_name = "web"
+
+urlpatterns = [
+    path("", views.jobs_overview, name="jobs"),
+    path("jobs/<int:job_id>/", views.job_detail, name="job"),
+    path("decisions/", views.decisions_inbox, name="decisions"),
+    path("presets/", views.presets_page, name="presets"),
+    path("tokens/", views.tokens_page, name="tokens"),
+    path("audit/", views.audit_page, name="audit"),
+    path("login/", views.LoginView.as_view(), name="login"),
+    path("logout/", views.LogoutView.as_view(), name="logout"),
+    path("ui/jobs.json", views.jobs_summary_json, name="jobs-json"),
+    path("ui/jobs/<int:job_id>/live.json", views.job_live_json, name="job-live-json"),
+]

@@ -1,0 +1,167 @@
+"""Page views: each renders one template with the JSON the page starts from.
+
+Everything a page changes, and everything it refreshes, goes through the REST API from the browser;
+the few ``*.json`` views here only re-serve the same start-up summaries after a reconnect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.urls import reverse_lazy
+from django.views.decorators.http import require_GET
+
+from apps.accounts.models import Role
+from apps.accounts.selectors import has_role, is_admin_somewhere, is_editor_somewhere, jobs_visible_to, role_for
+from apps.jobs.api.serializers import JobOutputSerializer
+from apps.policies.api.views import policy_body
+from apps.policies.spec import (
+    BOUNDS,
+    DECISION_ACTIONS,
+    FAULT_TYPES,
+    PLATFORM_STRATEGIES,
+    RELEASES,
+    PolicySpec,
+)
+from apps.web import summaries, texts
+
+
+def _user_info(request: HttpRequest) -> dict[str, Any]:
+    user = request.user
+    return {
+        "name": user.get_username(),
+        "is_editor": is_editor_somewhere(user),
+        "is_admin": is_admin_somewhere(user),
+    }
+
+
+def _page(request: HttpRequest, template: str, nav: str, data: dict[str, Any], **context: Any) -> HttpResponse:
+    """Render a page with its start-up JSON under ``bootstrap`` (read by the page's module)."""
+    bootstrap = {"user": _user_info(request), **data}
+    return render(request, template, {"nav": nav, "bootstrap": bootstrap, **context})
+
+
+@login_required
+@require_GET
+def jobs_overview(request: HttpRequest) -> HttpResponse:
+    """Every job the user may see, with strategies, sync state, restarts and the last incident."""
+    return _page(request, "web/jobs.html", "jobs", {"jobs": summaries.job_summaries(request.user)})
+
+
+def _visible_job(request: HttpRequest, job_id: int) -> Any:
+    job = jobs_visible_to(request.user).select_related("cluster", "current_revision").filter(pk=job_id).first()
+    if job is None:
+        raise Http404("No job with this id (or you may not see it).")
+    return job
+
+
+@login_required
+@require_GET
+def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
+    """The job page: policy form, preview, apply, history, what-if, and the live timeline."""
+    job = _visible_job(request, job_id)
+    data = {
+        "job": JobOutputSerializer(job).data,
+        "policy": policy_body(job),
+        "summary": summaries.job_summary(request.user, job.pk),
+        "last_seq": summaries.last_event_seq(job.pk),
+        "incidents": summaries.recent_incidents(job.pk),
+        "budget": summaries.budget_of(job.pk),
+        "can_edit": has_role(role_for(request.user, job), Role.EDITOR),
+        "defaults": PolicySpec(mindcluster_version=job.mindcluster_version).to_dict(),
+        "bounds": {name: list(pair) for name, pair in BOUNDS.items()},
+        "strategies": texts.strategy_choices(),
+        "platform_strategies": list(PLATFORM_STRATEGIES),
+        "decision_actions": list(DECISION_ACTIONS),
+        "fault_types": list(FAULT_TYPES),
+        "effect_when": texts.EFFECT_WHEN_TEXT,
+    }
+    context = {
+        "job": job,
+        "strategies": texts.strategy_choices(),
+        "releases": RELEASES,
+        "fault_scheduling": texts.described(texts.FAULT_SCHEDULING_TEXT),
+        "sub_healthy": texts.described(texts.SUB_HEALTHY_TEXT),
+        "platform_strategies": PLATFORM_STRATEGIES,
+        "fault_types": FAULT_TYPES,
+        "bounds": BOUNDS,
+    }
+    return _page(request, "web/job.html", "jobs", data, **context)
+
+
+@login_required
+@require_GET
+def decisions_inbox(request: HttpRequest) -> HttpResponse:
+    """Platform-mode questions waiting for a person, with their deadlines."""
+    return _page(request, "web/decisions.html", "decisions", {"answers": list(PLATFORM_STRATEGIES)})
+
+
+@login_required
+@require_GET
+def presets_page(request: HttpRequest) -> HttpResponse:
+    return _page(request, "web/presets.html", "presets", {"defaults": PolicySpec().to_dict()})
+
+
+@login_required
+@require_GET
+def tokens_page(request: HttpRequest) -> HttpResponse:
+    return _page(request, "web/tokens.html", "tokens", {})
+
+
+@login_required
+@require_GET
+def audit_page(request: HttpRequest) -> HttpResponse:
+    return _page(request, "web/audit.html", "audit", {})
+
+
+def _json_login_required(view: Callable[..., JsonResponse]) -> Callable[..., JsonResponse]:
+    """Like ``login_required`` but a JSON 401 instead of a redirect (these are fetched by scripts)."""
+
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
+        if not request.user.is_authenticated:
+            return JsonResponse({"errors": [{"code": "not_authenticated", "message": "Sign in."}]}, status=401)
+        return view(request, *args, **kwargs)
+
+    wrapped.__name__ = view.__name__
+    wrapped.__doc__ = view.__doc__
+    return wrapped
+
+
+@_json_login_required
+@require_GET
+def jobs_summary_json(request: HttpRequest) -> JsonResponse:
+    """The overview rows again (after a websocket reconnect the page refreshes from here)."""
+    return JsonResponse({"jobs": summaries.job_summaries(request.user)})
+
+
+@_json_login_required
+@require_GET
+def job_live_json(request: HttpRequest, job_id: int) -> JsonResponse:
+    """Incidents, restart budget and the overview row of one job (refreshed as events arrive)."""
+    job = _visible_job(request, job_id)
+    return JsonResponse(
+        {
+            "summary": summaries.job_summary(request.user, job.pk),
+            "incidents": summaries.recent_incidents(job.pk),
+            "budget": summaries.budget_of(job.pk),
+        }
+    )
+
+
+class LoginView(auth_views.LoginView):
+    """Django's login with the dashboard's template; lands on the overview unless ``next`` says otherwise."""
+
+    template_name = "web/login.html"
+    redirect_authenticated_user = True
+    next_page = reverse_lazy("web:jobs")
+
+
+class LogoutView(auth_views.LogoutView):
+    """POST-only logout (Django 5), back to the login page."""
+
+    next_page = reverse_lazy("web:login")

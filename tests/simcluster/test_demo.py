@@ -1,0 +1,62 @@
+"""Demo content: seeded jobs of both frameworks and several releases, one deliberately misconfigured."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from apps.cluster import constants as k
+from apps.simcluster.demo import DEMO_JOBS, build_demo_manifests
+from apps.simcluster.kube import Kube
+from apps.simcluster.operator import LABEL_RELEASE
+from apps.simcluster.runtime import SimCluster
+from tests.simcluster.sim_fixtures import conditions, events_text, wait_for
+
+
+@pytest.fixture(scope="module")
+def demo_sim() -> Iterator[SimCluster]:
+    # No random faults here: the test injects its own, so outcomes are deterministic.
+    cluster = SimCluster(clock_speed=500, seed=5)
+    cluster.start()
+    from apps.simcluster.demo import seed_demo_jobs
+
+    seed_demo_jobs(cluster.kubeconfig_path)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def test_demo_manifests_cover_both_frameworks_and_several_releases() -> None:
+    manifests = [m for m, _ in build_demo_manifests()]
+    assert len(manifests) == len(DEMO_JOBS) >= 6
+    frameworks = {m["metadata"]["labels"][k.LABEL_FRAMEWORK] for m in manifests}
+    releases = {m["metadata"]["labels"][LABEL_RELEASE] for m in manifests}
+    assert frameworks == {"pytorch", "mindspore"}
+    assert len(releases) >= 3
+    rendered = [m for m, cm in build_demo_manifests() if cm is not None]
+    unrendered = [
+        m for m in manifests if k.ANNOTATION_RECOVER_STRATEGY not in m["metadata"].get("annotations", {})
+    ]
+    assert rendered and unrendered
+
+
+def test_demo_jobs_run_and_the_misconfigured_one_falls_back(demo_sim: SimCluster) -> None:
+    kube = Kube(demo_sim.kubeconfig_path)
+    try:
+        for demo in DEMO_JOBS:
+            wait_for(
+                lambda name=demo.name: "Running" in conditions(kube.get_job("default", name)),
+                what=f"demo job {demo.name} Running",
+            )
+        broken = kube.get_job("default", "broken-dump")
+        assert demo_sim.taskd.supported_strategies(broken)[0] == {"exit"}
+        demo_sim.inject_fault("default", "broken-dump", rank=1, fault_type="normal", recovers=True)
+        healthy = kube.get_job("default", "llama-pretrain")
+        demo_sim.inject_fault("default", "llama-pretrain", rank=1, fault_type="uce", recovers=True)
+        assert demo_sim.wait_idle(20)
+        assert "StrategyChosen: exit" in events_text(kube, broken)
+        assert "StrategyChosen: retry" in events_text(kube, healthy)
+    finally:
+        kube.close()

@@ -1,0 +1,194 @@
+"""ClusterD over real gRPC, with clients built from our .proto files (clusterd-wire.md)."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterator
+
+import grpc
+import pytest
+
+from apps.simcluster.grpc_gen import (
+    fault_pb2,
+    fault_pb2_grpc,
+    job_pb2,
+    job_pb2_grpc,
+    pubfault_pb2,
+    pubfault_pb2_grpc,
+    recover_pb2,
+    recover_pb2_grpc,
+)
+from apps.simcluster.kube import Kube
+from apps.simcluster.runtime import SimCluster
+from tests.simcluster.sim_fixtures import create_job, event_reasons, make_job
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[SimCluster]:
+    # 100x: the 300 s platform wait lasts 3 s, long enough to watch a fault stay active.
+    cluster = SimCluster(clock_speed=100, seed=3).start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def kube(sim: SimCluster) -> Iterator[Kube]:
+    client = Kube(sim.kubeconfig_path)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def channel(sim: SimCluster) -> Iterator[grpc.Channel]:
+    with grpc.insecure_channel(sim.grpc_address) as ch:
+        yield ch
+
+
+class StreamReader:
+    """Reads a server stream in a thread so tests can wait for messages with a timeout."""
+
+    def __init__(self, call) -> None:
+        self.call = call
+        self.messages: queue.Queue = queue.Queue()
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            for message in self.call:
+                self.messages.put(message)
+        except grpc.RpcError:
+            pass
+
+    def next(self, timeout: float = 10.0):
+        return self.messages.get(timeout=timeout)
+
+    def until(self, predicate, timeout: float = 15.0):
+        while True:
+            message = self.next(timeout)
+            if predicate(message):
+                return message
+
+    def cancel(self) -> None:
+        self.call.cancel()
+
+
+def test_fault_stream_sends_full_state_then_changes(sim, kube, channel) -> None:
+    stub = fault_pb2_grpc.FaultStub(channel)
+    assert stub.Register(fault_pb2.ClientInfo(jobId="", role="dashboard")).code == 0
+    first = StreamReader(stub.SubscribeFaultMsgSignal(fault_pb2.ClientInfo(jobId="", role="dashboard")))
+    healthy = first.next()
+    assert healthy.signalType == "normal" and not healthy.nodeFaultInfo
+    # A platform-mode job nobody answers keeps its fault active for the whole (scaled) 300 s wait.
+    job = create_job(kube, make_job("grpc-fault", annotations={"ProcessRecoverStrategy": ""}))
+    uid = job["metadata"]["uid"]
+    sim.inject_fault("default", "grpc-fault", rank=1, fault_type="uce", recovers=True)
+    fault = first.until(lambda m: m.jobId == uid)
+    assert fault.signalType == "fault"
+    node = fault.nodeFaultInfo[0]
+    assert node.nodeName.startswith("node-")
+    assert list(node.faultDevice[0].faultCodes) == ["80E01801"]
+    # A late subscriber first gets the full current state: this job's fault.
+    late = StreamReader(stub.SubscribeFaultMsgSignal(fault_pb2.ClientInfo(jobId="", role="dashboard")))
+    snapshot = late.next()
+    assert snapshot.jobId == uid and snapshot.signalType == "fault"
+    # ...then only changes: the job is healthy again once ClusterD is done.
+    assert first.until(lambda m: m.jobId == uid and m.signalType == "normal")
+    assert late.until(lambda m: m.jobId == uid and m.signalType == "normal")
+    first.cancel()
+    late.cancel()
+    assert sim.wait_idle(20)
+
+
+def test_get_fault_msg_signal_is_rate_limited(channel) -> None:
+    stub = fault_pb2_grpc.FaultStub(channel)
+    codes = [stub.GetFaultMsgSignal(fault_pb2.ClientInfo(jobId="")).code for _ in range(15)]
+    assert codes[0] == 200
+    assert 429 in codes
+
+
+def test_recover_init_refuses_jobs_with_process_recovery_off(kube, channel) -> None:
+    job = create_job(kube, make_job("grpc-off", strategies=None))
+    stub = recover_pb2_grpc.RecoverStub(channel)
+    info = recover_pb2.ClientInfo(jobId=job["metadata"]["uid"], role="taskd")
+    status = stub.Init(info)
+    assert (status.code, status.info) == (403, "ProcessRescheduleOff")
+    assert stub.Register(info).code == 408  # Register without a successful Init
+    assert stub.Init(recover_pb2.ClientInfo(jobId="no-such-job-uid", role="taskd")).code == 402
+
+
+def test_recover_flow_streams_process_manage_signals(sim, kube, channel) -> None:
+    job = create_job(kube, make_job("grpc-recover"))
+    stub = recover_pb2_grpc.RecoverStub(channel)
+    info = recover_pb2.ClientInfo(jobId=job["metadata"]["uid"], role="taskd")
+    assert stub.Init(info).code == 0
+    assert stub.Register(info).code == 0
+    assert stub.HealthCheck(info).code == 0
+    signals = StreamReader(stub.SubscribeProcessManageSignal(info))
+    report = recover_pb2.RecoverStrategyRequest(
+        jobId=info.jobId,
+        strategies=["retry", "exit"],
+        faultRanks=[recover_pb2.FaultRank(rankId="8", faultType="0")],
+    )
+    assert stub.ReportRecoverStrategy(report).code == 0
+    sim.inject_fault("default", "grpc-recover", rank=1, fault_type="uce", recovers=True)
+    types = [signals.next().signalType for _ in range(3)]
+    assert types == ["stopTrain", "globalFault", "changeStrategy"]
+    signals.cancel()
+    assert sim.wait_idle(20)
+
+
+def test_job_service_requires_an_allowed_role_and_streams_summaries(kube, channel) -> None:
+    create_job(kube, make_job("grpc-summary"))
+    stub = job_pb2_grpc.JobStub(channel)
+    assert stub.Register(job_pb2.ClientInfo(role="Hacker")).code != 0
+    status = stub.Register(job_pb2.ClientInfo(role="DefaultUser1", clientId="dash-1"))
+    assert status.code == 0 and status.clientId == "dash-1"
+    reader = StreamReader(
+        stub.SubscribeJobSummarySignal(job_pb2.ClientInfo(role="DefaultUser1", clientId="dash-1"))
+    )
+    summary = reader.until(lambda m: m.jobName == "grpc-summary")
+    assert summary.namespace == "default" and summary.frameWork == "pytorch" and summary.operator == "add"
+    reader.cancel()
+    lists = StreamReader(
+        stub.SubscribeJobSummarySignalList(job_pb2.ClientInfo(role="DefaultUser1", clientId="dash-1"))
+    )
+    first = lists.next()
+    assert first.JobTotalNum == len(first.jobSummarySignals) >= 1
+    lists.cancel()
+
+
+def test_job_stream_without_register_is_denied(channel) -> None:
+    stub = job_pb2_grpc.JobStub(channel)
+    with pytest.raises(grpc.RpcError) as err:
+        next(iter(stub.SubscribeJobSummarySignal(job_pb2.ClientInfo(role="DefaultUser2", clientId="never"))))
+    assert err.value.code() == grpc.StatusCode.PERMISSION_DENIED
+
+
+def test_public_fault_hits_the_job_on_that_node(sim, kube, channel) -> None:
+    job = create_job(kube, make_job("grpc-pub", strategies=None))
+    node = kube.list_job_pods("default", "grpc-pub")[1]["spec"]["nodeName"]
+    stub = pubfault_pb2_grpc.PubFaultStub(channel)
+    request = pubfault_pb2.PublicFaultRequest(
+        id="pf-1",
+        timestamp=1,
+        version="1.0",
+        resource="chaos",
+        faults=[
+            pubfault_pb2.Fault(
+                faultId="f1",
+                faultType="Node",
+                faultCode="010001001",
+                assertion="occur",
+                influence=[pubfault_pb2.PubFaultInfo(nodeName=node)],
+            )
+        ],
+    )
+    status = stub.SendPublicFault(request)
+    assert status.code == 0 and "1 fault" in status.info
+    assert sim.wait_idle(20)
+    assert "FaultDetected" in event_reasons(kube, job)
+    bad = pubfault_pb2.PublicFaultRequest(version="1.0", faults=[pubfault_pb2.Fault(faultType="Cosmic")])
+    assert stub.SendPublicFault(bad).code == 400
