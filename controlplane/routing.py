@@ -4,4 +4,6 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver
 
-websocket_urlpatterns: list[URLPattern | URLResolver] = []
+from apps.events.routing import websocket_urlpatterns as events_websocket_urlpatterns
+
+websocket_urlpatterns: list[URLPattern | URLResolver] = [*events_websocket_urlpatterns]

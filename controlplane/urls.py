@@ -14,5 +14,6 @@ urlpatterns = [
     path("api/v1/", include("controlplane.api_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("metrics", include("apps.events.urls")),
     path("", include("apps.web.urls")),
 ]

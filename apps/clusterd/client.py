@@ -103,7 +103,9 @@ def signal_from_message(message: Any) -> FaultSignal:
 def _translate(exc: grpc.RpcError, what: str) -> ClusterDError:
     code = exc.code() if hasattr(exc, "code") else None
     details = exc.details() if hasattr(exc, "details") else str(exc)
-    return ClusterDError(f"{what}: {code.name if code else 'error'}: {details}", permanent=code in _PERMANENT_CODES)
+    return ClusterDError(
+        f"{what}: {code.name if code else 'error'}: {details}", permanent=code in _PERMANENT_CODES
+    )
 
 
 class FaultStream:
@@ -136,7 +138,9 @@ class FaultStream:
         try:
             status = stub.Register(request, timeout=CALL_TIMEOUT_S)
             if status.code != 0:
-                raise ClusterDError(f"fault.Fault/Register refused: {status.code} {status.info}", permanent=True)
+                raise ClusterDError(
+                    f"fault.Fault/Register refused: {status.code} {status.info}", permanent=True
+                )
             call = stub.SubscribeFaultMsgSignal(request)
             with self._lock:
                 self._call = call

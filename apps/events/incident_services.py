@@ -59,14 +59,18 @@ def latest_incident(job: TrainingJob) -> Incident | None:
 
 def _create(job: TrainingJob, at: datetime) -> Incident:
     number = (latest_incident(job).number if latest_incident(job) else 0) + 1
-    incident = Incident.objects.create(job=job, number=number, first_seq=0, last_seq=0, **fold.new_incident(at))
+    incident = Incident.objects.create(
+        job=job, number=number, first_seq=0, last_seq=0, **fold.new_incident(at)
+    )
     transaction.on_commit(lambda: _notify("incident.opened", incident.pk))
     return incident
 
 
 def _is_late_copy(incident: Incident, data: dict[str, Any], at: datetime) -> bool:
     """A fault report of a just-closed incident's fault that arrived after it closed."""
-    if incident.closed_at is None or fold.fault_signature(data) not in (incident.fault.get("signatures") or []):
+    if incident.closed_at is None or fold.fault_signature(data) not in (
+        incident.fault.get("signatures") or []
+    ):
         return False
     ids = incident.fault.get("fault_ids") or []
     reported = data.get("fault_id") or next(iter(data.get("fault_reasons") or []), None)
@@ -83,13 +87,14 @@ def incident_plan(
     current = open_incident(job)
     if current is None:
         last = latest_incident(job)
-        recent = last is not None and last.closed_at is not None and timezone.now() - last.closed_at <= _late_window()
+        recent = (
+            last is not None
+            and last.closed_at is not None
+            and timezone.now() - last.closed_at <= _late_window()
+        )
         if kind == kinds.FAULT_DETECTED and last is not None and _is_late_copy(last, data, at):
             return IncidentPlan(last, kind, "", data, enrich_only=True)
-        if kind in fold.OUTCOME_KINDS and recent:
-            current = last
-        else:
-            current = _create(job, at)
+        current = last if kind in fold.OUTCOME_KINDS and recent else _create(job, at)
     assert current is not None
     key = source_key
     if kind == kinds.FAULT_DETECTED:
@@ -190,6 +195,12 @@ def restarts_over_time(job: TrainingJob) -> list[dict[str, Any]]:
     """Every reschedule of the job, oldest first, with the running total (for a chart)."""
     rows = JobEvent.objects.filter(job=job, kind__in=kinds.RESCHEDULE_KINDS).order_by("seq")
     return [
-        {"at": e.occurred_at.isoformat(), "kind": e.kind, "seq": e.seq, "total": i + 1, "reasons": e.data.get("reasons", [])}
+        {
+            "at": e.occurred_at.isoformat(),
+            "kind": e.kind,
+            "seq": e.seq,
+            "total": i + 1,
+            "reasons": e.data.get("reasons", []),
+        }
         for i, e in enumerate(rows.only("occurred_at", "kind", "seq", "data"))
     ]

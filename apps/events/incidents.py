@@ -27,10 +27,15 @@ OUTCOME_KINDS: Final = frozenset(
     }
 )
 INCIDENT_KINDS: Final = OPENING_KINDS | OUTCOME_KINDS
-DECISION_KINDS: Final = frozenset({kinds.DECISION_REQUESTED, kinds.DECISION_ANSWERED, kinds.DECISION_COMPLETED})
+DECISION_KINDS: Final = frozenset(
+    {kinds.DECISION_REQUESTED, kinds.DECISION_ANSWERED, kinds.DECISION_COMPLETED}
+)
 # Process-level strategies that restart training processes (count against torchrun --max_restarts).
 PROCESS_RESTART_STRATEGIES: Final = frozenset({"recover", "recover-in-place", "elastic-training"})
-RESCHEDULE_STRATEGY: Final = {kinds.POD_RESCHEDULED: "pod-rescheduling", kinds.JOB_RESCHEDULED: "job-rescheduling"}
+RESCHEDULE_STRATEGY: Final = {
+    kinds.POD_RESCHEDULED: "pod-rescheduling",
+    kinds.JOB_RESCHEDULED: "job-rescheduling",
+}
 
 OPEN, RECOVERED, RESCHEDULED, FAILED = "open", "recovered", "rescheduled", "failed"
 
@@ -150,7 +155,12 @@ def apply(incident: dict[str, Any], kind: str, data: dict[str, Any], at: datetim
         if not incident["strategies"] or incident["strategies"][-1] != strategy:
             incident["strategies"].append(strategy)
         incident["attempts"].append(
-            {"strategy": strategy, "outcome": "rescheduled", "reasons": data.get("reasons", []), "at": at.isoformat()}
+            {
+                "strategy": strategy,
+                "outcome": "rescheduled",
+                "reasons": data.get("reasons", []),
+                "at": at.isoformat(),
+            }
         )
         for node in data.get("nodes") or []:
             _add(incident["nodes"], node)

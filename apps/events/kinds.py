@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the kinds table keeps one row per line so it reads as a table)
 """The typed event kinds: stable strings that the API, the websocket and webhooks promise to keep.
 
 | kind | produced from | data keys (besides ``sources``) |

@@ -26,19 +26,25 @@ EVENTS_STORED = Counter(
     "controlplane_events_stored_in_process", "Events stored by this process", ["kind"], registry=REGISTRY
 )
 BROADCAST_FAILURES = Counter(
-    "controlplane_broadcast_failures", "group_send calls that failed (frames recovered from the DB)",
+    "controlplane_broadcast_failures",
+    "group_send calls that failed (frames recovered from the DB)",
     registry=REGISTRY,
 )
-OPEN_SOCKETS = Gauge("controlplane_websocket_open", "Open /ws/events/ sockets in this process", registry=REGISTRY)
+OPEN_SOCKETS = Gauge(
+    "controlplane_websocket_open", "Open /ws/events/ sockets in this process", registry=REGISTRY
+)
 FRAMES_SENT = Counter(
     "controlplane_websocket_frames_sent", "Frames sent to browsers by type", ["type"], registry=REGISTRY
 )
 GAPS_FILLED = Counter(
-    "controlplane_websocket_gap_fills", "Events sent from the database because a live frame was missing",
+    "controlplane_websocket_gap_fills",
+    "Events sent from the database because a live frame was missing",
     registry=REGISTRY,
 )
 INGEST_ERRORS = Counter(
-    "controlplane_ingest_errors", "Ingester failures by source (watch errors, store errors)", ["source"],
+    "controlplane_ingest_errors",
+    "Ingester failures by source (watch errors, store errors)",
+    ["source"],
     registry=REGISTRY,
 )
 
@@ -89,16 +95,20 @@ class DatabaseCollector(Collector):
         yield lag
 
         cursor_age = GaugeMetricFamily(
-            "controlplane_ingest_cursor_age_seconds", "Seconds since a watch cursor last advanced",
+            "controlplane_ingest_cursor_age_seconds",
+            "Seconds since a watch cursor last advanced",
             labels=["cluster", "source"],
         )
-        for cluster, source, updated in IngestCursor.objects.values_list("cluster__name", "source", "updated_at"):
+        for cluster, source, updated in IngestCursor.objects.values_list(
+            "cluster__name", "source", "updated_at"
+        ):
             cursor_age.add_metric([cluster, source], (now - updated).total_seconds())
         yield cursor_age
 
         push = GaugeMetricFamily(
             "controlplane_policy_push_latency_seconds",
-            "Policy save → applied, pushes finished in the last hour", labels=["quantile"],
+            "Policy save → applied, pushes finished in the last hour",
+            labels=["quantile"],
         )
         finished = PolicySync.objects.filter(finished_at__gte=now - PUSH_WINDOW, state="applied").values_list(
             "queued_at", "finished_at"
@@ -112,7 +122,9 @@ class DatabaseCollector(Collector):
             "controlplane_policy_sync_failures", "Policy syncs currently failed or drifted", labels=["state"]
         )
         counts = dict(
-            PolicySync.objects.filter(state__in=["failed", "drifted"]).values_list("state").annotate(n=Count("id"))
+            PolicySync.objects.filter(state__in=["failed", "drifted"])
+            .values_list("state")
+            .annotate(n=Count("id"))
         )
         for state in ("failed", "drifted"):
             failures.add_metric([state], counts.get(state, 0))

@@ -163,7 +163,11 @@ class RestartBudget(models.Model):
 
     def as_dict(self) -> dict[str, object]:
         return {
-            "backoff_limit": {"limit": self.backoff_limit, "used": self.reschedules_used, "left": self.backoff_left},
+            "backoff_limit": {
+                "limit": self.backoff_limit,
+                "used": self.reschedules_used,
+                "left": self.backoff_left,
+            },
             "fault_retry_times": {
                 "limit": self.fault_retry_times,
                 "used": self.reschedules_used if self.fault_retry_times else 0,
@@ -231,7 +235,11 @@ class Webhook(models.Model):
 
     name = models.CharField(max_length=100)
     cluster = models.ForeignKey(
-        "jobs.Cluster", on_delete=models.CASCADE, null=True, blank=True, related_name="webhooks",
+        "jobs.Cluster",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="webhooks",
         help_text="Empty = every cluster",
     )
     namespace = models.CharField(max_length=63, default="*", help_text='"*" = every namespace')

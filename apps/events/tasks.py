@@ -16,7 +16,9 @@ def backoff_seconds(retries: int) -> float:
     return random.uniform(0, min(cap, base * (2**retries)))
 
 
-@shared_task(bind=True, name="events.deliver_webhook", acks_late=True, reject_on_worker_lost=True, max_retries=None)
+@shared_task(
+    bind=True, name="events.deliver_webhook", acks_late=True, reject_on_worker_lost=True, max_retries=None
+)
 def deliver_webhook(self: Any, *, delivery_id: int) -> str:
     from apps.events.webhooks import delivery_attempt, delivery_give_up
 
@@ -29,6 +31,8 @@ def deliver_webhook(self: Any, *, delivery_id: int) -> str:
         return "failed"
     max_attempts = int(getattr(settings, "WEBHOOK_MAX_ATTEMPTS", 8))
     if self.request.retries + 1 >= max_attempts:
-        delivery_give_up(delivery_id=delivery_id, reason=f"gave up after {max_attempts} attempts: {result.error}")
+        delivery_give_up(
+            delivery_id=delivery_id, reason=f"gave up after {max_attempts} attempts: {result.error}"
+        )
         return "failed"
     raise self.retry(countdown=backoff_seconds(self.request.retries))

@@ -113,7 +113,7 @@ def post(delivery: WebhookDelivery) -> Attempt:
     )
     timeout = float(getattr(settings, "WEBHOOK_TIMEOUT_SECONDS", 5.0))
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (admin-configured URL)
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             return Attempt(True, response.status, "", False)
     except urllib.error.HTTPError as exc:
         # 4xx says the receiver rejects this message for good, except "try later" statuses.
@@ -125,13 +125,19 @@ def post(delivery: WebhookDelivery) -> Attempt:
 
 def delivery_attempt(*, delivery_id: int) -> Attempt | None:
     """Send one pending delivery and record the result; None when it is no longer pending."""
-    delivery = WebhookDelivery.objects.select_related("webhook").filter(
-        pk=delivery_id, state=WebhookDelivery.State.PENDING
-    ).first()
+    delivery = (
+        WebhookDelivery.objects.select_related("webhook")
+        .filter(pk=delivery_id, state=WebhookDelivery.State.PENDING)
+        .first()
+    )
     if delivery is None:
         return None
     result = post(delivery)
-    updates: dict[str, Any] = {"attempts": delivery.attempts + 1, "last_status": result.status, "last_error": result.error}
+    updates: dict[str, Any] = {
+        "attempts": delivery.attempts + 1,
+        "last_status": result.status,
+        "last_error": result.error,
+    }
     if result.delivered:
         updates.update(state=WebhookDelivery.State.DELIVERED, delivered_at=timezone.now(), last_error="")
     elif not result.retryable:

@@ -40,7 +40,7 @@ class FaultSpec:
     level: str = ""
     node: str = ""
     code: str = ""
-    attempts: tuple[bool, ...] = ()  # outcome of each recovery attempt; missing = succeeds
+    attempts: tuple[bool, ...] = ()  # outcome of each attempt; the last repeats; empty = all succeed
     platform_answer: str | None = None  # override the rules' answer in platform mode
 
 
@@ -238,10 +238,13 @@ def simulate(spec: PolicySpec, scenario: Scenario) -> dict[str, Any]:
 
 
 def _oracle(attempts: tuple[bool, ...]) -> Any:
-    """Attempt n succeeds as the scenario says; attempts beyond the list succeed."""
+    """Attempt n succeeds as the scenario says; past the list the last answer repeats (as in
+    ``sim_fault --recovers``), and an empty list means every attempt succeeds."""
 
     def outcome(_strategy: str, attempt: int) -> bool:
-        return attempts[attempt - 1] if attempt <= len(attempts) else True
+        if not attempts:
+            return True
+        return attempts[min(attempt, len(attempts)) - 1]
 
     return outcome
 

@@ -421,6 +421,10 @@ class SimOperator:
         for informer in self._informers:
             informer.synced.wait(10)
 
+    def request_stop(self) -> None:
+        """Ask the informers to stop without waiting (lets several components stop in parallel)."""
+        self._stop.set()
+
     def stop(self) -> None:
         self._stop.set()
         for informer in self._informers:

@@ -126,6 +126,9 @@ class SimCluster:
     def stop(self) -> None:
         """Stop every component; safe to call twice."""
         self._stop.set()
+        for component in (self.clusterd, self.operator):  # their watches wind down in parallel
+            if component is not None:
+                component.request_stop()
         for component in (self.control, self.grpc, self.clusterd, self.operator):
             if component is not None:
                 try:

@@ -63,7 +63,8 @@ def fault_observations(
                 Observation(
                     job=job,
                     kind=kinds.FAULT_DETECTED,
-                    message=f"ClusterD: {where} on {node.node_name} faulty (code {code or '-'}, level {level or '-'})",
+                    message=f"ClusterD: {where} on {node.node_name} faulty "
+                    f"(code {code or '-'}, level {level or '-'})",
                     source=SOURCE,
                     data=data,
                     dedupe_key=f"grpc:{signal.uuid}:{identity}",

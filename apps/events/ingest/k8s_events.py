@@ -22,7 +22,8 @@ SOURCE = "k8s-event"
 
 # "<kind> fault (code <code|->, level <level|business>) on pod rank <r> (process rank <p>, node <n>) [<id>]"
 _FAULT = re.compile(
-    r"(?P<fault_type>\w+) fault \(code (?P<code>[^,]*), level (?P<level>[^)]*)\) on pod rank (?P<pod_rank>\d+)"
+    r"(?P<fault_type>\w+) fault \(code (?P<code>[^,]*), level (?P<level>[^)]*)\)"
+    r" on pod rank (?P<pod_rank>\d+)"
     r"(?: \(process rank (?P<rank>\d+), node (?P<node>[^)]*)\))?(?: \[(?P<fault_id>[^\]]+)\])?"
 )
 _STRATEGY = re.compile(r"^(?P<strategy>[A-Za-z-]+):\s*(?P<reason>.*)$", re.DOTALL)

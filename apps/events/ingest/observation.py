@@ -8,7 +8,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 # A Kubernetes uid (RFC 4122 text form), as the suffix of ``<job>-<uid>`` names.
-_UID_SUFFIX = re.compile(r"^(?P<name>.+)-(?P<uid>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$")
+_UID_SUFFIX = re.compile(
+    r"^(?P<name>.+)-(?P<uid>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$"
+)
 # Kubernetes timestamps have second precision; seen live, our receive time is the better clock.
 LIVE_SKEW = timedelta(seconds=2)
 

@@ -86,7 +86,8 @@ def podgroup_observations(
             Observation(
                 job=job,
                 kind=kinds.DECISION_REQUESTED,
-                message=f"ClusterD asks the platform which strategy to use ({c.ANNOTATION_CONFIRM_FAULT}={confirm})",
+                message=f"ClusterD asks the platform which strategy to use "
+                f"({c.ANNOTATION_CONFIRM_FAULT}={confirm})",
                 source=SOURCE,
                 data={"confirm_fault": confirm},
                 dedupe_key=f"{key_prefix}:{c.ANNOTATION_CONFIRM_FAULT}",

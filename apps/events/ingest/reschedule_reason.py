@@ -66,7 +66,9 @@ def reschedule_observations(
     return state, found
 
 
-def _observation(key: str, number: int, total: int, record: dict[str, Any], received_at: datetime) -> Observation:
+def _observation(
+    key: str, number: int, total: int, record: dict[str, Any], received_at: datetime
+) -> Observation:
     tasks = [t for t in record.get("ReasonOfTask") or [] if isinstance(t, dict)]
     reasons = sorted({str(t.get("RescheduleReason", "")) for t in tasks if t.get("RescheduleReason")})
     pods = [str(t.get("PodName", "")) for t in tasks]
@@ -76,7 +78,8 @@ def _observation(key: str, number: int, total: int, record: dict[str, Any], rece
     return Observation(
         job=job_of_key(key),
         kind=kinds.POD_RESCHEDULED,
-        message=f"reschedule #{number}: {', '.join(pods) or 'pods'} ({', '.join(reasons) or 'no reason given'})",
+        message=f"reschedule #{number}: {', '.join(pods) or 'pods'} "
+        f"({', '.join(reasons) or 'no reason given'})",
         source=SOURCE,
         data={
             "reasons": reasons,

@@ -1,4 +1,4 @@
-"""The ingester's threads: per cluster, one watcher per (resource, namespace), one ClusterD stream, one applier.
+"""The ingester's threads: per cluster, a watcher per (resource, namespace), a ClusterD stream, an applier.
 
 Watchers only read: they put ``(source, type, object)`` on the cluster's queue. The applier stores
 each item in arrival order and only then advances that source's ``IngestCursor``, so a cursor never
@@ -70,7 +70,11 @@ class Item:
 def watch_specs(cluster: Cluster) -> list[WatchSpec]:
     """What to watch in ``cluster``: its namespaces (or all), plus ``mindx-dl``'s reschedule record."""
     namespaces: list[str | None] = list(cluster.namespaces) or [None]
-    specs = [WatchSpec(resource, ns) for resource in ("ascendjobs", "podgroups", "configmaps", "events") for ns in namespaces]
+    specs = [
+        WatchSpec(resource, ns)
+        for resource in ("ascendjobs", "podgroups", "configmaps", "events")
+        for ns in namespaces
+    ]
     if namespaces != [None] and c.MINDX_NAMESPACE not in namespaces:
         specs.append(
             WatchSpec("configmaps", c.MINDX_NAMESPACE, f"metadata.name={c.RESCHEDULE_REASON_CONFIGMAP}")
@@ -159,7 +163,13 @@ class ClusterIngester:
                     resource_version = ""
                     continue
                 metrics.INGEST_ERRORS.labels(source=spec.resource).inc()
-                log.warning("cluster %s: %s: %s; retrying in %.1fs", self.cluster.name, spec.source, exc.message, delay)
+                log.warning(
+                    "cluster %s: %s: %s; retrying in %.1fs",
+                    self.cluster.name,
+                    spec.source,
+                    exc.message,
+                    delay,
+                )
                 self.stop_event.wait(delay)
                 delay = min(self.backoff_max, delay * 2)
 
@@ -188,7 +198,12 @@ class ClusterIngester:
                         break
             except ClusterDError as exc:
                 metrics.INGEST_ERRORS.labels(source=CLUSTERD_SOURCE).inc()
-                log.warning("cluster %s: ClusterD stream: %s; reconnecting in %.1fs", self.cluster.name, exc.message, delay)
+                log.warning(
+                    "cluster %s: ClusterD stream: %s; reconnecting in %.1fs",
+                    self.cluster.name,
+                    exc.message,
+                    delay,
+                )
             finally:
                 stream.close()
                 self.streams.remove(stream)
@@ -228,8 +243,13 @@ class ClusterIngester:
                 break
             except Exception:
                 metrics.INGEST_ERRORS.labels(source=item.resource).inc()
-                log.exception("cluster %s: storing %s %s failed (attempt %d)", self.cluster.name, item.resource,
-                              item.event_type, attempt + 1)
+                log.exception(
+                    "cluster %s: storing %s %s failed (attempt %d)",
+                    self.cluster.name,
+                    item.resource,
+                    item.event_type,
+                    attempt + 1,
+                )
                 close_old_connections()
                 if self.stop_event.wait(min(5.0, 0.2 * 2**attempt)):
                     return  # stopping: the cursor was not advanced, so this item is replayed next time

@@ -21,7 +21,14 @@ from apps.cluster.errors import ClusterError
 from apps.clusterd.client import FaultSignal
 from apps.events import incident_services, kinds
 from apps.events.incidents import INCIDENT_KINDS
-from apps.events.ingest import ascendjobs, clusterd_faults, k8s_events, podgroups, reschedule_reason, reset_config
+from apps.events.ingest import (
+    ascendjobs,
+    clusterd_faults,
+    k8s_events,
+    podgroups,
+    reschedule_reason,
+    reset_config,
+)
 from apps.events.ingest.observation import JobRef, Observation
 from apps.events.models import JobEvent, ObservedObject
 from apps.events.services import event_store, job_lock
@@ -73,7 +80,9 @@ class IngestStore:
             cached = self._jobs[(ref.namespace, ref.name)]
             if not ref.uid or not cached.uid or cached.uid == ref.uid:
                 return cached
-        live = TrainingJob.objects.filter(cluster=self.cluster, deleted_at__isnull=True).select_related("cluster")
+        live = TrainingJob.objects.filter(cluster=self.cluster, deleted_at__isnull=True).select_related(
+            "cluster"
+        )
         job = live.filter(uid=ref.uid).first() if ref.uid else None
         if job is None and ref.name:
             job = live.filter(namespace=ref.namespace, name=ref.name).first()
@@ -87,7 +96,9 @@ class IngestStore:
         try:
             manifest = kube.get_ascendjob(self.ref, ref.namespace, ref.name)
         except ClusterError as exc:
-            log.info("cluster %s: job %s/%s not adoptable: %s", self.cluster.name, ref.namespace, ref.name, exc)
+            log.info(
+                "cluster %s: job %s/%s not adoptable: %s", self.cluster.name, ref.namespace, ref.name, exc
+            )
             return None
         return self.adopt(manifest)
 
@@ -182,11 +193,15 @@ class IngestStore:
         job = self.adopt(obj)
         if job is None:
             return []
-        previous, state, stored = self.apply_object("ascendjob", obj, ascendjobs.ascendjob_observations, received_at)
+        previous, state, stored = self.apply_object(
+            "ascendjob", obj, ascendjobs.ascendjob_observations, received_at
+        )
         limits = ("backoff_limit", "fault_retry_times")
         if any(previous.get(k) != state.get(k) for k in limits) or not previous:
             incident_services.budget_set_limits(
-                job=job, backoff_limit=state.get("backoff_limit"), fault_retry_times=state.get("fault_retry_times") or 0
+                job=job,
+                backoff_limit=state.get("backoff_limit"),
+                fault_retry_times=state.get("fault_retry_times") or 0,
             )
         return stored
 
@@ -243,7 +258,9 @@ class IngestStore:
         return stored
 
     # --- dispatch ---------------------------------------------------------------------------------
-    def apply(self, resource: str, event_type: str, obj: dict[str, Any], received_at: datetime) -> list[JobEvent]:
+    def apply(
+        self, resource: str, event_type: str, obj: dict[str, Any], received_at: datetime
+    ) -> list[JobEvent]:
         """Route one watch event by resource."""
         handler = {
             "ascendjobs": self.apply_ascendjob,

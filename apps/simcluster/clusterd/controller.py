@@ -143,6 +143,10 @@ class ClusterD:
         self._informer.start()
         self._informer.synced.wait(10)
 
+    def request_stop(self) -> None:
+        """Ask the informer and workers to stop without waiting."""
+        self._stop.set()
+
     def stop(self) -> None:
         self._stop.set()
         if self._informer:

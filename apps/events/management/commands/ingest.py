@@ -31,7 +31,9 @@ class Command(BaseCommand):
         known = set(Cluster.objects.values_list("name", flat=True))
         unknown = sorted(set(names) - known)
         if unknown:
-            raise CommandError(f"unknown cluster(s): {', '.join(unknown)}; known: {', '.join(sorted(known)) or 'none'}")
+            raise CommandError(
+                f"unknown cluster(s): {', '.join(unknown)}; known: {', '.join(sorted(known)) or 'none'}"
+            )
         if not known:
             raise CommandError("no cluster is configured: set KUBECONFIG or add one in the admin or the API")
         stop = threading.Event()

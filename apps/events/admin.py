@@ -1,0 +1,60 @@
+"""Admin for events, incidents, budgets, ingest cursors and webhooks (webhooks are configured here)."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+from apps.events.models import Incident, IngestCursor, JobEvent, RestartBudget, Webhook, WebhookDelivery
+
+
+@admin.register(JobEvent)
+class JobEventAdmin(admin.ModelAdmin):
+    list_display = ("job", "seq", "kind", "severity", "source", "occurred_at", "stored_at")
+    list_filter = ("kind", "severity", "source")
+    search_fields = ("message", "dedupe_key")
+    readonly_fields = [f.name for f in JobEvent._meta.fields]
+
+
+@admin.register(Incident)
+class IncidentAdmin(admin.ModelAdmin):
+    list_display = (
+        "job",
+        "number",
+        "outcome",
+        "opened_at",
+        "closed_at",
+        "detect_ms",
+        "decide_ms",
+        "recover_ms",
+    )
+    list_filter = ("outcome",)
+    readonly_fields = [f.name for f in Incident._meta.fields]
+
+
+@admin.register(RestartBudget)
+class RestartBudgetAdmin(admin.ModelAdmin):
+    list_display = (
+        "job",
+        "backoff_limit",
+        "fault_retry_times",
+        "max_restarts",
+        "reschedules_used",
+        "exhausted_at",
+    )
+
+
+@admin.register(IngestCursor)
+class IngestCursorAdmin(admin.ModelAdmin):
+    list_display = ("cluster", "source", "resource_version", "updated_at")
+
+
+@admin.register(Webhook)
+class WebhookAdmin(admin.ModelAdmin):
+    list_display = ("name", "cluster", "namespace", "url", "active")
+    list_filter = ("active",)
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(admin.ModelAdmin):
+    list_display = ("kind", "webhook", "state", "attempts", "last_status", "created_at", "delivered_at")
+    list_filter = ("state", "kind")

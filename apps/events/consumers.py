@@ -1,0 +1,227 @@
+"""``/ws/events/`` (design.md §4.3): replay from ``after_seq``, then live, with no gap and no duplicate.
+
+Client → server: ``{"subscribe": {"job": id, "after_seq": n}}``, ``{"subscribe": {"jobs": "all"}}``,
+``{"unsubscribe": {"job": id}}`` / ``{"unsubscribe": {"jobs": "all"}}``.
+Server → client: ``{"type": "event", "job", "seq", ...}``, ``{"type": "job", ...}`` summaries,
+``{"type": "resync", "job", "from_seq", "to_seq"}``, ``{"type": "error", "error", ...}``.
+
+How "no gap, no duplicate" holds: on subscribe the consumer joins ``job-<id>`` *before* reading the
+database, so frames stored meanwhile wait in its channel; it replays ``seq > after_seq`` and
+records the last seq sent; live frames with ``seq`` at or below it are dropped (duplicates), a frame
+further ahead than the next seq means frames were lost (full channel, Redis restart) and the gap is
+filled from the database. A periodic check compares the stored head with what was sent, which also
+catches a lost *last* frame. When more than ``EVENTS_WS_MAX_REPLAY`` events would have to be sent at
+once, the client gets ``resync`` instead: it pages ``GET /api/v1/jobs/{id}/events/?after_seq=from_seq``
+up to ``to_seq`` and subscribes again with the last seq it got (the server has unsubscribed it).
+``job`` summaries are coalesced: at most one per job per ``EVENTS_WS_SUMMARY_SECONDS``, latest wins;
+event frames are never merged or dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
+
+from apps.events import metrics, selectors
+from apps.events.broadcast import JOBS_GROUP, job_group
+
+log = logging.getLogger(__name__)
+
+CLOSE_UNAUTHENTICATED = 4401
+
+
+def _setting(name: str, default: float) -> float:
+    return float(getattr(settings, name, default))
+
+
+@dataclass
+class Subscription:
+    """One job a socket follows: the last seq it was sent."""
+
+    job_id: int
+    last_sent: int
+    checked_head: int = 0  # the stored head at the previous check
+
+
+class EventsConsumer(AsyncJsonWebsocketConsumer):
+    """Authenticates, subscribes, forwards; all reads go through ``apps.events.selectors``."""
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            # Closing before accept refuses the handshake (HTTP 403): no socket for anonymous users.
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        self.user = user
+        self.subs: dict[int, Subscription] = {}
+        self.lock = asyncio.Lock()
+        self.all_jobs = False
+        self.visible: set[int] = set()
+        self.pending_summaries: dict[int, dict[str, Any]] = {}
+        self.max_replay = int(_setting("EVENTS_WS_MAX_REPLAY", 1000))
+        self.tasks: list[asyncio.Task[None]] = []
+        await self.accept()
+        metrics.OPEN_SOCKETS.inc()
+        self.opened = True
+        self.tasks.append(asyncio.ensure_future(self._check_loop()))
+        self.tasks.append(asyncio.ensure_future(self._summary_loop()))
+
+    async def disconnect(self, code: int) -> None:
+        if not getattr(self, "opened", False):
+            return
+        self.opened = False
+        metrics.OPEN_SOCKETS.dec()
+        for task in self.tasks:
+            task.cancel()
+        groups = [job_group(j) for j in self.subs] + ([JOBS_GROUP] if self.all_jobs else [])
+        for group in groups:
+            with contextlib.suppress(Exception):  # Redis may be the reason we are closing
+                await self.channel_layer.group_discard(group, self.channel_name)
+
+    # --- client messages --------------------------------------------------------------------------
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        if not isinstance(content, dict) or len(content) != 1:
+            await self._error("expected one of {'subscribe': ...} or {'unsubscribe': ...}")
+            return
+        verb, body = next(iter(content.items()))
+        if verb not in ("subscribe", "unsubscribe") or not isinstance(body, dict):
+            await self._error(
+                f"unknown message {verb!r}; expected 'subscribe' or 'unsubscribe' with an object"
+            )
+            return
+        if body.get("jobs") == "all":
+            await (self._subscribe_all() if verb == "subscribe" else self._unsubscribe_all())
+            return
+        job_id = body.get("job")
+        if not isinstance(job_id, int) or isinstance(job_id, bool) or job_id <= 0:
+            await self._error("'job' must be a positive integer job id", field="job")
+            return
+        if verb == "unsubscribe":
+            await self._unsubscribe(job_id)
+            return
+        after_seq = body.get("after_seq", 0)
+        if not isinstance(after_seq, int) or isinstance(after_seq, bool) or after_seq < 0:
+            await self._error("'after_seq' must be an integer ≥ 0", field="after_seq", job=job_id)
+            return
+        await self._subscribe(job_id, after_seq)
+
+    async def _error(self, message: str, **extra: Any) -> None:
+        await self._send({"type": "error", "error": message, **extra})
+
+    async def _send(self, frame: dict[str, Any]) -> None:
+        await self.send_json(frame)
+        metrics.FRAMES_SENT.labels(type=frame.get("type", "?")).inc()
+
+    # --- per-job stream ---------------------------------------------------------------------------
+    async def _subscribe(self, job_id: int, after_seq: int) -> None:
+        if not await database_sync_to_async(selectors.job_visible)(self.user, job_id):
+            # The same answer for "does not exist" and "not yours", like the REST API's 404.
+            await self._error("job not found", code="not_found", job=job_id)
+            return
+        async with self.lock:
+            await self.channel_layer.group_add(job_group(job_id), self.channel_name)  # join first ...
+            sub = self.subs.get(job_id) or Subscription(job_id, after_seq)
+            sub.last_sent = after_seq
+            self.subs[job_id] = sub
+            await self._catch_up(sub)  # ... then replay: frames stored meanwhile wait in our channel
+
+    async def _unsubscribe(self, job_id: int) -> None:
+        async with self.lock:
+            if self.subs.pop(job_id, None) is not None:
+                await self.channel_layer.group_discard(job_group(job_id), self.channel_name)
+
+    async def _catch_up(self, sub: Subscription) -> None:
+        """Send every stored event after ``sub.last_sent``, or ``resync`` when that is too many."""
+        rows = await database_sync_to_async(selectors.events_after)(
+            sub.job_id, sub.last_sent, self.max_replay + 1
+        )
+        if len(rows) > self.max_replay:
+            head = (await database_sync_to_async(selectors.head_seqs)([sub.job_id])).get(sub.job_id, 0)
+            await self._send({"type": "resync", "job": sub.job_id, "from_seq": sub.last_sent, "to_seq": head})
+            self.subs.pop(sub.job_id, None)
+            await self.channel_layer.group_discard(job_group(sub.job_id), self.channel_name)
+            return
+        for frame in rows:
+            await self._send(frame)
+            sub.last_sent = frame["seq"]
+
+    async def events_event(self, message: dict[str, Any]) -> None:
+        """A live event frame from ``job-<id>``."""
+        frame = message["frame"]
+        sub = self.subs.get(frame["job"])
+        if sub is None:
+            return
+        async with self.lock:
+            if self.subs.get(sub.job_id) is not sub or frame["seq"] <= sub.last_sent:
+                return  # replayed already, or a duplicate
+            if frame["seq"] == sub.last_sent + 1:
+                await self._send(frame)
+                sub.last_sent = frame["seq"]
+                return
+            metrics.GAPS_FILLED.inc(frame["seq"] - sub.last_sent - 1)
+            await self._catch_up(sub)
+
+    # --- jobs summary stream ----------------------------------------------------------------------
+    async def _subscribe_all(self) -> None:
+        self.visible = await database_sync_to_async(selectors.visible_job_ids)(self.user)
+        await self.channel_layer.group_add(JOBS_GROUP, self.channel_name)
+        self.all_jobs = True
+
+    async def _unsubscribe_all(self) -> None:
+        self.all_jobs = False
+        self.pending_summaries.clear()
+        await self.channel_layer.group_discard(JOBS_GROUP, self.channel_name)
+
+    async def events_summary(self, message: dict[str, Any]) -> None:
+        frame = message["frame"]
+        if self.all_jobs and frame["job"] in self.visible:
+            self.pending_summaries[frame["job"]] = frame  # coalesced: the newest summary wins
+
+    async def _summary_loop(self) -> None:
+        interval = _setting("EVENTS_WS_SUMMARY_SECONDS", 0.25)
+        while True:
+            await asyncio.sleep(interval)
+            if self.pending_summaries:
+                frames, self.pending_summaries = self.pending_summaries, {}
+                for frame in frames.values():
+                    await self._send(frame)
+
+    # --- safety net -------------------------------------------------------------------------------
+    async def _check_loop(self) -> None:
+        """Every few seconds: rejoin groups (a restarted Redis forgot them) and fill gaps from the DB."""
+        interval = _setting("EVENTS_WS_CHECK_SECONDS", 1.5)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self._check_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # Redis or the database is briefly away: try again next round
+                log.info("websocket check failed: %s", exc.__class__.__name__)
+
+    async def _check_once(self) -> None:
+        for job_id in list(self.subs):
+            await self.channel_layer.group_add(job_group(job_id), self.channel_name)
+        if self.all_jobs:
+            await self.channel_layer.group_add(JOBS_GROUP, self.channel_name)
+            self.visible = await database_sync_to_async(selectors.visible_job_ids)(self.user)
+        heads = await database_sync_to_async(selectors.head_seqs)(list(self.subs))
+        for job_id, head in heads.items():
+            sub = self.subs.get(job_id)
+            if sub is None:
+                continue
+            # Only what was stored before the previous check and is still unsent counts as lost:
+            # newer events are most likely still on their way through the channel layer.
+            overdue, sub.checked_head = sub.checked_head, head
+            if sub.last_sent < overdue:
+                async with self.lock:
+                    if self.subs.get(job_id) is sub and sub.last_sent < overdue:
+                        metrics.GAPS_FILLED.inc(overdue - sub.last_sent)
+                        await self._catch_up(sub)
