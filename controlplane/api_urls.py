@@ -57,5 +57,5 @@ urlpatterns = [
     path("", include("apps.events.api.urls")),
     path("", include("apps.audit.api.urls")),
     path("", include("apps.accounts.api.urls")),
-    re_path(r"^(?s:.*)$", UnknownPathApi.as_view(), name="unknown"),
+    re_path(r"^[\s\S]*$", UnknownPathApi.as_view(), name="unknown"),
 ]

@@ -68,6 +68,9 @@ def _percentile(values: list[float], fraction: float) -> float:
 class DatabaseCollector(Collector):
     """Gauges read from the system of record when Prometheus scrapes."""
 
+    def describe(self) -> list[GaugeMetricFamily]:
+        return []  # no queries at import time; names are known only at scrape time
+
     def collect(self) -> Iterator[GaugeMetricFamily]:
         from apps.events.models import IngestCursor, JobEvent
         from apps.policies.models import PolicySync
@@ -125,6 +128,7 @@ class DatabaseCollector(Collector):
             PolicySync.objects.filter(state__in=["failed", "drifted"])
             .values_list("state")
             .annotate(n=Count("id"))
+            .order_by()
         )
         for state in ("failed", "drifted"):
             failures.add_metric([state], counts.get(state, 0))

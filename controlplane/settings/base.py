@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "apps.events",
     "apps.accounts",
     "apps.decisions",
+    "apps.simcluster",
     "apps.web",
 ]
 

@@ -17,6 +17,7 @@ from typing import Any
 from apps.cluster import constants as c
 from apps.events import kinds
 from apps.events.ingest.observation import JobRef, Observation, best_time, parse_k8s_time
+from apps.events.ingest.podgroups import recover_status_kind
 
 SOURCE = "k8s-event"
 
@@ -126,15 +127,19 @@ def event_observations(event: dict[str, Any], received_at: datetime) -> list[Obs
         event.get("eventTime") or event.get("lastTimestamp") or event.get("firstTimestamp")
     ) or parse_k8s_time(meta.get("creationTimestamp"))
     data = {"reason": reason, **rule.parse(message)}
+    kind = rule.kind
+    if kind in (kinds.RECOVERY_SUCCEEDED, kinds.RECOVERY_FAILED) and data.get("status"):
+        # "dump succeeded (dump-success)" is a saved checkpoint, not a recovery: same table as the PodGroup.
+        kind = (recover_status_kind(str(data["status"])) or (kind, ""))[0]
     return [
         Observation(
             job=job,
-            kind=rule.kind,
+            kind=kind,
             message=message[:500] or reason,
             source=SOURCE,
             data=data,
             dedupe_key=f"k8s-event:{meta.get('uid', '')}:{count}",
             occurred_at=best_time(stamp, received_at),
-            severity="warning" if warning and rule.kind == kinds.JOB_WARNING else "",
+            severity="warning" if warning and kind == kinds.JOB_WARNING else "",
         )
     ]

@@ -9,6 +9,7 @@ tolerates. The ClusterD stream reconnects with capped exponential backoff.
 
 from __future__ import annotations
 
+import heapq
 import logging
 import queue
 import random
@@ -213,22 +214,44 @@ class ClusterIngester:
 
     # --- applier ----------------------------------------------------------------------------------
     def _apply_loop(self) -> None:
+        """Apply items in resourceVersion order within a short window.
+
+        Each watch is its own HTTP stream, so a PodGroup change can reach us a few milliseconds
+        before the Event written just before it. The API server's resourceVersion is one counter
+        across resources (etcd's revision), so holding items for ``EVENTS_INGEST_REORDER_SECONDS``
+        and applying them by it restores the order in which the cluster wrote them. ClusterD
+        signals carry no version: they are placed after the newest version seen when they arrived.
+        """
         close_old_connections()
         store = IngestStore(self.cluster)
+        window = _setting("EVENTS_INGEST_REORDER_SECONDS", 0.1)
+        held: list[tuple[float, int, float, Item]] = []
+        newest_rv = 0.0
+        counter = 0
         dirty: dict[str, str] = {}
         last_flush = time.monotonic()
         while True:
+            timeout = 0.2 if not held else max(0.0, min(0.2, held[0][2] + window - time.monotonic()))
             try:
-                item = self.queue.get(timeout=0.2)
+                item: Item | None = self.queue.get(timeout=timeout)
             except queue.Empty:
                 item = None
-                if self.stop_event.is_set():
-                    break
+            stopping = self.stop_event.is_set()
             if item is not None:
-                self._apply_one(store, item, dirty)
-            if dirty and (item is None or time.monotonic() - last_flush >= CURSOR_FLUSH_SECONDS):
+                rv = _numeric_rv(item)
+                if rv is not None:
+                    newest_rv = max(newest_rv, rv)
+                order = rv if rv is not None else newest_rv + 0.5
+                counter += 1
+                heapq.heappush(held, (order, counter, time.monotonic(), item))
+            now = time.monotonic()
+            while held and (stopping or held[0][2] + window <= now or len(held) > 5_000):
+                self._apply_one(store, heapq.heappop(held)[3], dirty)
+            if dirty and (item is None or now - last_flush >= CURSOR_FLUSH_SECONDS):
                 self._flush_cursors(dirty)
-                last_flush = time.monotonic()
+                last_flush = now
+            if stopping and item is None and not held:
+                break
         self._flush_cursors(dirty)
         broadcast.flush(5.0)
 
@@ -268,6 +291,13 @@ class ClusterIngester:
         except Exception:
             log.exception("cluster %s: cannot save cursors", self.cluster.name)
             close_old_connections()
+
+
+def _numeric_rv(item: Item) -> float | None:
+    if item.resource == CLUSTERD_SOURCE:
+        return None
+    raw = item.resource_version or str(((item.obj or {}).get("metadata") or {}).get("resourceVersion") or "")
+    return float(raw) if raw.isdigit() else None
 
 
 def run_ingest(stop: threading.Event, *, cluster_names: list[str] | None = None) -> list[ClusterIngester]:
