@@ -79,5 +79,7 @@ class RequestIdLogFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         if not hasattr(record, "request_id"):
-            record.request_id = current_request_id()
+            # django.request logs its 4xx/5xx lines after the middleware returned, but passes the request.
+            from_request = getattr(getattr(record, "request", None), "request_id", None)
+            record.request_id = from_request or current_request_id()
         return True

@@ -195,7 +195,13 @@ def _after_open(decision: Decision) -> None:
     from apps.decisions.tasks import expire_decision, write_decision
 
     if decision.state == State.DECIDED:
-        write_decision.apply_async(kwargs={"decision_id": decision.pk}, queue=settings.CELERY_PUSH_QUEUE)
+        # ClusterD is blocked until the answer lands: write it here and now; the Celery task is the
+        # retry path for anything transient (and the sweep the path after a crash).
+        try:
+            decision_write(decision_id=decision.pk)
+        except ClusterError as exc:
+            log.info("decision %s: inline write failed (%s); queued for retry", decision.pk, exc.message)
+            write_decision.apply_async(kwargs={"decision_id": decision.pk}, queue=settings.CELERY_PUSH_QUEUE)
     else:
         assert decision.deadline_at is not None
         delay = max(0.0, (decision.deadline_at - timezone.now()).total_seconds())

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import logging
 import threading
+import zlib
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from django.db import close_old_connections, connection
@@ -51,11 +53,26 @@ def handle_podgroup(cluster: Cluster, podgroup: dict[str, Any]) -> None:
 class PodGroupWatcher:
     """List, then watch, one cluster's PodGroups; relist on 410; back off on errors."""
 
-    def __init__(self, cluster: Cluster, *, watch_timeout: int = 60) -> None:
+    def __init__(self, cluster: Cluster, *, watch_timeout: int = 60, lanes: int = 8) -> None:
         self.cluster = cluster
         self.ref = cluster_ref(cluster)
         self.watch_timeout = watch_timeout
         self.stopped = threading.Event()
+        # Many jobs fault at once (a switch failure): answer them in parallel, but keep each
+        # PodGroup's changes in order by always using the same single-threaded lane for it.
+        self.lanes = [ThreadPoolExecutor(1, thread_name_prefix=f"decide-{i}") for i in range(lanes)]
+
+    def dispatch(self, podgroup: dict[str, Any]) -> None:
+        name = str((podgroup.get("metadata") or {}).get("name", ""))
+        lane = self.lanes[zlib.crc32(name.encode()) % len(self.lanes)]
+        lane.submit(self._handle, podgroup)
+
+    def _handle(self, podgroup: dict[str, Any]) -> None:
+        try:
+            close_old_connections()
+            handle_podgroup(self.cluster, podgroup)
+        except Exception:  # one bad object must not stop the lane
+            log.exception("cluster %s: handling a PodGroup failed", self.cluster.name)
 
     def run(self) -> None:
         try:
@@ -72,7 +89,7 @@ class PodGroupWatcher:
                 if not resource_version:
                     items, resource_version = kube.list_all_podgroups(self.ref)
                     for item in items:
-                        handle_podgroup(self.cluster, item)
+                        self.dispatch(item)
                 for event_type, obj in kube.watch_podgroups(
                     self.ref, resource_version=resource_version, timeout_seconds=self.watch_timeout
                 ):
@@ -80,7 +97,7 @@ class PodGroupWatcher:
                         (obj.get("metadata") or {}).get("resourceVersion") or resource_version
                     )
                     if event_type in ("ADDED", "MODIFIED"):
-                        handle_podgroup(self.cluster, obj)
+                        self.dispatch(obj)
                     if self.stopped.is_set():
                         return
                 delay = 0.5
@@ -94,6 +111,8 @@ class PodGroupWatcher:
 
     def stop(self) -> None:
         self.stopped.set()
+        for lane in self.lanes:
+            lane.shutdown(wait=False)
 
 
 def run_decision_watchers(stop: threading.Event) -> None:

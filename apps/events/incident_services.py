@@ -68,9 +68,13 @@ def _create(job: TrainingJob, at: datetime) -> Incident:
 
 def _is_late_copy(incident: Incident, data: dict[str, Any], at: datetime) -> bool:
     """A fault report of a just-closed incident's fault that arrived after it closed."""
-    if incident.closed_at is None or fold.fault_signature(data) not in (
-        incident.fault.get("signatures") or []
-    ):
+    if incident.closed_at is None:
+        return False
+    signatures = incident.fault.get("signatures") or []
+    if not signatures:
+        # The incident was opened by its outcome (reported first): this is its fault, arriving late.
+        return at <= incident.closed_at + LATE_SKEW
+    if fold.fault_signature(data) not in signatures:
         return False
     ids = incident.fault.get("fault_ids") or []
     reported = data.get("fault_id") or next(iter(data.get("fault_reasons") or []), None)

@@ -41,16 +41,12 @@ OPEN, RECOVERED, RESCHEDULED, FAILED = "open", "recovered", "rescheduled", "fail
 
 
 def fault_signature(data: dict[str, Any]) -> str:
-    """What makes two reports the same fault: its code, else its ranks, else its node."""
-    code = str(data.get("code") or "").upper()
-    if code:
-        return f"code:{code}"
-    ranks = data.get("ranks") or []
-    if ranks:
-        return "ranks:" + ",".join(str(r) for r in sorted(ranks))
-    if data.get("node"):
-        return f"node:{data['node']}"
-    return "unknown"
+    """What makes two reports the same fault: the fault code (empty for software faults).
+
+    Sources disagree on everything else (ClusterD's stream names the node and device, reset.json
+    the ranks), so the code is the one thing every report of a fault carries alike.
+    """
+    return "code:" + str(data.get("code") or "").upper()
 
 
 def new_incident(at: datetime) -> dict[str, Any]:
@@ -61,7 +57,7 @@ def new_incident(at: datetime) -> dict[str, Any]:
         "decided_at": None,
         "closed_at": None,
         "outcome": OPEN,
-        "fault": {"codes": [], "levels": [], "types": [], "signatures": [], "fault_ids": []},
+        "fault": {"codes": [], "levels": [], "types": [], "signatures": [], "fault_ids": [], "sources": []},
         "strategies": [],
         "attempts": [],
         "ranks": [],
@@ -81,8 +77,10 @@ def _add(items: list[Any], value: Any) -> None:
 def merge_fault(incident: dict[str, Any], data: dict[str, Any], at: datetime) -> None:
     """Fold one fault report into the incident (any source, first or not)."""
     fault = incident["fault"]
-    for key in ("codes", "levels", "types", "signatures", "fault_ids"):
+    for key in ("codes", "levels", "types", "signatures", "fault_ids", "sources"):
         fault.setdefault(key, [])
+    for source in data.get("sources") or []:
+        _add(fault["sources"], source)
     _add(fault["codes"], str(data.get("code") or "").upper() or None)
     _add(fault["levels"], data.get("level"))
     _add(fault["types"], data.get("fault_type"))

@@ -250,12 +250,24 @@ def podgroup_desired(rendered: RenderResult, generation: int) -> dict[str, dict[
     return {"labels": labels, "annotations": annotations}
 
 
+def same_value(section: str, key: str, live: dict[str, Any], desired: str | None) -> bool:
+    # Platform mode is switched on by the *presence* of ProcessRecoverStrategy; its value is the
+    # answer the decision service writes during a fault and must never be reset by a push.
+    if section == "annotations" and key == c.ANNOTATION_PLATFORM_STRATEGY and desired == "":
+        return key in live
+    return live.get(key) == desired
+
+
 def key_differences(live_meta: dict[str, Any], desired: dict[str, dict[str, str | None]]) -> dict[str, Any]:
     """Merge patch of only the owned keys whose live value differs from the desired one."""
     patch: dict[str, Any] = {}
     for section in ("labels", "annotations"):
         live_section = live_meta.get(section) or {}
-        changed = {key: value for key, value in desired[section].items() if live_section.get(key) != value}
+        changed = {
+            key: value
+            for key, value in desired[section].items()
+            if not same_value(section, key, live_section, value)
+        }
         if changed:
             patch[section] = changed
     return patch

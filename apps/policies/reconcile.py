@@ -19,7 +19,7 @@ from apps.cluster.errors import ClusterError
 from apps.events.services import event_record
 from apps.jobs.clusters import cluster_ref
 from apps.policies.models import PolicySync
-from apps.policies.push import enqueue_push, podgroup_desired, spec_of
+from apps.policies.push import enqueue_push, podgroup_desired, same_value, spec_of
 from apps.policies.rendering import render
 
 log = logging.getLogger(__name__)
@@ -102,7 +102,7 @@ def drift_of(sync: PolicySync) -> list[Drift]:
         for key, value in sorted(desired[section].items()):
             if key == c.ANNOTATION_POLICY_REVISION:
                 continue  # bookkeeping, not behaviour
-            if live_values.get(key) != value:
+            if not same_value(section, key, live_values, value):
                 found.append(Drift("PodGroup", f"metadata.{section}.{key}", live_values.get(key), value))
     return found
 

@@ -8,6 +8,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Max, OuterRef, Subquery
 
 from apps.accounts.selectors import jobs_visible_to
+from apps.events.incident_services import restarts_over_time
 from apps.events.models import Incident, JobEvent, RestartBudget
 from apps.jobs.models import TrainingJob
 from apps.policies.models import PolicySync
@@ -33,9 +34,10 @@ def _incident_brief(incident: Incident) -> dict[str, Any]:
     }
 
 
-def budget_of(job_id: int) -> dict[str, Any] | None:
-    budget = RestartBudget.objects.filter(job_id=job_id).first()
-    return budget.as_dict() if budget else None
+def budget_of(job: TrainingJob) -> dict[str, Any]:
+    """The same body as ``GET /api/v1/jobs/{id}/budget/``: limits, use, and reschedules over time."""
+    budget = RestartBudget.objects.filter(job=job).first() or RestartBudget(job=job)
+    return {"job": job.pk, **budget.as_dict(), "restarts": restarts_over_time(job)}
 
 
 def job_summaries(user: AbstractBaseUser | AnonymousUser) -> list[dict[str, Any]]:

@@ -22,8 +22,8 @@ STRATEGY_EXPLANATIONS: Final = {
     "retry": "Repairs an on-chip memory (UCE) or network fault and re-runs the last step; nothing restarts.",
     "recover-in-place": "Restarts only the faulty processes on the same pod, then re-runs the current step.",
     "recover": "Moves the faulty pod to a healthy node; it rejoins and copies parameters from replicas.",
-    "elastic-training": "PyTorch only: drops the faulty node's data-parallel group, keeps training, grows back later.",
-    "dump": "Saves a checkpoint from optimizer replicas at fault time, exits, and restarts from it (< 1 step lost).",
+    "elastic-training": "PyTorch only: trains on without the faulty data-parallel group; grows back later.",
+    "dump": "Saves a checkpoint from optimizer replicas at fault time, exits, and restarts from it.",
     "exit": "Stops training and lets Pod- or Job-level rescheduling restart it from the last checkpoint.",
 }
 

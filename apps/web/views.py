@@ -17,7 +17,13 @@ from django.urls import reverse_lazy
 from django.views.decorators.http import require_GET
 
 from apps.accounts.models import Role
-from apps.accounts.selectors import has_role, is_admin_somewhere, is_editor_somewhere, jobs_visible_to, role_for
+from apps.accounts.selectors import (
+    has_role,
+    is_admin_somewhere,
+    is_editor_somewhere,
+    jobs_visible_to,
+    role_for,
+)
 from apps.jobs.api.serializers import JobOutputSerializer
 from apps.policies.api.views import policy_body
 from apps.policies.spec import (
@@ -40,7 +46,9 @@ def _user_info(request: HttpRequest) -> dict[str, Any]:
     }
 
 
-def _page(request: HttpRequest, template: str, nav: str, data: dict[str, Any], **context: Any) -> HttpResponse:
+def _page(
+    request: HttpRequest, template: str, nav: str, data: dict[str, Any], **context: Any
+) -> HttpResponse:
     """Render a page with its start-up JSON under ``bootstrap`` (read by the page's module)."""
     bootstrap = {"user": _user_info(request), **data}
     return render(request, template, {"nav": nav, "bootstrap": bootstrap, **context})
@@ -54,7 +62,9 @@ def jobs_overview(request: HttpRequest) -> HttpResponse:
 
 
 def _visible_job(request: HttpRequest, job_id: int) -> Any:
-    job = jobs_visible_to(request.user).select_related("cluster", "current_revision").filter(pk=job_id).first()
+    job = (
+        jobs_visible_to(request.user).select_related("cluster", "current_revision").filter(pk=job_id).first()
+    )
     if job is None:
         raise Http404("No job with this id (or you may not see it).")
     return job
@@ -71,7 +81,7 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
         "summary": summaries.job_summary(request.user, job.pk),
         "last_seq": summaries.last_event_seq(job.pk),
         "incidents": summaries.recent_incidents(job.pk),
-        "budget": summaries.budget_of(job.pk),
+        "budget": summaries.budget_of(job),
         "can_edit": has_role(role_for(request.user, job), Role.EDITOR),
         "defaults": PolicySpec(mindcluster_version=job.mindcluster_version).to_dict(),
         "bounds": {name: list(pair) for name, pair in BOUNDS.items()},
@@ -124,7 +134,9 @@ def _json_login_required(view: Callable[..., JsonResponse]) -> Callable[..., Jso
 
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
         if not request.user.is_authenticated:
-            return JsonResponse({"errors": [{"code": "not_authenticated", "message": "Sign in."}]}, status=401)
+            return JsonResponse(
+                {"errors": [{"code": "not_authenticated", "message": "Sign in."}]}, status=401
+            )
         return view(request, *args, **kwargs)
 
     wrapped.__name__ = view.__name__
@@ -137,20 +149,6 @@ def _json_login_required(view: Callable[..., JsonResponse]) -> Callable[..., Jso
 def jobs_summary_json(request: HttpRequest) -> JsonResponse:
     """The overview rows again (after a websocket reconnect the page refreshes from here)."""
     return JsonResponse({"jobs": summaries.job_summaries(request.user)})
-
-
-@_json_login_required
-@require_GET
-def job_live_json(request: HttpRequest, job_id: int) -> JsonResponse:
-    """Incidents, restart budget and the overview row of one job (refreshed as events arrive)."""
-    job = _visible_job(request, job_id)
-    return JsonResponse(
-        {
-            "summary": summaries.job_summary(request.user, job.pk),
-            "incidents": summaries.recent_incidents(job.pk),
-            "budget": summaries.budget_of(job.pk),
-        }
-    )
 
 
 class LoginView(auth_views.LoginView):

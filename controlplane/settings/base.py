@@ -228,6 +228,8 @@ SPECTACULAR_SETTINGS = {
         "RoleEnum": "apps.accounts.models.Role",
         "SyncStateEnum": "apps.policies.models.PolicySync.State",
         "RevisionSourceEnum": "apps.policies.models.PolicyRevision.Source",
+        "EventSeverityEnum": "apps.events.models.JobEvent.Severity",
+        "IssueSeverityEnum": ["error", "warning"],
     },
 }
 

@@ -67,6 +67,10 @@ def _aim_at_real_objects(case: Any, world: World) -> None:
     params = case.path_parameters or {}
     if "job_id" in params:
         params["job_id"] = world.job.pk
+    if case.path == "/api/v1/jobs/{id}/" and isinstance(params.get("id"), int) and params["id"] % 2 == 0:
+        params["id"] = world.job.pk
+    if case.path == "/api/v1/jobs/" and isinstance(case.body, dict) and len(case.body) % 2 == 0:
+        case.body["cluster"] = world.cluster.name
     if "number" in params and isinstance(params["number"], int) and params["number"] % 2 == 0:
         params["number"] = 1
     if "name" in params and isinstance(params["name"], str) and len(params["name"]) % 2 == 0:

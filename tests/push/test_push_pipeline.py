@@ -295,3 +295,32 @@ def test_permanent_error_fails_at_once_with_a_clear_reason(
     sync = wait_state(save(job), {"failed"})
     assert "not allowed" in sync.last_error and not sync.retryable
     assert JobEvent.objects.filter(job=job, kind="policy.failed").exists()
+
+
+def test_a_push_during_a_fault_never_resets_the_platform_answer(
+    live_job: Callable[..., TrainingJob],
+    worker_factory: Callable[..., Worker],
+    kube: k8s.ApiClient,
+) -> None:
+    from apps.policies.push import sync_request_apply
+
+    worker_factory()
+    job = live_job()
+    sync = wait_state(save(job, {**SPEC, "platform_mode": True}), {"applied"})
+    _, pg = read_live(kube, job)
+    custom = k8s.CustomObjectsApi(kube)
+    custom.patch_namespaced_custom_object(  # the decision service answered ClusterD
+        c.PODGROUP_GROUP,
+        c.PODGROUP_VERSION,
+        job.namespace,
+        c.PODGROUP_PLURAL,
+        pg["metadata"]["name"],
+        {"metadata": {"annotations": {c.ANNOTATION_PLATFORM_STRATEGY: "retry"}}},
+        _content_type="application/merge-patch+json",
+    )
+    wait_state(sync_request_apply(job=job), {"applied"})
+    _, pg = read_live(kube, job)
+    assert pg["metadata"]["annotations"][c.ANNOTATION_PLATFORM_STRATEGY] == "retry"
+    reconcile_all()
+    sync.refresh_from_db()
+    assert sync.state == "applied", sync.drift

@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
 from django.utils import timezone
 
 from apps.cluster import client as kube
@@ -137,6 +137,12 @@ class ClusterIngester:
                 continue
 
     def _watch_loop(self, spec: WatchSpec) -> None:
+        try:
+            self._watch(spec)
+        finally:
+            connection.close()  # this thread's connection (it read the cursor)
+
+    def _watch(self, spec: WatchSpec) -> None:
         delay = 0.5
         close_old_connections()
         resource_version = self.load_cursor(spec.source)
@@ -254,6 +260,7 @@ class ClusterIngester:
                 break
         self._flush_cursors(dirty)
         broadcast.flush(5.0)
+        connection.close()
 
     def _apply_one(self, store: IngestStore, item: Item, dirty: dict[str, str]) -> None:
         for attempt in range(5):

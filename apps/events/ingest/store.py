@@ -123,7 +123,7 @@ class IngestStore:
             return None
         if obs.kind == kinds.DECISION_REQUESTED and self.decisions_enabled:
             return None  # apps.decisions records the question (with its own answer) from the PodGroup
-        kind, data, key = obs.kind, dict(obs.data), obs.dedupe_key
+        kind, data, key = obs.kind, {**obs.data, "sources": [obs.source]}, obs.dedupe_key
         if kind == kinds.POD_RESCHEDULED and job.node_nums and len(data.get("pods") or []) >= job.node_nums:
             kind = kinds.JOB_RESCHEDULED
         occurred_at = obs.occurred_at
@@ -140,7 +140,6 @@ class IngestStore:
                     incident_services.incident_enrich(plan.incident, data, occurred_at)
                     return None
                 kind, data, key, incident = plan.kind, plan.data, plan.dedupe_key or key, plan.incident
-            data["sources"] = [obs.source]
             return event_store(
                 job=job,
                 kind=kind,

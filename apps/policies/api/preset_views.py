@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from apps.accounts.actors import actor_for
 from apps.accounts.selectors import is_admin_somewhere, is_editor_somewhere
 from apps.core.api_errors import ApiError, ErrorResponseSerializer, field_error
+from apps.policies.api import examples
 from apps.policies.api.serializers import (
     PresetCreateInputSerializer,
     PresetOutputSerializer,
@@ -44,6 +45,7 @@ def _read_only(exc: PresetReadOnly) -> ApiError:
         summary="Create a preset (editor on some namespace)",
         tags=[TAG],
         request=PresetCreateInputSerializer,
+        examples=examples.PRESET_CREATE,
         responses={201: PresetOutputSerializer, 409: OpenApiResponse(ErrorResponseSerializer, "Name taken")},
     ),
     update=extend_schema(

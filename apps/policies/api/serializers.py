@@ -235,7 +235,7 @@ class RestoreOutputSerializer(serializers.Serializer):
 
 
 class ValidateInputSerializer(StrictInputSerializer):
-    spec = AnyJsonField(help_text="The policy to check (any JSON: results are data)")
+    spec = AnyJsonField(allow_null=True, help_text="The policy to check (any JSON: results are data)")
     manifest = ManifestField(
         required=False, help_text="The AscendJob it is meant for (YAML string or object)"
     )

@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 from apps.accounts.selectors import jobs_visible_to
 from apps.core.api_errors import field_error
 from apps.core.errors import ValidationFailed
+from apps.policies.api import examples
 from apps.policies.api.manifests import declared_release, dump, dump_one, parse_manifest
 from apps.policies.api.serializers import (
     RenderInputSerializer,
@@ -52,6 +53,7 @@ class PolicyValidateApi(APIView):
     @extend_schema(
         summary="Validate a policy (optionally for a manifest or a registered job) without saving",
         request=ValidateInputSerializer,
+        examples=examples.VALIDATE,
         responses=ValidateOutputSerializer,
     )
     def post(self, request: Request) -> Response:
@@ -85,6 +87,7 @@ class RenderApi(APIView):
     @extend_schema(
         summary="Render an AscendJob manifest with a policy or preset merged in",
         request=RenderInputSerializer,
+        examples=examples.RENDER,
         responses=RenderOutputSerializer,
     )
     def post(self, request: Request) -> Response:

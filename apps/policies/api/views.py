@@ -23,6 +23,7 @@ from apps.accounts.models import Role
 from apps.accounts.permissions import job_for_request
 from apps.core.api_errors import ApiError, ErrorResponseSerializer, RevisionConflictSerializer, field_error
 from apps.jobs.models import TrainingJob
+from apps.policies.api import examples
 from apps.policies.api.serializers import (
     PolicyOutputSerializer,
     PolicyPutInputSerializer,
@@ -111,6 +112,7 @@ class PolicyDetailApi(APIView):
         summary="Set the policy: validates and creates a new revision (editor)",
         parameters=[IF_MATCH_PARAMETER],
         request=PolicyPutInputSerializer,
+        examples=examples.PUT_POLICY,
         responses={
             200: PolicyOutputSerializer,
             409: OpenApiResponse(RevisionConflictSerializer, "The policy changed since the client read it"),
@@ -151,6 +153,7 @@ class PolicyPreviewApi(APIView):
     @extend_schema(
         summary="Dry run: validation, rendered patches, artifacts and a diff against the live objects",
         request=PreviewInputSerializer,
+        examples=examples.PREVIEW,
         responses=PreviewOutputSerializer,
     )
     def post(self, request: Request, job_id: int) -> Response:

@@ -69,35 +69,40 @@ export function renderBudget(container, budget) {
 }
 
 /** Restarts (cumulative incidents, a step line) and recovery time per incident (dots) over time. */
-export function renderChart(container, incidents) {
+export function renderChart(container, incidents, restarts = []) {
   container.replaceChildren();
   const points = incidents.filter((i) => i.opened_at).map((i) => {
     const d = i.durations_ms || {};
     const total = (d.detect || 0) + (d.decide || 0) + (d.recover || 0);
     return { t: Date.parse(i.opened_at), ms: i.closed_at ? total : null, outcome: i.outcome, n: i.number };
   });
-  if (!points.length) {
+  // The step line: reschedules from the budget API when there are any, else one step per incident.
+  const steps = restarts.length ? restarts.map((r) => ({ t: Date.parse(r.at), total: r.total }))
+    : points.map((p, i) => ({ t: p.t, total: i + 1 }));
+  if (!points.length && !steps.length) {
     container.append(h("p", { class: "empty" }, "Nothing to chart yet."));
     return;
   }
   const W = 560, H = 180, L = 44, R = 36, T = 12, B = 26;
-  const t0 = points[0].t, t1 = Math.max(points[points.length - 1].t, t0 + 1000);
+  const times = [...points.map((p) => p.t), ...steps.map((s) => s.t)];
+  const t0 = Math.min(...times), t1 = Math.max(...times, t0 + 1000);
+  const maxCount = Math.max(1, ...steps.map((s) => s.total));
   const maxMs = Math.max(1000, ...points.map((p) => p.ms || 0));
   const x = (t) => L + ((t - t0) / (t1 - t0)) * (W - L - R);
   const yMs = (ms) => H - B - (ms / maxMs) * (H - T - B);
-  const yCount = (n) => H - B - (n / points.length) * (H - T - B);
+  const yCount = (n) => H - B - (n / maxCount) * (H - T - B);
   const chart = svg("svg", { class: "chart", viewBox: `0 0 ${W} ${H}`, role: "img",
-    "aria-label": `${points.length} incidents from ${fmtDateTime(new Date(t0).toISOString())}; longest recovery ${fmtMs(maxMs)}` });
+    "aria-label": `${points.length} incidents and ${maxCount} restarts since ${fmtDateTime(new Date(t0).toISOString())}; longest recovery ${fmtMs(maxMs)}` });
   chart.append(svg("line", { class: "axis", x1: L, y1: H - B, x2: W - R, y2: H - B }));
   chart.append(svg("line", { class: "axis", x1: L, y1: T, x2: L, y2: H - B }));
   chart.append(svg("text", { x: 2, y: T + 8 }, fmtMs(maxMs)));
   chart.append(svg("text", { x: 2, y: H - B }, "0"));
-  chart.append(svg("text", { x: W - R + 4, y: T + 8 }, String(points.length)));
+  chart.append(svg("text", { x: W - R + 4, y: T + 8 }, String(maxCount)));
   chart.append(svg("text", { x: W - R + 4, y: H - B - 12 }, "restarts"));
   chart.append(svg("text", { x: L, y: H - 8 }, fmtTime(new Date(t0).toISOString())));
   chart.append(svg("text", { x: W - R - 50, y: H - 8 }, fmtTime(new Date(t1).toISOString())));
   let path = `M ${x(t0)} ${yCount(0)}`;
-  points.forEach((p, i) => { path += ` H ${x(p.t)} V ${yCount(i + 1)}`; });
+  for (const step of steps) path += ` H ${x(step.t)} V ${yCount(step.total)}`;
   path += ` H ${W - R}`;
   chart.append(svg("path", { class: "line", d: path }));
   for (const p of points) {

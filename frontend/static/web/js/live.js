@@ -98,5 +98,10 @@ export class LiveConnection {
     this.timer = setTimeout(() => this.connect(), delay);
   }
 
+  /** Send one message now if the socket is open (else it is sent with the next subscriptions). */
+  send(message) {
+    if (this.socket && this.socket.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify(message));
+  }
+
   get connected() { return this.state === "live"; }
 }

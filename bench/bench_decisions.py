@@ -1,0 +1,212 @@
+"""Platform-mode decision latency (issue #8).
+
+50 jobs in platform mode fault at once in the simulated cluster; for each, the time from ClusterD
+writing ``ProcessConfirmFault`` to the control plane writing ``ProcessRecoverStrategy``, both seen by
+an independent watch on the PodGroups. Goal: p99 ≤ 1 s (ClusterD itself polls every 3 s).
+The path measured is the production one: ``manage.py decide`` (PodGroup watch) → decision service →
+Celery task (real worker, real Redis) → PodGroup patch.
+
+    .venv/bin/python bench/bench_decisions.py [--jobs 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from typing import Any
+
+from _common import REPO, emit, env_with, start_redis, summary
+from bench_push import create_database
+
+POLICY = {
+    "strategies": ["retry", "recover", "dump"],
+    "platform_mode": True,
+    "decision_rules": [{"match": {"fault_type": ["uce"]}, "strategy": "retry"}],
+    "default_strategy": "recover",
+    "decision_timeout_s": 60,
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--jobs", type=int, default=50)
+    args = parser.parse_args()
+    database_url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_decisions")
+    create_database(database_url)
+    redis_proc, redis_url = start_redis()
+    env = env_with(
+        DATABASE_URL=database_url,
+        REDIS_URL=redis_url,
+        DJANGO_SETTINGS_MODULE="controlplane.settings.base",
+        LOG_LEVEL="WARNING",
+    )
+    os.environ.update(env)
+    sys.path.insert(0, str(REPO))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    from apps.simcluster.runtime import SimCluster
+
+    sim = SimCluster(clock_speed=1.0, seed=3).start()
+    procs: list[subprocess.Popen[bytes]] = [redis_proc]
+    try:
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "controlplane",
+                    "worker",
+                    "-Q",
+                    "push,slow,default",
+                    "-c",
+                    "2",
+                    "-l",
+                    "warning",
+                    "--without-gossip",
+                    "--without-mingle",
+                ],
+                cwd=REPO,
+                env=env,
+            )
+        )
+        result = run(args, sim, env, procs)
+    finally:
+        sim.stop()
+        for proc in reversed(procs):
+            proc.terminate()
+        for proc in procs:
+            proc.wait(20)
+    emit({"bench": "decisions", **result})
+
+
+def run(args: argparse.Namespace, sim: Any, env: dict[str, str], procs: list[Any]) -> dict[str, Any]:
+    from kubernetes import client as k8s
+    from kubernetes import config as k8s_config
+    from kubernetes import watch as k8s_watch
+
+    from apps.cluster import constants as c
+    from apps.jobs.models import Cluster, TrainingJob
+    from apps.policies.rendering import render
+    from apps.policies.services import Actor, policy_revision_create
+    from apps.policies.validation import validate_policy
+
+    api = k8s_config.new_client_from_config(config_file=sim.kubeconfig_path)
+    custom = k8s.CustomObjectsApi(api)
+    cluster = Cluster.objects.create(
+        name=f"bench-{uuid.uuid4().hex[:6]}", kubeconfig_path=sim.kubeconfig_path
+    )
+    spec = validate_policy(POLICY).spec
+    assert spec is not None
+    container = {
+        "name": "ascend",
+        "image": "mindspeed-llm:2.3.0",
+        "resources": {"requests": {"huawei.com/Ascend910": 8}, "limits": {"huawei.com/Ascend910": 8}},
+    }
+    names = []
+    for i in range(args.jobs):
+        name = f"plat-{i}"
+        manifest = {
+            "apiVersion": "mindxdl.gitee.com/v1",
+            "kind": "AscendJob",
+            "metadata": {"name": name, "namespace": "default", "labels": {"framework": "pytorch"}},
+            "spec": {
+                "schedulerName": "volcano",
+                "replicaSpecs": {
+                    role: {
+                        "replicas": 1,
+                        "restartPolicy": "Never",
+                        "template": {"spec": {"containers": [copy.deepcopy(container)]}},
+                    }
+                    for role in ("Master", "Worker")
+                },
+            },
+        }
+        rendered = render(manifest, spec)
+        live = custom.create_namespaced_custom_object(
+            c.ASCENDJOB_GROUP, c.ASCENDJOB_VERSION, "default", c.ASCENDJOB_PLURAL, rendered.manifest
+        )
+        if rendered.configmap:
+            k8s.CoreV1Api(api).create_namespaced_config_map("default", rendered.configmap)
+        job = TrainingJob.objects.create(
+            cluster=cluster,
+            namespace="default",
+            name=name,
+            uid=live["metadata"]["uid"],
+            replicas={"Master": 1, "Worker": 1},
+            npus_per_pod=8,
+        )
+        policy_revision_create(job=job, spec=POLICY, actor=Actor(name="bench"), push=False)
+        names.append(name)
+    time.sleep(3)  # operator: PodGroups and pods
+    procs.append(subprocess.Popen([sys.executable, "manage.py", "decide"], cwd=REPO, env=env))
+    time.sleep(3)  # decider: initial list done
+
+    confirmed: dict[str, float] = {}
+    answered: dict[str, float] = {}
+    stop = threading.Event()
+
+    def observe() -> None:
+        watcher = k8s_watch.Watch()
+        for event in watcher.stream(
+            custom.list_namespaced_custom_object,
+            c.PODGROUP_GROUP,
+            c.PODGROUP_VERSION,
+            "default",
+            c.PODGROUP_PLURAL,
+            timeout_seconds=120,
+        ):
+            now = time.time()
+            obj = event["object"]
+            name = obj["metadata"]["name"]
+            annotations = obj["metadata"].get("annotations") or {}
+            if annotations.get(c.ANNOTATION_CONFIRM_FAULT) and name not in confirmed:
+                confirmed[name] = now
+            if annotations.get(c.ANNOTATION_PLATFORM_STRATEGY) and name in confirmed and name not in answered:
+                answered[name] = now
+            if stop.is_set() or len(answered) >= len(names):
+                watcher.stop()
+
+    thread = threading.Thread(target=observe, daemon=True)
+    thread.start()
+    time.sleep(1)
+    for name in names:  # all at once
+        sim.inject_fault("default", name, rank=1, fault_type="uce", recovers=True)
+    deadline = time.monotonic() + 60
+    while len(answered) < len(names) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    stop.set()
+    latencies = [(answered[n] - confirmed[n]) * 1000 for n in answered]
+    stats = summary(latencies)
+    from apps.decisions.models import Decision
+
+    rows = Decision.objects.filter(job__cluster=cluster, written_at__isnull=False)
+    inside = summary([d.latency_ms for d in rows if d.latency_ms is not None])
+    seen_after = summary([
+        (d.created_at.timestamp() - confirmed[d.job.name]) * 1000 for d in rows if d.job.name in confirmed
+    ])
+    return {
+        "jobs": len(names),
+        "answered": len(answered),
+        "confirm_to_strategy_ms": stats,
+        "decider_question_to_written_ms": inside,
+        "confirm_to_decider_seen_ms": seen_after,
+        "clusterd_poll_ms": 3000,
+        "ratio_p99_to_poll": stats["p99"] / 3000,
+        "goal_p99_ms": 1000,
+    }
+
+
+if __name__ == "__main__":
+    main()

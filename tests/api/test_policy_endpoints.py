@@ -1,0 +1,151 @@
+"""The job policy endpoints: read, change with lost-update guard, preview, apply, history, restore, sync."""
+
+from __future__ import annotations
+
+import pytest
+
+from apps.audit.models import AuditEntry
+from apps.policies.models import PolicyRevision, PolicySync
+from apps.policies.services import job_context
+from apps.policies.validation import validate_policy
+from tests.api.conftest import World
+
+pytestmark = pytest.mark.django_db
+
+
+def policy_url(world: World, suffix: str = "") -> str:
+    return f"/api/v1/jobs/{world.job.pk}/policy/{suffix}"
+
+
+def test_get_returns_the_current_revision_with_an_etag_and_its_sync(world: World) -> None:
+    response = world.client("teammate").get(policy_url(world))
+    assert response.status_code == 200
+    body = response.json()
+    assert response["ETag"] == '"1"'
+    assert body["revision"] == 1 and body["spec"]["strategies"] == ["retry", "recover", "dump"]
+    assert body["sync"]["revision"] == 1 and body["sync"]["state"] == "pending"
+
+
+def test_put_creates_a_revision_audited_with_token_name_and_request_id(world: World) -> None:
+    response = world.client("owner").put(
+        policy_url(world), {"spec": {"strategies": ["dump"]}, "comment": "dump only"}, format="json",
+        HTTP_IF_MATCH='"1"', HTTP_X_REQUEST_ID="ci-run-42",
+    )
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    assert body["revision"] == 2 and response["ETag"] == '"2"'
+    assert body["comment"] == "dump only" and body["author"] == "owner"
+    assert body["sync"]["revision"] == 2
+    entry = AuditEntry.objects.filter(action="policy.update").latest("id")
+    assert (entry.actor_name, entry.token_name, entry.request_id) == ("owner", "owner-ci", "ci-run-42")
+    assert entry.before["strategies"] == ["retry", "recover", "dump"] and entry.after["strategies"] == ["dump"]
+
+
+@pytest.mark.parametrize("guard", [{"HTTP_IF_MATCH": '"0"'}, {"HTTP_IF_MATCH": 'W/"7"'}, {"revision": 3}])
+def test_a_stale_revision_is_a_409_with_the_current_one(world: World, guard: dict) -> None:
+    body: dict = {"spec": {"strategies": ["dump"]}}
+    headers = {k: v for k, v in guard.items() if k.startswith("HTTP_")}
+    body.update({k: v for k, v in guard.items() if not k.startswith("HTTP_")})
+    response = world.client("owner").put(policy_url(world), body, format="json", **headers)
+    assert response.status_code == 409
+    assert response.json()["current_revision"] == 1
+    assert response.json()["errors"][0]["code"] == "revision_conflict"
+    assert PolicyRevision.objects.filter(job=world.job).count() == 1
+
+
+def test_if_match_and_body_revision_must_agree(world: World) -> None:
+    response = world.client("owner").put(
+        policy_url(world), {"spec": {}, "revision": 1}, format="json", HTTP_IF_MATCH='"2"'
+    )
+    assert response.status_code == 400
+    assert response.json()["errors"][0] | {"message": ""} == {
+        "code": "conflicting_fields", "field": "revision", "message": ""
+    }
+
+
+def test_invalid_policy_errors_are_the_validators_word_for_word(world: World) -> None:
+    spec = {"strategies": ["Retry", "recover"], "ttp_port": 80, "wat": True}
+    response = world.client("owner").put(policy_url(world), {"spec": spec}, format="json")
+    assert response.status_code == 400
+    expected = validate_policy({**spec, "mindcluster_version": "26.1"}, job_context(world.job)).to_dict()
+    assert response.json()["errors"] == expected["errors"]
+    assert {e["code"] for e in response.json()["errors"]} >= {"strategy_wrong_case", "out_of_range", "unknown_field"}
+
+
+def test_put_from_a_preset_records_the_preset(world: World) -> None:
+    response = world.client("owner").put(policy_url(world), {"preset": "dying-gasp"}, format="json")
+    assert response.status_code == 200, response.json()
+    assert response.json()["source"] == "preset"
+    assert PolicyRevision.objects.get(job=world.job, number=2).source_preset.name == "dying-gasp"
+
+
+def test_preview_writes_nothing_and_reports_an_unreachable_cluster(world: World) -> None:
+    counts = (PolicyRevision.objects.count(), PolicySync.objects.count(), AuditEntry.objects.count())
+    response = world.client("teammate").post(
+        policy_url(world, "preview/"), {"spec": {"strategies": ["recover"]}}, format="json"
+    )
+    assert response.status_code == 200
+    body = response.json()
+    assert body["valid"] is True and body["live"]["available"] is False
+    assert body["live"]["reason"] == "unreachable" and "kubeconfig" in body["live"]["message"]
+    assert body["render"]["annotations"]["recover-strategy"] == "recover"
+    assert "launcher.sh" in body["render"]["artifacts"] and body["diff"] is None
+    assert counts == (PolicyRevision.objects.count(), PolicySync.objects.count(), AuditEntry.objects.count())
+
+
+def test_preview_without_a_body_previews_the_current_revision(world: World) -> None:
+    response = world.client("owner").post(policy_url(world, "preview/"))
+    assert response.status_code == 200
+    assert response.json()["spec"]["strategies"] == ["retry", "recover", "dump"]
+
+
+def test_preview_of_an_invalid_draft_is_data_not_an_error(world: World) -> None:
+    body = world.client("owner").post(policy_url(world, "preview/"), {"spec": {"strategies": "x"}},
+                                      format="json").json()
+    assert body["valid"] is False and body["render"] is None and body["errors"][0]["code"] == "unknown_strategy"
+
+
+def test_apply_answers_202_with_the_sync_record(world: World) -> None:
+    response = world.client("owner").post(policy_url(world, "apply/"))
+    assert response.status_code == 202
+    assert response.json()["revision"] == 1 and response.json()["state"] == "pending"
+
+
+def test_apply_without_a_policy_is_a_409(world: World) -> None:
+    world.job.current_revision = None
+    world.job.save()
+    response = world.client("owner").post(policy_url(world, "apply/"))
+    assert response.status_code == 409 and response.json()["errors"][0]["code"] == "no_policy"
+
+
+def test_revisions_carry_author_source_and_a_diff_to_the_previous(world: World) -> None:
+    client = world.client("owner")
+    client.put(policy_url(world), {"spec": {"strategies": ["dump"], "ttp_port": 8100}}, format="json")
+    revisions = client.get(policy_url(world, "revisions/")).json()["results"]
+    assert [r["number"] for r in revisions] == [2, 1]
+    assert revisions[0]["diff"] == {"strategies": ["dump"], "ttp_port": 8100}
+    assert revisions[1]["diff"] is None and revisions[0]["author"] == "owner"
+
+
+def test_restore_makes_a_new_revision_from_an_old_one(world: World) -> None:
+    client = world.client("owner")
+    client.put(policy_url(world), {"spec": {"strategies": ["dump"]}}, format="json")
+    response = client.post(policy_url(world, "revisions/1/restore/"))
+    assert response.status_code == 201
+    revision = response.json()["revision"]
+    assert (revision["number"], revision["source"], revision["restored_from"]) == (3, "restore", 1)
+    assert revision["diff"] == {"strategies": ["retry", "recover", "dump"]}
+    assert response.json()["sync"]["revision"] == 3
+    assert client.post(policy_url(world, "revisions/99/restore/")).status_code == 404
+
+
+def test_sync_shows_the_latest_push(world: World) -> None:
+    body = world.client("teammate").get(f"/api/v1/jobs/{world.job.pk}/sync/").json()
+    assert {"revision", "state", "attempts", "last_error", "applied_resource_versions", "drift", "effects",
+            "queued_at", "started_at", "finished_at", "duration_ms"} <= set(body)
+
+
+def test_sync_of_a_job_never_pushed_is_a_404(world: World) -> None:
+    PolicySync.objects.all().delete()
+    response = world.client("owner").get(f"/api/v1/jobs/{world.job.pk}/sync/")
+    assert response.status_code == 404 and "never been pushed" in response.json()["errors"][0]["message"]
