@@ -36,6 +36,7 @@ POLICY = {
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--jobs", type=int, default=50)
+    parser.add_argument("--processes", type=int, default=2, help="decide processes")
     args = parser.parse_args()
     database_url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_decisions")
     create_database(database_url)
@@ -54,10 +55,33 @@ def main() -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    from apps.simcluster.runtime import SimCluster
+    from _common import free_port, wait_port
 
-    sim = SimCluster(clock_speed=1.0, seed=3).start()
+    api_port, grpc_port = free_port(), free_port()
+    kubeconfig = REPO / "var" / "bench" / f"decisions-{api_port}.kubeconfig"
+    kubeconfig.parent.mkdir(parents=True, exist_ok=True)
     procs: list[subprocess.Popen[bytes]] = [redis_proc]
+    # The simulated cluster runs in its own process, as in production: the bench process only observes.
+    procs.append(
+        subprocess.Popen(
+            [
+                sys.executable,
+                "manage.py",
+                "simcluster",
+                "--port",
+                str(api_port),
+                "--grpc-port",
+                str(grpc_port),
+                "--kubeconfig",
+                str(kubeconfig),
+            ],
+            cwd=REPO,
+            env=env,
+        )
+    )
+    wait_port(api_port)
+    wait_port(api_port + 1)
+    sim = SimProcess(str(kubeconfig), f"http://127.0.0.1:{api_port + 1}")
     try:
         procs.append(
             subprocess.Popen(
@@ -83,12 +107,31 @@ def main() -> None:
         )
         result = run(args, sim, env, procs)
     finally:
-        sim.stop()
         for proc in reversed(procs):
             proc.terminate()
         for proc in procs:
             proc.wait(20)
     emit({"bench": "decisions", **result})
+
+
+class SimProcess:
+    """The simulated cluster in another process: its kubeconfig and fault-injection endpoint."""
+
+    def __init__(self, kubeconfig_path: str, control_url: str) -> None:
+        self.kubeconfig_path = kubeconfig_path
+        self.control_url = control_url
+
+    def inject_fault(self, namespace: str, job: str, *, rank: int, fault_type: str, recovers: bool) -> None:
+        import json
+        import urllib.request
+
+        body = json.dumps(
+            {"namespace": namespace, "job": job, "rank": rank, "type": fault_type, "recovers": recovers}
+        ).encode()
+        request = urllib.request.Request(
+            f"{self.control_url}/faults", data=body, headers={"Content-Type": "application/json"}
+        )
+        urllib.request.urlopen(request, timeout=10).read()
 
 
 def run(args: argparse.Namespace, sim: Any, env: dict[str, str], procs: list[Any]) -> dict[str, Any]:
@@ -150,7 +193,11 @@ def run(args: argparse.Namespace, sim: Any, env: dict[str, str], procs: list[Any
         policy_revision_create(job=job, spec=POLICY, actor=Actor(name="bench"), push=False)
         names.append(name)
     time.sleep(3)  # operator: PodGroups and pods
-    procs.append(subprocess.Popen([sys.executable, "manage.py", "decide"], cwd=REPO, env=env))
+    procs.append(
+        subprocess.Popen(
+            [sys.executable, "manage.py", "decide", "--processes", str(args.processes)], cwd=REPO, env=env
+        )
+    )
     time.sleep(3)  # decider: initial list done
 
     confirmed: dict[str, float] = {}
@@ -193,9 +240,9 @@ def run(args: argparse.Namespace, sim: Any, env: dict[str, str], procs: list[Any
 
     rows = Decision.objects.filter(job__cluster=cluster, written_at__isnull=False)
     inside = summary([d.latency_ms for d in rows if d.latency_ms is not None])
-    seen_after = summary([
-        (d.created_at.timestamp() - confirmed[d.job.name]) * 1000 for d in rows if d.job.name in confirmed
-    ])
+    seen_after = summary(
+        [(d.created_at.timestamp() - confirmed[d.podgroup]) * 1000 for d in rows if d.podgroup in confirmed]
+    )
     return {
         "jobs": len(names),
         "answered": len(answered),

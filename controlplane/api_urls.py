@@ -5,6 +5,7 @@ Anything else under /api/v1/ answers a JSON 404 in the API's error format (not D
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.urls import include, path, re_path
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
@@ -15,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.core.api import ApiRoot
+from controlplane.env import env_bool
 
 app_name = "api"
 
@@ -50,6 +52,21 @@ class UnknownPathApi(APIView):
     get = post = put = patch = delete = head = options = _not_found
 
 
+class BenchConstantApi(APIView):
+    """A bare DRF view returning a constant: the baseline bench/bench_api.py compares endpoints against."""
+
+    authentication_classes: list[type] = []
+    permission_classes = [AllowAny]
+    throttle_classes: list[type] = []
+    schema = None
+
+    def get(self, request: Request) -> Response:
+        return Response({"ok": True})
+
+
+# Only for the benchmark: BENCH_ENDPOINTS=true (setting or environment) adds the baseline view.
+BENCH_ENDPOINTS = getattr(settings, "BENCH_ENDPOINTS", None) or env_bool("BENCH_ENDPOINTS", default=False)
+
 urlpatterns = [
     path("", DocumentedApiRoot.as_view(), name="root"),
     path("", include("apps.jobs.api.urls")),
@@ -57,5 +74,8 @@ urlpatterns = [
     path("", include("apps.events.api.urls")),
     path("", include("apps.audit.api.urls")),
     path("", include("apps.accounts.api.urls")),
-    re_path(r"^[\s\S]*$", UnknownPathApi.as_view(), name="unknown"),
 ]
+if BENCH_ENDPOINTS:
+    urlpatterns.append(path("_bench/constant/", BenchConstantApi.as_view(), name="bench-constant"))
+# Last: anything else under /api/v1/ (including paths with newlines) is a JSON 404.
+urlpatterns.append(re_path(r"^[\s\S]*$", UnknownPathApi.as_view(), name="unknown"))

@@ -1,4 +1,4 @@
-"""``Authorization: Token <key>`` for programs. ``request.auth`` is the ``ApiToken`` (its name goes to audit)."""
+"""``Authorization: Token <key>`` for programs; ``request.auth`` is the ``ApiToken`` (its name is audited)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,8 @@ class TokenAuthentication(authentication.BaseAuthentication):
             )
         if token.is_expired:
             raise exceptions.AuthenticationFailed(
-                f"The token {token.name!r} ({token.prefix}…) expired at {token.expires_at:%Y-%m-%d %H:%M} UTC; "
+                f"The token {token.name!r} ({token.prefix}…) expired at "
+                f"{token.expires_at:%Y-%m-%d %H:%M} UTC; "
                 "create a new one."
             )
         if not token.user.is_active:

@@ -16,5 +16,5 @@ class TokenAuthenticationScheme(OpenApiAuthenticationExtension):
             "type": "apiKey",
             "in": "header",
             "name": "Authorization",
-            "description": 'API token, sent as "Token <key>" (create one with manage.py issue_token or /tokens/)',
+            "description": 'API token sent as "Token <key>" (from manage.py issue_token or /tokens/)',
         }

@@ -33,7 +33,7 @@ def grants_of(user: UserLike) -> QuerySet[NamespaceGrant]:
 def _grants_covering(
     user: UserLike, *, cluster: Any, namespace: Any, min_role: str
 ) -> QuerySet[NamespaceGrant]:
-    """Grants of ``user`` with at least ``min_role`` that cover (cluster, namespace); both may be OuterRefs."""
+    """Grants of ``user`` with at least ``min_role`` covering (cluster, namespace); both may be OuterRefs."""
     return grants_of(user).filter(
         Q(cluster__isnull=True) | Q(cluster=cluster),
         Q(namespace=ALL_NAMESPACES) | Q(namespace=namespace),

@@ -1,4 +1,4 @@
-"""Writes on tokens: issue and revoke. The plaintext key exists only in the return value of ``token_issue``."""
+"""Writes on tokens: issue and revoke. The plaintext key exists only in what ``token_issue`` returns."""
 
 from __future__ import annotations
 

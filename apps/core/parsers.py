@@ -15,7 +15,9 @@ MAX_DEPTH = 64
 MAX_NODES = 2_000_000
 
 
-def json_safety_problem(value: Any, *, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES) -> str | None:
+def json_safety_problem(
+    value: Any, *, max_depth: int = MAX_DEPTH, max_nodes: int = MAX_NODES, allow_nul: bool = False
+) -> str | None:
     """Why ``value`` cannot be stored or echoed as strict JSON, or None when it can.
 
     PostgreSQL rejects NUL characters in text and jsonb, and strict JSON has no NaN or Infinity;
@@ -31,7 +33,7 @@ def json_safety_problem(value: Any, *, max_depth: int = MAX_DEPTH, max_nodes: in
         if depth > max_depth:
             return f"the document is nested more than {max_depth} levels deep"
         if isinstance(item, str):
-            if "\x00" in item:
+            if not allow_nul and "\x00" in item:
                 return "strings must not contain NUL characters (\\u0000)"
         elif isinstance(item, float):
             if not math.isfinite(item):
@@ -46,7 +48,11 @@ def json_safety_problem(value: Any, *, max_depth: int = MAX_DEPTH, max_nodes: in
 
 
 class SafeJSONParser(JSONParser):
-    """DRF's JSON parser plus: deep nesting, huge integers, NaN/Infinity and NUL characters are 400s."""
+    """DRF's JSON parser plus: deep nesting, huge integers and NaN/Infinity are 400s.
+
+    NUL characters are legal JSON and are refused only where a value would be stored (see the
+    serializers), so ``/policies/validate/`` can still answer any well-formed body with a result.
+    """
 
     def parse(
         self, stream: Any, media_type: str | None = None, parser_context: dict[str, Any] | None = None
@@ -55,7 +61,7 @@ class SafeJSONParser(JSONParser):
             data = super().parse(stream, media_type, parser_context)
         except RecursionError:
             raise ParseError("JSON parse error - the document is nested too deeply.") from None
-        problem = json_safety_problem(data)
+        problem = json_safety_problem(data, allow_nul=True)
         if problem:
             raise ParseError(f"JSON parse error - {problem}.")
         return data

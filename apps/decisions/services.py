@@ -98,12 +98,26 @@ def _reset_config_facts(job: TrainingJob, ranks: set[int]) -> tuple[set[str], se
     return types, levels
 
 
+def _needs_detail(spec: PolicySpec) -> bool:
+    """Do the rules tell faults apart beyond the question's own "on-chip memory or not"?"""
+    for rule in spec.decision_rules:
+        if "fault_level" in rule.match:
+            return True
+        wanted = rule.match.get("fault_type")
+        if wanted is not None and set([wanted] if isinstance(wanted, str) else wanted) - {"uce"}:
+            return True
+    return False
+
+
 def _facts(job: TrainingJob, faults: list[dict[str, Any]], spec: PolicySpec) -> FaultFacts:
     """Fault types from the question, enriched with reset.json and what the ingester saw."""
     ranks = tuple(int(f["rank"]) for f in faults)
     types = {CONFIRM_TYPE_NAMES.get(str(f["type"]), "normal") for f in faults}
     levels: set[str] = set()
-    extra_types, extra_levels = _reset_config_facts(job, set(ranks))
+    extra_types: set[str] = set()
+    extra_levels: set[str] = set()
+    if _needs_detail(spec):
+        extra_types, extra_levels = _reset_config_facts(job, set(ranks))
     if extra_types:
         # More precise than the question's 0/1: "1" only means "not only on-chip memory".
         types = (types - {"normal"}) | extra_types if "normal" in types else types | extra_types
@@ -139,10 +153,22 @@ def decision_observe(*, job: TrainingJob, podgroup: dict[str, Any]) -> Decision 
         return decision_complete(decision=open_decision, outcome=status)
     if open_decision is not None or not confirm:
         return open_decision
-    return decision_open(job=job, podgroup_name=str(meta.get("name", "")), confirm_fault=confirm)
+    return decision_open(
+        job=job,
+        podgroup_name=str(meta.get("name", "")),
+        confirm_fault=confirm,
+        rank_table=c.ANNOTATION_RANK_TABLE_READY in annotations,
+    )
 
 
-def decision_open(*, job: TrainingJob, podgroup_name: str, confirm_fault: str) -> Decision | None:
+def decision_open(
+    *, job: TrainingJob, podgroup_name: str, confirm_fault: str, rank_table: bool = False
+) -> Decision | None:
+    """Store the question with its verdict, answer at once when a rule decided, then record it.
+
+    The answer goes out before the events and the audit entry are written: ClusterD is blocked
+    until it lands, and the stored row (written first) already says what was decided and why.
+    """
     spec = _spec(job)
     faults = parse_confirm_fault(confirm_fault)
     now = timezone.now()
@@ -154,44 +180,46 @@ def decision_open(*, job: TrainingJob, podgroup_name: str, confirm_fault: str) -
         verdict = evaluate(spec, facts)
         strategy, decided_by, reason = verdict.strategy, verdict.decided_by, verdict.reason
         timeout = spec.decision_timeout_s
+    ask = strategy == "ask"
     try:
-        with transaction.atomic():
-            decision = Decision.objects.create(
-                job=job,
-                podgroup=podgroup_name,
-                confirm_fault=confirm_fault[:2000],
-                faults=faults,
-                context={
-                    "fault_types": sorted({CONFIRM_TYPE_NAMES.get(str(f["type"]), "normal") for f in faults})
-                },
-                state=State.PENDING if strategy == "ask" else State.DECIDED,
-                strategy="" if strategy == "ask" else strategy,
-                decided_by="" if strategy == "ask" else decided_by,
-                reason=reason[:500],
-                deadline_at=now + timedelta(seconds=timeout) if strategy == "ask" else None,
-                decided_at=None if strategy == "ask" else now,
-            )
-            _record(
-                decision,
-                "decision.requested",
-                f"ClusterD asks which strategy to use for ranks {_ranks(faults)}: {reason}",
-            )
-            if strategy != "ask":
-                _record(decision, "decision.answered", f"{decided_by} chose {strategy}: {reason}")
-            audit_record(
-                actor=None,
-                actor_name=f"system:decision:{decided_by or 'pending'}",
-                action="decision.open",
-                obj=decision,
-                after={"strategy": strategy, "reason": reason, "confirm_fault": confirm_fault},
-            )
-            transaction.on_commit(lambda: _after_open(decision))
+        decision = Decision.objects.create(
+            job=job,
+            podgroup=podgroup_name,
+            confirm_fault=confirm_fault[:2000],
+            faults=faults,
+            context={
+                "fault_types": sorted({CONFIRM_TYPE_NAMES.get(str(f["type"]), "normal") for f in faults}),
+                "rank_table": rank_table,
+            },
+            state=State.PENDING if ask else State.DECIDED,
+            strategy="" if ask else strategy,
+            decided_by="" if ask else decided_by,
+            reason=reason[:500],
+            deadline_at=now + timedelta(seconds=timeout) if ask else None,
+            decided_at=None if ask else now,
+        )
     except IntegrityError:
         return Decision.objects.filter(job=job, state__in=OPEN_STATES).first()  # another observer won
+    _after_decided(decision)
+    with transaction.atomic():
+        _record(
+            decision,
+            "decision.requested",
+            f"ClusterD asks which strategy to use for ranks {_ranks(faults)}: {reason}",
+        )
+        if not ask:
+            _record(decision, "decision.answered", f"{decided_by} chose {strategy}: {reason}")
+        audit_record(
+            actor=None,
+            actor_name=f"system:decision:{decided_by or 'pending'}",
+            action="decision.open",
+            obj=decision,
+            after={"strategy": strategy, "reason": reason, "confirm_fault": confirm_fault},
+        )
     return decision
 
 
-def _after_open(decision: Decision) -> None:
+def _after_decided(decision: Decision) -> None:
     from apps.decisions.tasks import expire_decision, write_decision
 
     if decision.state == State.DECIDED:
@@ -269,7 +297,7 @@ def decision_answer(
             before={"state": "pending"},
             after={"strategy": strategy},
         )
-        transaction.on_commit(lambda: _after_open(decision))
+        transaction.on_commit(lambda: _after_decided(decision))
     return decision
 
 
@@ -298,49 +326,39 @@ def decision_expire(*, decision_id: int) -> Decision | None:
             obj=decision,
             after={"strategy": decision.strategy},
         )
-        transaction.on_commit(lambda: _after_open(decision))
+        transaction.on_commit(lambda: _after_decided(decision))
     return decision
 
 
 def decision_write(*, decision_id: int) -> Decision | None:
-    """Write the answer to the PodGroup; safe to repeat (skips when already there)."""
+    """Write the answer to the PodGroup; safe to repeat.
+
+    A merge patch of only the platform's own keys, without a read first: ClusterD never writes
+    these keys, so there is nothing to lose and one round trip less while ClusterD waits.
+    """
     decision = Decision.objects.select_related("job__cluster").filter(pk=decision_id).first()
     if decision is None or decision.state != State.DECIDED:
         return decision
     job = decision.job
-    ref = cluster_ref(job.cluster)
-    for _ in range(settings.PUSH_MAX_CONFLICTS):
-        try:
-            live = kube.get_podgroup(ref, job.namespace, decision.podgroup)
-            annotations = (live.get("metadata") or {}).get("annotations") or {}
-            patch: dict[str, str] = {}
-            if annotations.get(c.ANNOTATION_RESULT_FAULT) != decision.confirm_fault:
-                patch[c.ANNOTATION_RESULT_FAULT] = decision.confirm_fault
-            if annotations.get(c.ANNOTATION_PLATFORM_STRATEGY) != decision.strategy:
-                patch[c.ANNOTATION_PLATFORM_STRATEGY] = decision.strategy
-            if c.ANNOTATION_RANK_TABLE_READY in annotations and decision.strategy == "recover":
-                patch[c.ANNOTATION_RANK_TABLE_READY] = "true"
-            if patch:
-                kube.patch_podgroup(
-                    ref,
-                    job.namespace,
-                    decision.podgroup,
-                    {
-                        "metadata": {
-                            "annotations": patch,
-                            "resourceVersion": live["metadata"]["resourceVersion"],
-                        }
-                    },
-                )
-            break
-        except ClusterError as exc:
-            if exc.conflict:
-                continue
-            Decision.objects.filter(pk=decision.pk).update(last_error=exc.message[:500])
-            if exc.permanent:
-                Decision.objects.filter(pk=decision.pk).update(state=State.FAILED)
-                return Decision.objects.get(pk=decision.pk)
-            raise
+    annotations = {
+        c.ANNOTATION_RESULT_FAULT: decision.confirm_fault,
+        c.ANNOTATION_PLATFORM_STRATEGY: decision.strategy,
+    }
+    if decision.context.get("rank_table") and decision.strategy == "recover":
+        annotations[c.ANNOTATION_RANK_TABLE_READY] = "true"
+    try:
+        kube.patch_podgroup(
+            cluster_ref(job.cluster),
+            job.namespace,
+            decision.podgroup,
+            {"metadata": {"annotations": annotations}},
+        )
+    except ClusterError as exc:
+        Decision.objects.filter(pk=decision.pk).update(last_error=exc.message[:500])
+        if exc.permanent:
+            Decision.objects.filter(pk=decision.pk).update(state=State.FAILED)
+            return Decision.objects.get(pk=decision.pk)
+        raise
     Decision.objects.filter(pk=decision.pk, state=State.DECIDED).update(
         state=State.WRITTEN, written_at=timezone.now()
     )

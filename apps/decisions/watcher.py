@@ -44,6 +44,8 @@ def handle_podgroup(cluster: Cluster, podgroup: dict[str, Any]) -> None:
     annotations = (podgroup.get("metadata") or {}).get("annotations") or {}
     if c.ANNOTATION_PLATFORM_STRATEGY not in annotations:
         return
+    if not annotations.get(c.ANNOTATION_CONFIRM_FAULT) and not annotations.get(c.ANNOTATION_RECOVER_STATUS):
+        return  # neither a question nor an outcome: nothing to do (most updates during a fault)
     job = job_for_podgroup(cluster, podgroup)
     if job is None:
         return
@@ -53,8 +55,12 @@ def handle_podgroup(cluster: Cluster, podgroup: dict[str, Any]) -> None:
 class PodGroupWatcher:
     """List, then watch, one cluster's PodGroups; relist on 410; back off on errors."""
 
-    def __init__(self, cluster: Cluster, *, watch_timeout: int = 60, lanes: int = 8) -> None:
+    def __init__(
+        self, cluster: Cluster, *, watch_timeout: int = 60, lanes: int = 8, shard: int = 0, shards: int = 1
+    ) -> None:
         self.cluster = cluster
+        self.shard = shard
+        self.shards = shards
         self.ref = cluster_ref(cluster)
         self.watch_timeout = watch_timeout
         self.stopped = threading.Event()
@@ -64,7 +70,10 @@ class PodGroupWatcher:
 
     def dispatch(self, podgroup: dict[str, Any]) -> None:
         name = str((podgroup.get("metadata") or {}).get("name", ""))
-        lane = self.lanes[zlib.crc32(name.encode()) % len(self.lanes)]
+        digest = zlib.crc32(name.encode())
+        if digest % self.shards != self.shard:
+            return  # another decide process answers for this PodGroup
+        lane = self.lanes[(digest // self.shards) % len(self.lanes)]
         lane.submit(self._handle, podgroup)
 
     def _handle(self, podgroup: dict[str, Any]) -> None:
@@ -78,7 +87,10 @@ class PodGroupWatcher:
         try:
             self._run()
         finally:
-            connection.close()  # this thread's database connection
+            for lane in self.lanes:
+                lane.submit(connection.close)  # each lane thread closes its own database connection
+                lane.shutdown(wait=True)
+            connection.close()  # and this thread's
 
     def _run(self) -> None:
         delay = 0.5
@@ -111,12 +123,10 @@ class PodGroupWatcher:
 
     def stop(self) -> None:
         self.stopped.set()
-        for lane in self.lanes:
-            lane.shutdown(wait=False)
 
 
-def run_decision_watchers(stop: threading.Event) -> None:
-    watchers = [PodGroupWatcher(cluster) for cluster in Cluster.objects.all()]
+def run_decision_watchers(stop: threading.Event, *, shard: int = 0, shards: int = 1) -> None:
+    watchers = [PodGroupWatcher(cluster, shard=shard, shards=shards) for cluster in Cluster.objects.all()]
     threads = [threading.Thread(target=w.run, daemon=True, name=f"decide-{w.cluster.name}") for w in watchers]
     for thread in threads:
         thread.start()

@@ -57,13 +57,13 @@ class _Sender:
         self.loop.run_forever()
 
     async def _drain(self, queue: asyncio.Queue[tuple[str, dict[str, Any]] | None]) -> None:
-        layer = get_channel_layer()
         while True:
             item = await queue.get()
             if item is None:
                 return
             group, message = item
             try:
+                layer = get_channel_layer()  # looked up each time: settings may change (tests)
                 if layer is not None:
                     await layer.group_send(group, message)
             except Exception as exc:  # Redis down or restarting: consumers recover from the database

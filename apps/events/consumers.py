@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -86,6 +87,17 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
                 await self.channel_layer.group_discard(group, self.channel_name)
 
     # --- client messages --------------------------------------------------------------------------
+    async def receive(
+        self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any
+    ) -> None:
+        """Parse JSON ourselves: a malformed frame gets an error frame, not a dropped connection."""
+        try:
+            content = json.loads(text_data if text_data is not None else (bytes_data or b"").decode())
+        except (ValueError, UnicodeDecodeError):
+            await self._error("frames must be JSON text")
+            return
+        await self.receive_json(content)
+
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if not isinstance(content, dict) or len(content) != 1:
             await self._error("expected one of {'subscribe': ...} or {'unsubscribe': ...}")

@@ -284,3 +284,22 @@ class WebhookDelivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} → {self.webhook_id} ({self.state})"
+
+
+class SourceKey(models.Model):
+    """A Kubernetes Event the ingester has already handled, by its source identity.
+
+    Events are not level-triggered, so replaying them after a restart is only harmless if we remember
+    each one, including those that became no new row (merged into an incident, or stored first by
+    another source). Rows older than Kubernetes' event TTL are pruned by the ingester.
+    """
+
+    job = models.ForeignKey("jobs.TrainingJob", on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "key"], name="uniq_source_key_per_job")]
+
+    def __str__(self) -> str:
+        return self.key

@@ -18,7 +18,8 @@ class JobAlreadyRegistered(ApplicationError):
     def __init__(self, job: TrainingJob) -> None:
         self.job = job
         super().__init__(
-            f"job {job.namespace}/{job.name} is already registered in cluster {job.cluster.name} (id {job.pk})"
+            f"job {job.namespace}/{job.name} is already registered in cluster {job.cluster.name} "
+            f"(id {job.pk})"
         )
 
 

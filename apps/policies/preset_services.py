@@ -18,7 +18,8 @@ class PresetReadOnly(ApplicationError):
 
     def __init__(self, name: str) -> None:
         super().__init__(
-            f"{name!r} is a built-in preset and cannot be changed or deleted; create a copy under another name."
+            f"{name!r} is a built-in preset and cannot be changed or deleted; "
+            "create a copy under another name."
         )
 
 

@@ -119,7 +119,7 @@ def _diff(live: dict[str, Any], podgroup: dict[str, Any] | None, rendered: Rende
 
 
 def policy_preview(*, job: TrainingJob, raw_spec: Any | None) -> dict[str, Any]:
-    """Validate ``raw_spec`` (None = the current revision) for ``job``, render it and diff it with the cluster."""
+    """Validate ``raw_spec`` (None = current revision) for ``job``, render it, diff it with the cluster."""
     if raw_spec is None:
         raw_spec = job.current_revision.spec if job.current_revision is not None else {}
     result = policy_validate_for_job(job=job, spec=with_release(raw_spec, job.mindcluster_version))

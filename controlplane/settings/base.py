@@ -257,3 +257,24 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {"django.db.backends": {"level": "INFO"}},
 }
+
+# --- events: ingester, websocket, webhooks, metrics (apps.events; keep this block last) ----------
+# Channel layer capacity (above, CHANNEL_LAYER_CAPACITY, default 1000 per consumer channel): about
+# 5 s of a 200 events/s job. A browser further behind than that loses frames in Redis, which the
+# consumer notices (seq gap, or its periodic head check) and repairs from the database, or answers
+# with a resync when more than EVENTS_WS_MAX_REPLAY events are missing. Consumers re-join their groups
+# on every check, so a short group expiry only cleans up after servers that died.
+CHANNEL_LAYERS["default"]["CONFIG"]["group_expiry"] = env_int("CHANNEL_LAYER_GROUP_EXPIRY", 3600, minimum=60)
+EVENTS_WS_MAX_REPLAY = env_int("EVENTS_WS_MAX_REPLAY", 1000, minimum=1)
+EVENTS_WS_CHECK_SECONDS = env_float("EVENTS_WS_CHECK_SECONDS", 1.5, minimum=0.05)
+EVENTS_WS_SUMMARY_SECONDS = env_float("EVENTS_WS_SUMMARY_SECONDS", 0.25, minimum=0.01)
+EVENTS_INGEST_REORDER_SECONDS = env_float("EVENTS_INGEST_REORDER_SECONDS", 0.1, minimum=0.0)
+EVENTS_INCIDENT_LATE_SECONDS = env_float("EVENTS_INCIDENT_LATE_SECONDS", 10.0, minimum=0.0)
+EVENTS_WATCH_TIMEOUT_SECONDS = env_int("EVENTS_WATCH_TIMEOUT_SECONDS", 60, minimum=1)
+EVENTS_INGEST_BACKOFF_MAX_SECONDS = env_float("EVENTS_INGEST_BACKOFF_MAX_SECONDS", 30.0, minimum=0.1)
+WEBHOOK_TIMEOUT_SECONDS = env_float("WEBHOOK_TIMEOUT_SECONDS", 5.0, minimum=0.1)
+WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 8, minimum=1)
+WEBHOOK_BACKOFF_BASE_SECONDS = env_float("WEBHOOK_BACKOFF_BASE_SECONDS", 2.0, minimum=0.0)
+WEBHOOK_BACKOFF_MAX_SECONDS = env_float("WEBHOOK_BACKOFF_MAX_SECONDS", 300.0, minimum=0.0)
+METRICS_TOKEN = env_secret("METRICS_TOKEN", "")
+# --- end of events block ------------------------------------------------------------------------

@@ -20,8 +20,8 @@ from rest_framework.test import APIClient
 from apps.accounts.models import NamespaceGrant, Role
 from apps.accounts.services import token_issue
 from apps.jobs.models import Cluster, TrainingJob
-from apps.policies.models import Preset
 from apps.policies.builtin_presets import BUILTIN_PRESETS
+from apps.policies.models import Preset
 from apps.policies.services import Actor, policy_revision_create
 
 NAMESPACE = "team-a"
@@ -50,15 +50,28 @@ def make_user(name: str, **extra: Any) -> User:
     return User.objects.create_user(name, password="pw", **extra)
 
 
-def grant(role: str, *, user: User | None = None, group: Group | None = None, cluster: Cluster | None = None,
-          namespace: str = NAMESPACE) -> NamespaceGrant:
-    return NamespaceGrant.objects.create(role=role, user=user, group=group, cluster=cluster, namespace=namespace)
+def grant(
+    role: str,
+    *,
+    user: User | None = None,
+    group: Group | None = None,
+    cluster: Cluster | None = None,
+    namespace: str = NAMESPACE,
+) -> NamespaceGrant:
+    return NamespaceGrant.objects.create(
+        role=role, user=user, group=group, cluster=cluster, namespace=namespace
+    )
 
 
 def make_job(cluster: Cluster, name: str, namespace: str = NAMESPACE) -> TrainingJob:
     return TrainingJob.objects.create(
-        cluster=cluster, namespace=namespace, name=name, framework="pytorch",
-        replicas={"Master": 1, "Worker": 1}, npus_per_pod=8, mindcluster_version="26.1",
+        cluster=cluster,
+        namespace=namespace,
+        name=name,
+        framework="pytorch",
+        replicas={"Master": 1, "Worker": 1},
+        npus_per_pod=8,
+        mindcluster_version="26.1",
     )
 
 
@@ -86,10 +99,24 @@ def world(db: Any, tmp_path: Any) -> World:
     grant(Role.VIEWER, group=viewers)  # every cluster
     grant(Role.ADMIN, group=admins, cluster=cluster)
     keys = {name: token_issue(user, f"{name}-ci")[1] for name, user in users.items()}
-    owner_preset = Preset.objects.create(name="owners-preset", spec={"strategies": ["dump"]},
-                                         created_by=users["owner"])
-    return World(cluster=cluster, job=job, other_job=other_job, users=users, keys=keys,
-                 owner_preset=owner_preset)
+    owner_preset = Preset.objects.create(
+        name="owners-preset", spec={"strategies": ["dump"]}, created_by=users["owner"]
+    )
+    return World(
+        cluster=cluster, job=job, other_job=other_job, users=users, keys=keys, owner_preset=owner_preset
+    )
+
+
+def test_database_url() -> str:
+    """A DATABASE_URL for subprocesses that must use this test run's database."""
+    from django.db import connection
+
+    db = connection.settings_dict
+    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
+    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+test_database_url.__test__ = False  # type: ignore[attr-defined]  # a helper, not a test
 
 
 @pytest.fixture

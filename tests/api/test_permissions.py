@@ -1,4 +1,4 @@
-"""Permission matrix: persona × endpoint × method → status, over every endpoint of the API.
+"""Permission matrix: persona x endpoint x method → status, over every endpoint of the API.
 
 A job a persona may not see answers 404; one it may see but not change answers 403.
 """
@@ -23,7 +23,10 @@ MANIFEST = {
     "metadata": {"name": "demo", "namespace": NAMESPACE, "labels": {"framework": "pytorch"}},
     "spec": {
         "replicaSpecs": {
-            "Master": {"replicas": 1, "template": {"spec": {"containers": [{"name": "ascend", "image": "img"}]}}}
+            "Master": {
+                "replicas": 1,
+                "template": {"spec": {"containers": [{"name": "ascend", "image": "img"}]}},
+            }
         }
     },
 }
@@ -56,7 +59,9 @@ def job_path(suffix: str = "") -> Callable[[World, str], str]:
 
 
 def new_preset(world: World, persona: str) -> str:
-    preset = Preset.objects.create(name=f"tmp-{persona}", spec={"strategies": []}, created_by=world.users["owner"])
+    preset = Preset.objects.create(
+        name=f"tmp-{persona}", spec={"strategies": []}, created_by=world.users["owner"]
+    )
     return f"/api/v1/presets/{preset.name}/"
 
 
@@ -75,44 +80,99 @@ CASES = [
     Case("clusters", "get", lambda w, p: "/api/v1/clusters/", everyone(200)),
     Case("jobs list", "get", lambda w, p: "/api/v1/jobs/", everyone(200)),
     Case(
-        "jobs register", "post", lambda w, p: "/api/v1/jobs/",
+        "jobs register",
+        "post",
+        lambda w, p: "/api/v1/jobs/",
         {"owner": 201, "teammate": 403, "outsider": 400, "admin": 201},
-        body=lambda w, p: {"cluster": "sim", "namespace": NAMESPACE, "name": f"new-{p}", "framework": "pytorch",
-                           "replicas": {"Master": 1, "Worker": 2}, "npus_per_pod": 8,
-                           "mindcluster_version": "26.1"},
+        body=lambda w, p: {
+            "cluster": "sim",
+            "namespace": NAMESPACE,
+            "name": f"new-{p}",
+            "framework": "pytorch",
+            "replicas": {"Master": 1, "Worker": 2},
+            "npus_per_pod": 8,
+            "mindcluster_version": "26.1",
+        },
     ),
     Case("job detail", "get", job_path(), job_scoped(read=True)),
     Case("policy get", "get", job_path("policy/"), job_scoped(read=True)),
-    Case("policy put", "put", job_path("policy/"), job_scoped(read=False),
-         body=lambda w, p: {"spec": {"strategies": ["recover"]}, "comment": f"by {p}"}),
-    Case("policy preview", "post", job_path("policy/preview/"), job_scoped(read=True),
-         body=lambda w, p: {"spec": {"strategies": ["dump"]}}),
+    Case(
+        "policy put",
+        "put",
+        job_path("policy/"),
+        job_scoped(read=False),
+        body=lambda w, p: {"spec": {"strategies": ["recover"]}, "comment": f"by {p}"},
+    ),
+    Case(
+        "policy preview",
+        "post",
+        job_path("policy/preview/"),
+        job_scoped(read=True),
+        body=lambda w, p: {"spec": {"strategies": ["dump"]}},
+    ),
     Case("policy apply", "post", job_path("policy/apply/"), with_status(job_scoped(read=False), 202)),
     Case("revisions", "get", job_path("policy/revisions/"), job_scoped(read=True)),
-    Case("restore", "post", job_path("policy/revisions/1/restore/"), with_status(job_scoped(read=False), 201)),
+    Case(
+        "restore", "post", job_path("policy/revisions/1/restore/"), with_status(job_scoped(read=False), 201)
+    ),
     Case("sync", "get", job_path("sync/"), job_scoped(read=True)),
     Case("job events", "get", job_path("events/"), job_scoped(read=True)),
     Case("events", "get", lambda w, p: "/api/v1/events/", everyone(200)),
-    Case("validate", "post", lambda w, p: "/api/v1/policies/validate/", everyone(200),
-         body=lambda w, p: {"spec": {"strategies": ["retry"]}}),
-    Case("render", "post", lambda w, p: "/api/v1/render/", everyone(200),
-         body=lambda w, p: {"manifest": MANIFEST, "preset": "retry-first"}),
+    Case(
+        "validate",
+        "post",
+        lambda w, p: "/api/v1/policies/validate/",
+        everyone(200),
+        body=lambda w, p: {"spec": {"strategies": ["retry"]}},
+    ),
+    Case(
+        "render",
+        "post",
+        lambda w, p: "/api/v1/render/",
+        everyone(200),
+        body=lambda w, p: {"manifest": MANIFEST, "preset": "retry-first"},
+    ),
     Case("presets list", "get", lambda w, p: "/api/v1/presets/", everyone(200)),
-    Case("preset create", "post", lambda w, p: "/api/v1/presets/",
-         {"owner": 201, "teammate": 403, "outsider": 403, "admin": 201},
-         body=lambda w, p: {"name": f"mine-{p}", "spec": {"strategies": ["dump"]}}),
+    Case(
+        "preset create",
+        "post",
+        lambda w, p: "/api/v1/presets/",
+        {"owner": 201, "teammate": 403, "outsider": 403, "admin": 201},
+        body=lambda w, p: {"name": f"mine-{p}", "spec": {"strategies": ["dump"]}},
+    ),
     Case("preset detail", "get", lambda w, p: "/api/v1/presets/retry-first/", everyone(200)),
-    Case("preset update", "put", lambda w, p: f"/api/v1/presets/{w.owner_preset.name}/",
-         {"owner": 200, "teammate": 403, "outsider": 403, "admin": 200},
-         body=lambda w, p: {"description": "changed", "spec": {"strategies": ["retry"]}}),
-    Case("preset delete", "delete", new_preset, {"owner": 204, "teammate": 403, "outsider": 403, "admin": 204}),
-    Case("builtin preset update", "put", lambda w, p: "/api/v1/presets/retry-first/", everyone(403),
-         body=lambda w, p: {"spec": {"strategies": []}}),
+    Case(
+        "preset update",
+        "put",
+        lambda w, p: f"/api/v1/presets/{w.owner_preset.name}/",
+        {"owner": 200, "teammate": 403, "outsider": 403, "admin": 200},
+        body=lambda w, p: {"description": "changed", "spec": {"strategies": ["retry"]}},
+    ),
+    Case(
+        "preset delete", "delete", new_preset, {"owner": 204, "teammate": 403, "outsider": 403, "admin": 204}
+    ),
+    Case(
+        "builtin preset update",
+        "put",
+        lambda w, p: "/api/v1/presets/retry-first/",
+        everyone(403),
+        body=lambda w, p: {"spec": {"strategies": []}},
+    ),
     Case("builtin preset delete", "delete", lambda w, p: "/api/v1/presets/retry-first/", everyone(403)),
-    Case("audit", "get", lambda w, p: "/api/v1/audit/",
-         {"owner": 403, "teammate": 403, "outsider": 403, "admin": 200}),
+    Case(
+        "audit",
+        "get",
+        lambda w, p: "/api/v1/audit/",
+        {"owner": 403, "teammate": 403, "outsider": 403, "admin": 200},
+    ),
     Case("tokens list", "get", lambda w, p: "/api/v1/tokens/", everyone(200)),
-    Case("token create", "post", lambda w, p: "/api/v1/tokens/", everyone(201), body=lambda w, p: {"name": "new"}),
+    Case(
+        "token create",
+        "post",
+        lambda w, p: "/api/v1/tokens/",
+        everyone(201),
+        body=lambda w, p: {"name": "new"},
+    ),
     Case("token revoke", "delete", own_token, everyone(204)),
     Case("token revoke foreign", "delete", foreign_token, everyone(404)),
 ]
@@ -125,7 +185,12 @@ def test_persona_gets_expected_status(world: World, case: Case, persona: str) ->
     path = case.path(world, persona)
     response = getattr(client, case.method)(path, case.body(world, persona), format="json")
     expected = case.expected[persona]
-    assert response.status_code == expected, (persona, case.name, response.status_code, response.content[:500])
+    assert response.status_code == expected, (
+        persona,
+        case.name,
+        response.status_code,
+        response.content[:500],
+    )
     if expected >= 400:
         body = response.json()
         assert body["errors"] and {"code", "field", "message"} <= set(body["errors"][0])
@@ -133,8 +198,9 @@ def test_persona_gets_expected_status(world: World, case: Case, persona: str) ->
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
 def test_anonymous_is_told_to_authenticate(world: World, case: Case) -> None:
-    response = getattr(world.client(None), case.method)(case.path(world, "owner"), case.body(world, "owner"),
-                                                      format="json")
+    response = getattr(world.client(None), case.method)(
+        case.path(world, "owner"), case.body(world, "owner"), format="json"
+    )
     assert response.status_code == 401
     assert response.json()["errors"][0]["code"] == "not_authenticated"
     assert response["WWW-Authenticate"] == "Token"
@@ -157,19 +223,27 @@ def test_job_list_is_filtered_to_visible_jobs(world: World) -> None:
 
 
 def test_admin_audit_is_filtered_to_administered_namespaces(world: World, superuser_client: Any) -> None:
-    world.client("owner").put(f"/api/v1/jobs/{world.job.pk}/policy/", {"spec": {"strategies": ["dump"]}},
-                              format="json")
+    world.client("owner").put(
+        f"/api/v1/jobs/{world.job.pk}/policy/", {"spec": {"strategies": ["dump"]}}, format="json"
+    )
     entries = world.client("admin").get("/api/v1/audit/").json()["results"]
-    assert entries and all(e["object_type"] == "jobs.trainingjob" and e["object_id"] == str(world.job.pk)
-                           for e in entries)
+    assert entries and all(
+        e["object_type"] == "jobs.trainingjob" and e["object_id"] == str(world.job.pk) for e in entries
+    )
     everything = superuser_client.get("/api/v1/audit/").json()["results"]
     assert any(e["action"] == "token.issue" for e in everything)
 
 
 @pytest.mark.parametrize(
     ("method", "path"),
-    [("delete", "/api/v1/jobs/{job}/"), ("patch", "/api/v1/jobs/{job}/policy/"), ("get", "/api/v1/render/"),
-     ("put", "/api/v1/jobs/"), ("get", "/api/v1/policies/validate/"), ("patch", "/api/v1/presets/retry-first/")],
+    [
+        ("delete", "/api/v1/jobs/{job}/"),
+        ("patch", "/api/v1/jobs/{job}/policy/"),
+        ("get", "/api/v1/render/"),
+        ("put", "/api/v1/jobs/"),
+        ("get", "/api/v1/policies/validate/"),
+        ("patch", "/api/v1/presets/retry-first/"),
+    ],
 )
 def test_unsupported_methods_answer_405_in_the_error_format(world: World, method: str, path: str) -> None:
     response = getattr(world.client("owner"), method)(path.format(job=world.job.pk), {}, format="json")

@@ -28,8 +28,11 @@ def test_get_returns_the_current_revision_with_an_etag_and_its_sync(world: World
 
 def test_put_creates_a_revision_audited_with_token_name_and_request_id(world: World) -> None:
     response = world.client("owner").put(
-        policy_url(world), {"spec": {"strategies": ["dump"]}, "comment": "dump only"}, format="json",
-        HTTP_IF_MATCH='"1"', HTTP_X_REQUEST_ID="ci-run-42",
+        policy_url(world),
+        {"spec": {"strategies": ["dump"]}, "comment": "dump only"},
+        format="json",
+        HTTP_IF_MATCH='"1"',
+        HTTP_X_REQUEST_ID="ci-run-42",
     )
     assert response.status_code == 200, response.json()
     body = response.json()
@@ -38,7 +41,9 @@ def test_put_creates_a_revision_audited_with_token_name_and_request_id(world: Wo
     assert body["sync"]["revision"] == 2
     entry = AuditEntry.objects.filter(action="policy.update").latest("id")
     assert (entry.actor_name, entry.token_name, entry.request_id) == ("owner", "owner-ci", "ci-run-42")
-    assert entry.before["strategies"] == ["retry", "recover", "dump"] and entry.after["strategies"] == ["dump"]
+    assert entry.before["strategies"] == ["retry", "recover", "dump"] and entry.after["strategies"] == [
+        "dump"
+    ]
 
 
 @pytest.mark.parametrize("guard", [{"HTTP_IF_MATCH": '"0"'}, {"HTTP_IF_MATCH": 'W/"7"'}, {"revision": 3}])
@@ -59,7 +64,9 @@ def test_if_match_and_body_revision_must_agree(world: World) -> None:
     )
     assert response.status_code == 400
     assert response.json()["errors"][0] | {"message": ""} == {
-        "code": "conflicting_fields", "field": "revision", "message": ""
+        "code": "conflicting_fields",
+        "field": "revision",
+        "message": "",
     }
 
 
@@ -69,7 +76,11 @@ def test_invalid_policy_errors_are_the_validators_word_for_word(world: World) ->
     assert response.status_code == 400
     expected = validate_policy({**spec, "mindcluster_version": "26.1"}, job_context(world.job)).to_dict()
     assert response.json()["errors"] == expected["errors"]
-    assert {e["code"] for e in response.json()["errors"]} >= {"strategy_wrong_case", "out_of_range", "unknown_field"}
+    assert {e["code"] for e in response.json()["errors"]} >= {
+        "strategy_wrong_case",
+        "out_of_range",
+        "unknown_field",
+    }
 
 
 def test_put_from_a_preset_records_the_preset(world: World) -> None:
@@ -100,9 +111,14 @@ def test_preview_without_a_body_previews_the_current_revision(world: World) -> N
 
 
 def test_preview_of_an_invalid_draft_is_data_not_an_error(world: World) -> None:
-    body = world.client("owner").post(policy_url(world, "preview/"), {"spec": {"strategies": "x"}},
-                                      format="json").json()
-    assert body["valid"] is False and body["render"] is None and body["errors"][0]["code"] == "unknown_strategy"
+    body = (
+        world.client("owner")
+        .post(policy_url(world, "preview/"), {"spec": {"strategies": "x"}}, format="json")
+        .json()
+    )
+    assert (
+        body["valid"] is False and body["render"] is None and body["errors"][0]["code"] == "unknown_strategy"
+    )
 
 
 def test_apply_answers_202_with_the_sync_record(world: World) -> None:
@@ -141,8 +157,19 @@ def test_restore_makes_a_new_revision_from_an_old_one(world: World) -> None:
 
 def test_sync_shows_the_latest_push(world: World) -> None:
     body = world.client("teammate").get(f"/api/v1/jobs/{world.job.pk}/sync/").json()
-    assert {"revision", "state", "attempts", "last_error", "applied_resource_versions", "drift", "effects",
-            "queued_at", "started_at", "finished_at", "duration_ms"} <= set(body)
+    assert {
+        "revision",
+        "state",
+        "attempts",
+        "last_error",
+        "applied_resource_versions",
+        "drift",
+        "effects",
+        "queued_at",
+        "started_at",
+        "finished_at",
+        "duration_ms",
+    } <= set(body)
 
 
 def test_sync_of_a_job_never_pushed_is_a_404(world: World) -> None:

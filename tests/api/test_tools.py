@@ -39,11 +39,17 @@ def test_validate_treats_any_json_spec_as_data(world: World, spec: Any) -> None:
 
 
 def test_validate_a_spec_against_a_yaml_manifest(world: World) -> None:
-    manifest = yaml.safe_dump({**EXAMPLE_MANIFEST, "metadata": {**EXAMPLE_MANIFEST["metadata"],
-                                                                "labels": {k.LABEL_FRAMEWORK: "mindspore"}}})
-    body = world.client("owner").post(
-        VALIDATE, {"spec": {"strategies": ["elastic-training"]}, "manifest": manifest}, format="json"
-    ).json()
+    manifest = yaml.safe_dump(
+        {
+            **EXAMPLE_MANIFEST,
+            "metadata": {**EXAMPLE_MANIFEST["metadata"], "labels": {k.LABEL_FRAMEWORK: "mindspore"}},
+        }
+    )
+    body = (
+        world.client("owner")
+        .post(VALIDATE, {"spec": {"strategies": ["elastic-training"]}, "manifest": manifest}, format="json")
+        .json()
+    )
     assert body["valid"] is False
     assert "elastic_training_requires_pytorch" in {e["code"] for e in body["errors"]}
 
@@ -51,10 +57,15 @@ def test_validate_a_spec_against_a_yaml_manifest(world: World) -> None:
 def test_validate_against_a_registered_job_uses_its_release(world: World) -> None:
     world.job.mindcluster_version = "7.1"
     world.job.save()
-    body = world.client("owner").post(
-        VALIDATE, {"spec": {"strategies": ["elastic-training"], "mindcluster_version": "7.1"}, "job": world.job.pk},
-        format="json",
-    ).json()
+    body = (
+        world.client("owner")
+        .post(
+            VALIDATE,
+            {"spec": {"strategies": ["elastic-training"], "mindcluster_version": "7.1"}, "job": world.job.pk},
+            format="json",
+        )
+        .json()
+    )
     assert "strategy_not_in_release" in {e["code"] for e in body["errors"]}
 
 
@@ -77,14 +88,18 @@ def test_render_json_in_json_out(world: World) -> None:
 
 def test_render_yaml_in_yaml_out_and_format_override(world: World) -> None:
     text = yaml.safe_dump(EXAMPLE_MANIFEST)
-    body = world.client("owner").post(RENDER, {"manifest": text, "preset": "retry-first"}, format="json").json()
+    body = (
+        world.client("owner").post(RENDER, {"manifest": text, "preset": "retry-first"}, format="json").json()
+    )
     assert body["format"] == "yaml" and isinstance(body["manifest"], str)
     merged = yaml.safe_load(body["manifest"])
     assert merged["metadata"]["annotations"][k.ANNOTATION_RECOVER_STRATEGY] == "retry,recover,dump"
     assert yaml.safe_load(body["configmap"])["kind"] == "ConfigMap"
-    as_json = world.client("owner").post(
-        RENDER, {"manifest": text, "preset": "retry-first", "format": "json"}, format="json"
-    ).json()
+    as_json = (
+        world.client("owner")
+        .post(RENDER, {"manifest": text, "preset": "retry-first", "format": "json"}, format="json")
+        .json()
+    )
     assert as_json["manifest"] == merged
 
 
@@ -93,11 +108,17 @@ def test_render_yaml_in_yaml_out_and_format_override(world: World) -> None:
     [
         (lambda m: m["metadata"]["labels"].clear(), "manifest_missing_framework"),
         (lambda m: m["spec"]["replicaSpecs"]["Master"].update(replicas=2), "manifest_leader_replicas"),
-        (lambda m: m["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0].update(name="main"),
-         "manifest_missing_ascend_container"),
+        (
+            lambda m: m["spec"]["replicaSpecs"]["Worker"]["template"]["spec"]["containers"][0].update(
+                name="main"
+            ),
+            "manifest_missing_ascend_container",
+        ),
     ],
 )
-def test_render_rejects_an_invalid_ascendjob_naming_the_problem(world: World, break_it: Any, code: str) -> None:
+def test_render_rejects_an_invalid_ascendjob_naming_the_problem(
+    world: World, break_it: Any, code: str
+) -> None:
     manifest = json.loads(json.dumps(EXAMPLE_MANIFEST))
     break_it(manifest)
     response = world.client("owner").post(RENDER, {"manifest": manifest, "policy": {}}, format="json")
@@ -115,13 +136,23 @@ def test_render_rejects_an_invalid_policy_with_the_validators_codes(world: World
 
 @pytest.mark.parametrize(
     ("manifest", "code"),
-    [("a: [1, 2", "invalid_yaml"), ("", "invalid_yaml"), ("a: !!binary aGVsbG8=", "invalid_yaml"),
-     ("x: .nan", "invalid_yaml"), ("kind: ConfigMap\n---\nkind: Secret\n", "no_ascendjob"), (12, "invalid_type")],
+    [
+        ("a: [1, 2", "invalid_yaml"),
+        ("", "invalid_yaml"),
+        ("a: !!binary aGVsbG8=", "invalid_yaml"),
+        ("x: .nan", "invalid_yaml"),
+        ("kind: ConfigMap\n---\nkind: Secret\n", "no_ascendjob"),
+        (12, "invalid_type"),
+    ],
 )
 def test_render_names_unreadable_manifests(world: World, manifest: Any, code: str) -> None:
-    response = world.client("owner").post(RENDER, {"manifest": manifest, "preset": "retry-first"}, format="json")
+    response = world.client("owner").post(
+        RENDER, {"manifest": manifest, "preset": "retry-first"}, format="json"
+    )
     assert response.status_code == 400
-    assert response.json()["errors"][0]["code"] == code and response.json()["errors"][0]["field"] == "manifest"
+    assert (
+        response.json()["errors"][0]["code"] == code and response.json()["errors"][0]["field"] == "manifest"
+    )
 
 
 def test_render_survives_a_yaml_alias_bomb(world: World) -> None:

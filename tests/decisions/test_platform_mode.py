@@ -199,7 +199,7 @@ def test_a_person_answers_in_the_inbox_before_the_deadline(
     sim.inject_fault("default", job.name, rank=0, fault_type="normal", recovers=True)  # global rank 0 → ask
     pending = decision_for(job, {"pending"})
     assert pending.deadline_at is not None
-    assert JobEvent.objects.filter(job=job, kind="decision.requested").exists()
+    wait_for(lambda: JobEvent.objects.filter(job=job, kind="decision.requested").exists(), 5, "the event")
     decision_answer(decision_id=pending.pk, strategy="dump", user=operator)
     done = decision_for(job, {"completed"})
     assert done.strategy == "dump" and done.decided_by == "user:oncall"

@@ -156,7 +156,17 @@ class RedisServer:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            [redis_binary(), "--bind", "127.0.0.1", "--port", str(self.port), "--save", "", "--appendonly", "no"],
+            [
+                redis_binary(),
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
             stdout=subprocess.DEVNULL,
         )
         wait_for(lambda: _connectable(self.port), 10, "redis listening")
@@ -213,8 +223,20 @@ class AsgiServer:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "controlplane.asgi:application", "--host", "127.0.0.1",
-             "--port", str(self.port), "--log-level", "warning", "--ws", "websockets"],
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "controlplane.asgi:application",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--log-level",
+                "warning",
+                "--ws",
+                "websockets",
+            ],
             cwd=REPO,
             env=self.env,
             stdout=self.log.open("wb"),

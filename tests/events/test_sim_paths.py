@@ -105,17 +105,25 @@ def in_order(sequence: list[str], wanted: list[str]) -> bool:
 
 
 @pytest.mark.parametrize("path", PATHS, ids=[p.name for p in PATHS])
-def test_strategy_path(path: Path, sim: SimCluster, kube: Kube, namespace: str, ingester: ClusterIngester) -> None:
+def test_strategy_path(
+    path: Path, sim: SimCluster, kube: Kube, namespace: str, ingester: ClusterIngester
+) -> None:
     name = f"job-{path.name}"[:40]
-    create_job(kube, make_job(name, namespace=namespace, strategies=path.strategies, annotations=path.annotations))
+    create_job(
+        kube, make_job(name, namespace=namespace, strategies=path.strategies, annotations=path.annotations)
+    )
     job = job_row(ingester.cluster, namespace, name)
     sim.inject_fault(namespace, name, rank=1, fault_type=path.fault_type, recovers=path.recovers)
     assert sim.wait_idle(30)
     try:
-        incident = wait_for(lambda: next(iter(closed_incidents(job)), None), 15, f"{path.name}: incident closed")
+        incident = wait_for(
+            lambda: next(iter(closed_incidents(job)), None), 15, f"{path.name}: incident closed"
+        )
     except AssertionError:
-        pytest.fail(f"{path.name}: no incident closed; stored {kinds_of(job)}, incidents "
-                    f"{[i.as_dict() for i in Incident.objects.filter(job=job)]}")
+        pytest.fail(
+            f"{path.name}: no incident closed; stored {kinds_of(job)}, incidents "
+            f"{[i.as_dict() for i in Incident.objects.filter(job=job)]}"
+        )
     try:
         wait_for(lambda: in_order(kinds_of(job), path.must_include), 10, f"{path.name}: {path.must_include}")
     except AssertionError:
@@ -131,10 +139,16 @@ def test_strategy_path(path: Path, sim: SimCluster, kube: Kube, namespace: str, 
     assert incident.opened_at <= incident.closed_at
     assert None not in (incident.decide_ms, incident.recover_ms), incident.as_dict()
     # One fault, one incident, one fault.detected however many sources reported it.
-    assert Incident.objects.filter(job=job).count() == 1, [i.as_dict() for i in Incident.objects.filter(job=job)]
+    assert Incident.objects.filter(job=job).count() == 1, [
+        i.as_dict() for i in Incident.objects.filter(job=job)
+    ]
     assert seen.count(kinds.FAULT_DETECTED) == 1, seen
     assert_gap_free(job)
-    sources = {s for data in JobEvent.objects.filter(job=job).values_list("data", flat=True) for s in data.get("sources", [])}
+    sources = {
+        s
+        for data in JobEvent.objects.filter(job=job).values_list("data", flat=True)
+        for s in data.get("sources", [])
+    }
     assert path.sources <= sources, sources
     assert path.fault_sources <= set(incident.fault["sources"]), incident.fault
     fault = JobEvent.objects.get(job=job, kind=kinds.FAULT_DETECTED)
@@ -153,7 +167,9 @@ def test_two_faults_two_incidents_and_budget(
     incidents = closed_incidents(job)
     assert [i.number for i in incidents] == [1, 2]
     assert all(i.outcome == Incident.Outcome.RESCHEDULED for i in incidents)
-    budget = wait_for(lambda: RestartBudget.objects.filter(job=job, reschedules_used=2).first(), 10, "budget used")
+    budget = wait_for(
+        lambda: RestartBudget.objects.filter(job=job, reschedules_used=2).first(), 10, "budget used"
+    )
     assert budget.backoff_limit == 2 and budget.backoff_left == 0 and budget.exhausted
     assert_gap_free(job)
 
@@ -163,9 +179,7 @@ def test_validation_warning_becomes_job_warning(
 ) -> None:
     manifest: dict[str, Any] = make_job("broken", namespace=namespace)
     manifest["metadata"]["labels"]["framework"] = "caffe"  # the operator refuses it: InvalidFramework
-    kube.custom.create_namespaced_custom_object(
-        "mindxdl.gitee.com", "v1", namespace, "ascendjobs", manifest
-    )
+    kube.custom.create_namespaced_custom_object("mindxdl.gitee.com", "v1", namespace, "ascendjobs", manifest)
     job = job_row(ingester.cluster, namespace, "broken")
     event = wait_for(
         lambda: JobEvent.objects.filter(job=job, kind=kinds.JOB_WARNING).first(), 10, "job.warning stored"

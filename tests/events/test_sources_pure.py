@@ -9,7 +9,14 @@ import pytest
 
 from apps.clusterd.client import DeviceFault, FaultSignal, NodeFault
 from apps.events import incidents, kinds
-from apps.events.ingest import ascendjobs, clusterd_faults, k8s_events, podgroups, reschedule_reason, reset_config
+from apps.events.ingest import (
+    ascendjobs,
+    clusterd_faults,
+    k8s_events,
+    podgroups,
+    reschedule_reason,
+    reset_config,
+)
 from apps.events.ingest.observation import best_time, parse_k8s_time, split_uid_suffix
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
@@ -72,18 +79,27 @@ def reset_cm(rv: str, ranks: list[tuple[int, str, str]], flushing: bool) -> dict
         "RestartType": "podReschedule",
     }
     return {
-        "metadata": {"name": "reset-config-llama", "namespace": "team-a", "uid": "cm-uid", "resourceVersion": rv},
+        "metadata": {
+            "name": "reset-config-llama",
+            "namespace": "team-a",
+            "uid": "cm-uid",
+            "resourceVersion": rv,
+        },
         "data": {"reset.json": json.dumps(doc)},
     }
 
 
 def test_reset_config_detects_new_unrecovered_ranks_and_training_stop() -> None:
-    state, found = reset_config.reset_observations({}, reset_cm("3", [(8, "unrecovered", "80e01801")], True), NOW)
+    state, found = reset_config.reset_observations(
+        {}, reset_cm("3", [(8, "unrecovered", "80e01801")], True), NOW
+    )
     assert [o.kind for o in found] == [kinds.FAULT_DETECTED, kinds.TRAINING_STOPPED]
     assert found[0].data["ranks"] == [8] and found[0].data["code"] == "80E01801"
     assert found[0].job.name == "llama"
     # The same rank recovered, then faulty again: a new detection.
-    state, found = reset_config.reset_observations(state, reset_cm("4", [(8, "recovered", "80E01801")], False), NOW)
+    state, found = reset_config.reset_observations(
+        state, reset_cm("4", [(8, "recovered", "80E01801")], False), NOW
+    )
     assert found == []
     _, found = reset_config.reset_observations(state, reset_cm("5", [(8, "unrecovered", "")], True), NOW)
     assert [o.kind for o in found] == [kinds.FAULT_DETECTED, kinds.TRAINING_STOPPED]
@@ -105,8 +121,14 @@ def test_reschedule_reason_emits_one_observation_per_new_record() -> None:
     key = f"team-a/llama-{UID}"
     record = {
         "RescheduleTimeStamp": int(NOW.timestamp()),
-        "ReasonOfTask": [{"RescheduleReason": "CardUnhealthy", "PodName": "llama-worker-0", "NodeName": "node-3",
-                          "NodeRankIndex": "1"}],
+        "ReasonOfTask": [
+            {
+                "RescheduleReason": "CardUnhealthy",
+                "PodName": "llama-worker-0",
+                "NodeName": "node-3",
+                "NodeRankIndex": "1",
+            }
+        ],
     }
     state, found = reschedule_reason.reschedule_observations(
         {}, reschedule_cm({key: {"TotalRescheduleTimes": 1, "RescheduleRecords": [record]}}), NOW
@@ -125,14 +147,21 @@ def test_reschedule_reason_emits_one_observation_per_new_record() -> None:
 
 def test_ascendjob_phase_changes_and_budget_limits() -> None:
     job = {
-        "metadata": {"name": "llama", "namespace": "team-a", "uid": UID, "resourceVersion": "9",
-                     "labels": {"fault-retry-times": "3"}},
+        "metadata": {
+            "name": "llama",
+            "namespace": "team-a",
+            "uid": UID,
+            "resourceVersion": "9",
+            "labels": {"fault-retry-times": "3"},
+        },
         "spec": {"runPolicy": {"backoffLimit": 5}},
-        "status": {"conditions": [
-            {"type": "Created", "status": "True"},
-            {"type": "Running", "status": "False"},
-            {"type": "Restarting", "status": "True", "reason": "jobRestarting", "message": "pod failed"},
-        ]},
+        "status": {
+            "conditions": [
+                {"type": "Created", "status": "True"},
+                {"type": "Running", "status": "False"},
+                {"type": "Restarting", "status": "True", "reason": "jobRestarting", "message": "pod failed"},
+            ]
+        },
     }
     state, found = ascendjobs.ascendjob_observations({"phase": "Running"}, job, NOW)
     assert state == {"phase": "Restarting", "backoff_limit": 5, "fault_retry_times": 3}
@@ -162,12 +191,35 @@ def k8s_event(reason: str, message: str, type_: str = "Normal", count: int = 1) 
             "uce fault (code 80E01801, level RestartBusiness) on pod rank 1 (process rank 8, node node-2) [f-7]",
             "Warning",
             kinds.FAULT_DETECTED,
-            {"code": "80E01801", "level": "RestartBusiness", "ranks": [8], "node": "node-2", "fault_id": "f-7"},
+            {
+                "code": "80E01801",
+                "level": "RestartBusiness",
+                "ranks": [8],
+                "node": "node-2",
+                "fault_id": "f-7",
+            },
         ),
-        ("StrategyChosen", "recover: retry failed; next in priority", "Normal", kinds.STRATEGY_CHOSEN,
-         {"strategy": "recover"}),
-        ("RecoverFailed", "retry failed (retry-failed)", "Warning", kinds.RECOVERY_FAILED, {"strategy": "retry"}),
-        ("InvalidFramework", "framework label missing", "Warning", kinds.JOB_WARNING, {"reason": "InvalidFramework"}),
+        (
+            "StrategyChosen",
+            "recover: retry failed; next in priority",
+            "Normal",
+            kinds.STRATEGY_CHOSEN,
+            {"strategy": "recover"},
+        ),
+        (
+            "RecoverFailed",
+            "retry failed (retry-failed)",
+            "Warning",
+            kinds.RECOVERY_FAILED,
+            {"strategy": "retry"},
+        ),
+        (
+            "InvalidFramework",
+            "framework label missing",
+            "Warning",
+            kinds.JOB_WARNING,
+            {"reason": "InvalidFramework"},
+        ),
         ("JobRescheduled", "all pods recreated", "Normal", None, {}),
         ("SomethingNormal", "chatter", "Normal", None, {}),
     ],
@@ -195,8 +247,16 @@ def signal(uuid: str, devices: list[tuple[str, str]], signal_type: str = "fault"
         job_id=UID,
         signal_type=signal_type,
         nodes=(
-            NodeFault("node-2", "10.0.0.2", "SN", "SubHealthy",
-                      tuple(DeviceFault(d, "NPU", (code,), "RestartBusiness", ("uce",), ("f-1",)) for d, code in devices)),
+            NodeFault(
+                "node-2",
+                "10.0.0.2",
+                "SN",
+                "SubHealthy",
+                tuple(
+                    DeviceFault(d, "NPU", (code,), "RestartBusiness", ("uce",), ("f-1",))
+                    for d, code in devices
+                ),
+            ),
         )
         if devices
         else (),
@@ -212,7 +272,9 @@ def test_clusterd_full_state_resend_repeats_nothing() -> None:
     state, found = clusterd_faults.fault_observations(state, signal("u2", [("0", "80e01801")]), NOW)
     assert found == []
     # A second device joins: only it is new.
-    state, found = clusterd_faults.fault_observations(state, signal("u3", [("0", "80e01801"), ("3", "8C1F860B")]), NOW)
+    state, found = clusterd_faults.fault_observations(
+        state, signal("u3", [("0", "80e01801"), ("3", "8C1F860B")]), NOW
+    )
     assert [o.data["device"] for o in found] == ["3"]
     # Healthy again, then the first fault returns: detected again.
     state, _ = clusterd_faults.fault_observations(state, signal("u4", [], "normal"), NOW)
@@ -267,4 +329,6 @@ def test_incident_fold_dump_exit_reschedule() -> None:
 
 def test_fault_signature_is_the_code() -> None:
     assert incidents.fault_signature({"code": "80e01801", "ranks": [1]}) == "code:80E01801"
-    assert incidents.fault_signature({"ranks": [3, 1]}) == incidents.fault_signature({"node": "n1"}) == "code:"
+    assert (
+        incidents.fault_signature({"ranks": [3, 1]}) == incidents.fault_signature({"node": "n1"}) == "code:"
+    )

@@ -21,7 +21,7 @@ KIND_PARAMETER = OpenApiParameter(
     "kind",
     OpenApiTypes.STR,
     required=False,
-    description="Only these kinds (comma-separated, e.g. policy.applied,fault.detected); 'fault.*' = a family",
+    description="Only these kinds, comma-separated (policy.applied,fault.detected); 'fault.*' = a family",
 )
 JOB_PARAMETER = OpenApiParameter(
     "job", OpenApiTypes.INT, required=False, description="Only this job's events"

@@ -9,6 +9,7 @@ tolerates. The ClusterD stream reconnects with capped exponential backoff.
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import logging
 import queue
@@ -17,6 +18,7 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -36,6 +38,10 @@ log = logging.getLogger(__name__)
 
 CLUSTERD_SOURCE = "clusterd"
 CURSOR_FLUSH_SECONDS = 0.5
+LEASE_POLL_SECONDS = 1.0
+SYNC_TIMEOUT_SECONDS = 15.0
+LEASE_NAMESPACE = 0x6576  # first key of the two-int advisory lock: "ev"
+PRUNE_EVERY_SECONDS = 600.0
 
 
 def _setting(name: str, default: float) -> float:
@@ -68,6 +74,50 @@ class Item:
     received_at: datetime
 
 
+class ClusterLease:
+    """One active ingester per cluster: a PostgreSQL session advisory lock (a lock file on SQLite).
+
+    Incidents are built from the order in which a cluster's events are seen, so two processes
+    applying the same streams at different speeds would interleave them. Any number of ``ingest``
+    processes may run; one holds the lease and the others wait as hot standbys. The lock belongs to
+    a database session (or an open file), so ``kill -9`` releases it and a standby takes over.
+    """
+
+    def __init__(self, cluster_id: int) -> None:
+        self.cluster_id = cluster_id
+        self.held = False
+        self._file: Any = None
+
+    def __enter__(self) -> ClusterLease:
+        return self
+
+    def acquire(self) -> bool:
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [LEASE_NAMESPACE, self.cluster_id])
+                self.held = bool(cursor.fetchone()[0])
+            return self.held
+        import fcntl
+
+        path = Path(settings.VAR_DIR) / f"ingest-cluster-{self.cluster_id}.lock"
+        handle = path.open("a")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            return False
+        self._file, self.held = handle, True
+        return True
+
+    def __exit__(self, *exc: object) -> None:
+        if self._file is not None:
+            self._file.close()
+        elif self.held:
+            with contextlib.suppress(Exception), connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [LEASE_NAMESPACE, self.cluster_id])
+        connection.close()  # the session (and with it any lock) ends here
+
+
 def watch_specs(cluster: Cluster) -> list[WatchSpec]:
     """What to watch in ``cluster``: its namespaces (or all), plus ``mindx-dl``'s reschedule record."""
     namespaces: list[str | None] = list(cluster.namespaces) or [None]
@@ -96,14 +146,38 @@ class ClusterIngester:
         self.backoff_max = _setting("EVENTS_INGEST_BACKOFF_MAX_SECONDS", 30.0)
         self.applied = 0
         self.streams: list[FaultStream] = []
+        self.active = threading.Event()  # set once this process holds the cluster's lease
+        # Sources whose initial list (or resumed watch) has not started yet: nothing is applied
+        # until every source has delivered its backlog, so the first items can be put in order.
+        self.unsynced = {spec.source for spec in watch_specs(cluster)}
+        self.sync_lock = threading.Lock()
+        self.standby = False
 
     # --- lifecycle --------------------------------------------------------------------------------
     def start(self) -> None:
-        self._spawn(self._apply_loop, f"ingest-apply-{self.cluster.name}")
-        for spec in watch_specs(self.cluster):
-            self._spawn(self._watch_loop, f"ingest-{self.cluster.name}-{spec.source}", spec)
-        if self.cluster.clusterd_address:
-            self._spawn(self._clusterd_loop, f"ingest-{self.cluster.name}-clusterd")
+        """Become the cluster's active ingester (or wait as a standby), then start the threads."""
+        self._spawn(self._lead, f"ingest-leader-{self.cluster.name}")
+
+    def _lead(self) -> None:
+        with ClusterLease(self.cluster.pk) as lease:
+            while not self.stop_event.is_set():
+                if lease.acquire():
+                    break
+                self.standby = True
+                self.stop_event.wait(LEASE_POLL_SECONDS)
+            if self.stop_event.is_set():
+                return
+            self.standby = False
+            self.active.set()
+            log.info("cluster %s: this process is the active ingester", self.cluster.name)
+            self._spawn(self._apply_loop, f"ingest-apply-{self.cluster.name}")
+            for spec in watch_specs(self.cluster):
+                self._spawn(self._watch_loop, f"ingest-{self.cluster.name}-{spec.source}", spec)
+            if self.cluster.clusterd_address:
+                self._spawn(self._clusterd_loop, f"ingest-{self.cluster.name}-clusterd")
+            self.stop_event.wait()
+            for thread in self.threads[1:]:
+                thread.join(5.0)
 
     def _spawn(self, target: Any, name: str, *args: Any) -> None:
         thread = threading.Thread(target=target, args=args, name=name, daemon=True)
@@ -114,7 +188,7 @@ class ClusterIngester:
         self.stop_event.set()
         for stream in list(self.streams):
             stream.close()
-        for thread in self.threads:
+        for thread in list(self.threads):
             thread.join(timeout)
 
     # --- cursors ----------------------------------------------------------------------------------
@@ -146,10 +220,13 @@ class ClusterIngester:
         delay = 0.5
         close_old_connections()
         resource_version = self.load_cursor(spec.source)
+        if resource_version:
+            self._synced(spec.source)  # resuming: the backlog arrives as ordinary watch events
         while not self.stop_event.is_set():
             try:
                 if not resource_version:
                     resource_version = self._relist(spec)
+                    self._synced(spec.source)
                 for event_type, obj in kube.watch_resource(
                     self.ref,
                     spec.resource,
@@ -179,6 +256,10 @@ class ClusterIngester:
                 )
                 self.stop_event.wait(delay)
                 delay = min(self.backoff_max, delay * 2)
+
+    def _synced(self, source: str) -> None:
+        with self.sync_lock:
+            self.unsynced.discard(source)
 
     def _relist(self, spec: WatchSpec) -> str:
         items, resource_version = kube.list_resource(
@@ -230,14 +311,28 @@ class ClusterIngester:
         """
         close_old_connections()
         store = IngestStore(self.cluster)
-        window = _setting("EVENTS_INGEST_REORDER_SECONDS", 0.1)
+        live_window = _setting("EVENTS_INGEST_REORDER_SECONDS", 0.1)
+        # Start-up and take-over bring every source's backlog at once: order it with a wider window.
+        warmup_window = max(live_window, _setting("EVENTS_INGEST_WARMUP_WINDOW_SECONDS", 1.0))
+        sync_deadline = time.monotonic() + SYNC_TIMEOUT_SECONDS
+        warm_until: float | None = None
+        window = warmup_window
         held: list[tuple[float, int, float, Item]] = []
         newest_rv = 0.0
         counter = 0
         dirty: dict[str, str] = {}
-        last_flush = time.monotonic()
+        last_flush = last_prune = time.monotonic()
         while True:
-            timeout = 0.2 if not held else max(0.0, min(0.2, held[0][2] + window - time.monotonic()))
+            if time.monotonic() - last_prune > PRUNE_EVERY_SECONDS:
+                last_prune = time.monotonic()
+                try:
+                    store.prune_source_keys()
+                except Exception:
+                    log.exception("cluster %s: pruning handled Event keys failed", self.cluster.name)
+            if warm_until is None or not held:
+                timeout = 0.05 if warm_until is None else 0.2
+            else:
+                timeout = max(0.0, min(0.2, held[0][2] + window - time.monotonic()))
             try:
                 item: Item | None = self.queue.get(timeout=timeout)
             except queue.Empty:
@@ -251,7 +346,15 @@ class ClusterIngester:
                 counter += 1
                 heapq.heappush(held, (order, counter, time.monotonic(), item))
             now = time.monotonic()
-            while held and (stopping or held[0][2] + window <= now or len(held) > 5_000):
+            if warm_until is None:
+                with self.sync_lock:
+                    synced = not self.unsynced
+                if not synced and now < sync_deadline and not stopping and len(held) <= 50_000:
+                    continue  # wait for every source's first batch
+                warm_until = now + _setting("EVENTS_INGEST_WARMUP_SECONDS", 3.0)
+            if window != live_window and now > warm_until:
+                window = live_window
+            while held and (stopping or held[0][2] + window <= now or len(held) > 50_000):
                 self._apply_one(store, heapq.heappop(held)[3], dirty)
             if dirty and (item is None or now - last_flush >= CURSOR_FLUSH_SECONDS):
                 self._flush_cursors(dirty)

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.apps import apps as django_apps
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from apps.cluster import client as kube
 from apps.cluster.errors import ClusterError
@@ -30,7 +31,7 @@ from apps.events.ingest import (
     reset_config,
 )
 from apps.events.ingest.observation import JobRef, Observation
-from apps.events.models import JobEvent, ObservedObject
+from apps.events.models import JobEvent, ObservedObject, SourceKey
 from apps.events.services import event_store, job_lock
 from apps.jobs.adoption import job_adopt
 from apps.jobs.clusters import cluster_ref
@@ -128,7 +129,13 @@ class IngestStore:
             kind = kinds.JOB_RESCHEDULED
         occurred_at = obs.occurred_at
         incident = None
+        remember = obs.source == k8s_events.SOURCE and bool(obs.dedupe_key)
         with transaction.atomic():
+            if remember:
+                job_lock(job)
+                if SourceKey.objects.filter(job=job, key=obs.dedupe_key).exists():
+                    return None  # this Event was handled before (replay after a restart or relist)
+                SourceKey.objects.create(job=job, key=obs.dedupe_key[:200])
             if kind in INCIDENT_KINDS:
                 job_lock(job)
                 assert occurred_at is not None
@@ -255,6 +262,12 @@ class IngestStore:
             observed.resource_version = signal.uuid[:64]
             observed.save(update_fields=["state", "resource_version", "updated_at"])
         return stored
+
+    def prune_source_keys(self, older_than_s: float = 3 * 3600) -> int:
+        """Forget handled Events older than Kubernetes keeps them (1 h by default, 3 h on OpenShift)."""
+        cutoff = timezone.now() - timedelta(seconds=older_than_s)
+        deleted, _ = SourceKey.objects.filter(job__cluster=self.cluster, created_at__lt=cutoff).delete()
+        return deleted
 
     # --- dispatch ---------------------------------------------------------------------------------
     def apply(

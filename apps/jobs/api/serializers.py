@@ -87,33 +87,22 @@ class JobRegisterInputSerializer(StrictInputSerializer):
     mindcluster_version = serializers.ChoiceField(choices=list(RELEASES), default=DEFAULT_RELEASE)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        leader = k.LEADER_ROLE[attrs["framework"]]
-        allowed = [leader, k.WORKER_ROLE]
+        framework = attrs["framework"]
+        leader = k.LEADER_ROLE[framework]
         replicas: dict[str, int] = attrs["replicas"]
         if not replicas:
-            raise serializers.ValidationError({"replicas": ["At least one replica role is required."]})
+            raise _invalid("replicas", "At least one replica role is required.", "missing_field")
         for role in replicas:
-            if role not in allowed:
-                raise serializers.ValidationError(
-                    {
-                        f"replicas.{role}": [
-                            serializers.ErrorDetail(
-                                f"{role!r} is not a replica type of {attrs['framework']} jobs; use {leader} and "
-                                f"{k.WORKER_ROLE}.",
-                                code="invalid_choice",
-                            )
-                        ]
-                    }
+            if role not in (leader, k.WORKER_ROLE):
+                message = (
+                    f"{role!r} is not a replica type of {framework} jobs; use {leader} and {k.WORKER_ROLE}."
                 )
+                raise _invalid(f"replicas.{role}", message, "invalid_choice")
         if leader in replicas and replicas[leader] != 1:
-            raise serializers.ValidationError(
-                {
-                    f"replicas.{leader}": [
-                        serializers.ErrorDetail(
-                            f"The {leader} replica must have exactly 1 replica; the operator rejects anything else.",
-                            code="out_of_range",
-                        )
-                    ]
-                }
-            )
+            message = f"The {leader} replica must have exactly 1 replica; the operator rejects anything else."
+            raise _invalid(f"replicas.{leader}", message, "out_of_range")
         return attrs
+
+
+def _invalid(field: str, message: str, code: str) -> serializers.ValidationError:
+    return serializers.ValidationError({field: [serializers.ErrorDetail(message, code=code)]})

@@ -97,7 +97,7 @@ class JobViewSet(
 
 
 def _visible_cluster(request: Request, ref: str) -> Cluster:
-    """The cluster named (or numbered) ``ref`` among those the user may see; a 400 naming the field otherwise."""
+    """The cluster named (or numbered) ``ref`` among those the user may see; else a 400 naming the field."""
     clusters = clusters_visible_to(request.user)
     cluster = clusters.filter(name=ref).first()
     if cluster is None and ref.isdigit() and len(ref) <= 18:

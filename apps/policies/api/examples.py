@@ -32,7 +32,11 @@ EXAMPLE_MANIFEST = {
         },
     },
 }
-EXAMPLE_SPEC = {"mindcluster_version": "26.1", "strategies": ["retry", "recover", "dump"], "pod_rescheduling": True}
+EXAMPLE_SPEC = {
+    "mindcluster_version": "26.1",
+    "strategies": ["retry", "recover", "dump"],
+    "pod_rescheduling": True,
+}
 
 PUT_POLICY = [
     OpenApiExample("strategies", value={"spec": EXAMPLE_SPEC, "comment": "fastest recovery first"}),
@@ -45,21 +49,39 @@ PREVIEW = [
 ]
 VALIDATE = [
     OpenApiExample("spec only", value={"spec": EXAMPLE_SPEC}),
-    OpenApiExample("with a manifest", value={"spec": {"strategies": ["elastic-training"]},
-                                              "manifest": EXAMPLE_MANIFEST}),
+    OpenApiExample(
+        "with a manifest", value={"spec": {"strategies": ["elastic-training"]}, "manifest": EXAMPLE_MANIFEST}
+    ),
 ]
 RENDER = [
     OpenApiExample("JSON manifest and policy", value={"manifest": EXAMPLE_MANIFEST, "policy": EXAMPLE_SPEC}),
-    OpenApiExample("YAML manifest and preset", value={
-        "manifest": (
-            "apiVersion: mindxdl.gitee.com/v1\nkind: AscendJob\nmetadata:\n  name: demo\n  labels:\n"
-            "    framework: pytorch\nspec:\n  replicaSpecs:\n    Master:\n      replicas: 1\n      template:\n"
-            "        spec:\n          containers:\n          - name: ascend\n            image: img:1\n"
-        ),
-        "preset": "retry-first",
-    }),
+    OpenApiExample(
+        "YAML manifest and preset",
+        value={
+            "manifest": "\n".join(
+                [
+                    "apiVersion: mindxdl.gitee.com/v1",
+                    "kind: AscendJob",
+                    "metadata: {name: demo, labels: {framework: pytorch}}",
+                    "spec:",
+                    "  replicaSpecs:",
+                    "    Master:",
+                    "      replicas: 1",
+                    "      template: {spec: {containers: [{name: ascend, image: 'img:1'}]}}",
+                    "",
+                ]
+            ),
+            "preset": "retry-first",
+        },
+    ),
 ]
 PRESET_CREATE = [
-    OpenApiExample("preset", value={"name": "team-default", "description": "retry, then migrate",
-                                    "spec": {"strategies": ["retry", "recover"]}}),
+    OpenApiExample(
+        "preset",
+        value={
+            "name": "team-default",
+            "description": "retry, then migrate",
+            "spec": {"strategies": ["retry", "recover"]},
+        },
+    ),
 ]

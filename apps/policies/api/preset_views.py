@@ -1,4 +1,4 @@
-"""``/presets/``: named policy templates. Anyone signed in reads them; editors create; built-ins are read-only."""
+"""``/presets/``: named policy templates. Everyone reads, editors create, built-ins are read-only."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ from rest_framework import serializers
 
 from apps.core.api_errors import ErrorSerializer
 from apps.core.api_inputs import StrictInputSerializer
+from apps.core.parsers import json_safety_problem
 from apps.policies.models import PolicyRevision, PolicySync, Preset
 from apps.policies.spec import (
     BOUNDS,
@@ -64,7 +65,17 @@ class PolicySpecSerializer(serializers.Serializer):
 
 @extend_schema_field(PolicySpecSerializer)
 class PolicySpecField(serializers.JSONField):
-    """Any JSON accepted on the wire; ``validate_policy`` decides, so every interface gives the same issues."""
+    """Any JSON accepted on the wire; ``validate_policy`` decides, so every interface gives the same issues.
+
+    Only what the database could not store (NUL characters) is refused here.
+    """
+
+    def to_internal_value(self, data: Any) -> Any:
+        value = super().to_internal_value(data)
+        problem = json_safety_problem(value)
+        if problem:
+            raise serializers.ValidationError(f"The policy cannot be stored: {problem}.", code="invalid")
+        return value
 
 
 @extend_schema_field(OpenApiTypes.ANY)

@@ -1,4 +1,4 @@
-"""Stateless tools for pipelines: validate a policy (CI gate) and render a manifest with a policy merged in."""
+"""Stateless tools for pipelines: validate a policy (CI gate), render a manifest with a policy merged in."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ log = logging.getLogger(__name__)
 
 
 def _merge(result: ValidationResult, manifest_issues: tuple[Any, ...]) -> ValidationResult:
-    """Manifest issues first (they are about the job), then the policy's, like ``manage.py validate_policy``."""
+    """Manifest issues first (they are about the job), then the policy's, as ``validate_policy`` prints."""
     errors = tuple(i for i in manifest_issues if i.severity == "error") + result.errors
     warnings = tuple(i for i in manifest_issues if i.severity == "warning") + result.warnings
     return ValidationResult(errors=errors, warnings=warnings, spec=None if errors else result.spec)

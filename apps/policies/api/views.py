@@ -80,7 +80,7 @@ def _etag(job: TrainingJob) -> str:
 
 
 def expected_revision(request: Request, body_revision: int | None) -> int | None:
-    """The lost-update guard from ``If-Match`` or the body's ``revision`` (they must agree when both given)."""
+    """The lost-update guard from ``If-Match`` or the body's ``revision`` (equal when both are given)."""
     header = request.headers.get("If-Match")
     from_header: int | None = None
     if header is not None and header.strip() != "*":

@@ -1,22 +1,55 @@
-"""Long-running platform-mode watcher: ``python manage.py decide``."""
+"""Long-running platform-mode watcher: ``python manage.py decide [--processes N]``."""
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import signal
 import threading
 from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connections
 
 from apps.decisions.watcher import run_decision_watchers
+
+
+def _serve(shard: int, shards: int) -> None:
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    run_decision_watchers(stop, shard=shard, shards=shards)
 
 
 class Command(BaseCommand):
     help = "Watch PodGroups for ClusterD's platform-mode questions and answer them (runs until stopped)."
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument(
+            "--processes",
+            type=int,
+            default=int(os.environ.get("DECIDE_PROCESSES", "1")),
+            help="answer in N processes, each owning a share of the PodGroups (default 1)",
+        )
+
+    def handle(self, *args: Any, processes: int, **options: Any) -> None:
+        if not 1 <= processes <= 32:
+            raise CommandError("--processes must be between 1 and 32", returncode=2)
+        self.stdout.write(f"watching PodGroups for platform-mode questions in {processes} process(es)")
+        if processes == 1:
+            _serve(0, 1)
+            return
+        connections.close_all()  # children open their own
+        children = [multiprocessing.Process(target=_serve, args=(i, processes)) for i in range(processes)]
+        for child in children:
+            child.start()
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         signal.signal(signal.SIGINT, lambda *_: stop.set())
-        self.stdout.write("watching PodGroups for platform-mode questions; Ctrl-C stops")
-        run_decision_watchers(stop)
+        while not stop.wait(0.5):
+            if any(not child.is_alive() for child in children):
+                break
+        for child in children:
+            child.terminate()
+        for child in children:
+            child.join(10)

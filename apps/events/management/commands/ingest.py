@@ -41,8 +41,8 @@ class Command(BaseCommand):
             signal.signal(signum, lambda *_: stop.set())
         ingesters = run_ingest(stop, cluster_names=names or None)
         self.stdout.write(
-            f"ingesting {', '.join(i.cluster.name for i in ingesters)} "
-            f"({sum(len(i.threads) for i in ingesters)} threads); Ctrl-C to stop",
+            f"ingesting {', '.join(i.cluster.name for i in ingesters)} (active where this process holds the "
+            "cluster's lease, standby elsewhere); Ctrl-C to stop",
         )
         self.stdout.flush()
         deadline = time.monotonic() + options["run_seconds"] if options["run_seconds"] > 0 else None

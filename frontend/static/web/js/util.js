@@ -101,7 +101,7 @@ export async function copyText(text) {
 }
 
 // --- YAML for display (the API returns JSON; people read YAML). Block style, quoted when needed. ---
-const PLAIN = /^[A-Za-z0-9_./@][A-Za-z0-9_./@ :=+-]*$/;
+const PLAIN = /^[A-Za-z0-9_./@][A-Za-z0-9_./@ :=+,-]*$/;
 const RESERVED = /^(true|false|null|yes|no|on|off|~|-?\d[\d_.eE+-]*)$/i;
 
 function scalar(value) {

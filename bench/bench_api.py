@@ -1,0 +1,338 @@
+"""REST API throughput and tail latency (issue #5).
+
+A dedicated PostgreSQL database (``bench_api``, created and dropped here) holds 10,000 jobs, each with
+a policy revision and a sync row. Each server under test runs the real app (``DEBUG=false``) in a
+subprocess pinned to 2 CPUs; a lean keep-alive HTTP/1.1 client authenticates with an API token as a
+non-superuser (so the per-namespace visibility filter is in every query) and measures:
+
+- closed loop: 32 connections, each sending its next request as soon as the last answer arrived
+  -> requests per second;
+- open loop at 70 % of that rate: requests scheduled at fixed intervals whatever the server does, and
+  latency counted from the *scheduled* time (no coordinated omission) -> p50/p99.
+
+Endpoints: a bare DRF view returning a constant (the baseline, ``BENCH_ENDPOINTS=true``), job detail,
+policy GET, and the job list (page of 50). Goals: >= 300 req/s detail, >= 100 req/s list.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres .venv/bin/python bench/bench_api.py \
+        [--jobs 10000] [--seconds 8] [--servers uvicorn,gunicorn-uvicorn,gunicorn-gthread,daphne]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from _common import REPO, emit, env_with, free_port, percentile, wait_port
+
+CONNECTIONS = 32
+OPEN_LOOP_FRACTION = 0.7
+CPUS = "0,1"
+
+
+# --- database ---------------------------------------------------------------------------------------
+def bench_database_url(base_url: str, name: str) -> str:
+    parts = urlsplit(base_url)
+    return urlunsplit((parts.scheme, parts.netloc, f"/{name}", parts.query, parts.fragment))
+
+
+def recreate_database(base_url: str, name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(base_url.replace("postgres://", "postgresql://", 1), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def drop_database(base_url: str, name: str) -> None:
+    import psycopg
+
+    with psycopg.connect(base_url.replace("postgres://", "postgresql://", 1), autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+SEED_SCRIPT = r"""
+import json, sys
+import django
+django.setup()
+from django.contrib.auth.models import User
+from apps.accounts.models import NamespaceGrant, Role
+from apps.accounts.services import token_issue
+from apps.jobs.models import Cluster, TrainingJob
+from apps.policies.models import PolicyRevision, PolicySync
+
+jobs_wanted = int(sys.argv[1])
+cluster = Cluster.objects.create(name="bench", kubeconfig_path="/nonexistent")
+namespaces = [f"team-{i:02d}" for i in range(20)]
+jobs = TrainingJob.objects.bulk_create(
+    [TrainingJob(cluster=cluster, namespace=namespaces[i % 20], name=f"job-{i:05d}", framework="pytorch",
+                 replicas={"Master": 1, "Worker": 3}, npus_per_pod=8, mindcluster_version="26.1",
+                 phase="Running")
+     for i in range(jobs_wanted)],
+    batch_size=2000,
+)
+spec = {"mindcluster_version": "26.1", "strategies": ["retry", "recover", "dump"], "fault_scheduling": "grace",
+        "pod_rescheduling": True, "fault_retry_times": 0, "backoff_limit": None, "max_restarts": 32767,
+        "monitor_interval": 30, "wait_reschedule_timeout": 270, "sub_healthy_strategy": "ignore",
+        "ttp_port": 8000, "platform_mode": False, "decision_rules": [], "default_strategy": "recover",
+        "decision_timeout_s": 240}
+revisions = PolicyRevision.objects.bulk_create(
+    [PolicyRevision(job=job, number=1, spec=spec, author_name="bench") for job in jobs], batch_size=2000
+)
+for job, revision in zip(jobs, revisions):
+    job.current_revision = revision
+TrainingJob.objects.bulk_update(jobs, ["current_revision"], batch_size=2000)
+PolicySync.objects.bulk_create(
+    [PolicySync(job=job, revision=revision, generation=1, state="applied") for job, revision in zip(jobs, revisions)],
+    batch_size=2000,
+)
+user = User.objects.create_user("bench")
+# Editor on every namespace of the cluster: sees all jobs, through the EXISTS visibility filter.
+NamespaceGrant.objects.create(role=Role.EDITOR, user=user, cluster=cluster, namespace="*")
+print(json.dumps({"token": token_issue(user, "bench")[1], "job_ids": [job.pk for job in jobs]}))
+"""
+
+
+def seed(env: dict[str, str], jobs: int) -> tuple[str, list[int]]:
+    import json
+
+    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=REPO, env=env, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", SEED_SCRIPT, str(jobs)], cwd=REPO, env=env, check=True, capture_output=True, text=True
+    ).stdout
+    data = json.loads(out.strip().splitlines()[-1])
+    return data["token"], data["job_ids"]
+
+
+# --- servers ----------------------------------------------------------------------------------------
+def server_command(name: str, port: int) -> list[str]:
+    bind = f"127.0.0.1:{port}"
+    commands = {
+        "uvicorn": [sys.executable, "-m", "uvicorn", "controlplane.asgi:application", "--host", "127.0.0.1",
+                    "--port", str(port), "--workers", "2", "--no-access-log", "--log-level", "warning",
+                    "--loop", "uvloop", "--http", "httptools"],
+        "gunicorn-uvicorn": [sys.executable, "-m", "gunicorn", "controlplane.asgi:application", "-b", bind,
+                             "-w", "2", "-k", "uvicorn.workers.UvicornWorker", "--log-level", "warning"],
+        "gunicorn-gthread": [sys.executable, "-m", "gunicorn", "controlplane.wsgi:application", "-b", bind,
+                             "-w", "2", "-k", "gthread", "--threads", "8", "--log-level", "warning"],
+        "daphne": [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "-v", "0",
+                   "controlplane.asgi:application"],
+    }
+    return ["taskset", "-c", CPUS, *commands[name]]
+
+
+def start_server(name: str, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    proc = subprocess.Popen(server_command(name, port), cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        wait_port(port, 60)
+    except RuntimeError:
+        proc.kill()
+        raise RuntimeError(f"{name} did not start: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
+    return proc, port
+
+
+def stop_server(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(20)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+
+
+# --- client -----------------------------------------------------------------------------------------
+class Connection:
+    """One keep-alive HTTP/1.1 connection; just enough parsing for Content-Length responses."""
+
+    def __init__(self, port: int, token: str) -> None:
+        self.port = port
+        self.token = token
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def request(self, path: str) -> int:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
+        assert self.reader is not None
+        self.writer.write(
+            f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Token {self.token}\r\n"
+            "Accept: application/json\r\n\r\n".encode()
+        )
+        status_line = await self.reader.readline()
+        length, close = 0, False
+        while True:
+            line = await self.reader.readline()
+            if line in (b"\r\n", b""):
+                break
+            key, _, value = line.decode("latin-1").partition(":")
+            if key.lower() == "content-length":
+                length = int(value)
+            elif key.lower() == "connection" and value.strip().lower() == "close":
+                close = True
+        if length:
+            await self.reader.readexactly(length)
+        if close or not status_line:
+            self.writer.close()
+            self.writer = None
+        return int(status_line.split()[1]) if status_line else 0
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+@dataclass
+class Tally:
+    latencies: list[float] = field(default_factory=list)
+    errors: int = 0
+    statuses: dict[int, int] = field(default_factory=dict)
+
+    def add(self, status: int, seconds: float) -> None:
+        self.statuses[status] = self.statuses.get(status, 0) + 1
+        if status != 200:
+            self.errors += 1
+        self.latencies.append(seconds)
+
+
+async def closed_loop(port: int, token: str, paths: Callable[[], str], seconds: float) -> tuple[float, Tally]:
+    tally = Tally()
+    deadline = time.perf_counter() + seconds
+
+    async def worker() -> None:
+        conn = Connection(port, token)
+        try:
+            while time.perf_counter() < deadline:
+                started = time.perf_counter()
+                status = await conn.request(paths())
+                tally.add(status, time.perf_counter() - started)
+        finally:
+            conn.close()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(CONNECTIONS)))
+    return len(tally.latencies) / (time.perf_counter() - started), tally
+
+
+async def open_loop(port: int, token: str, paths: Callable[[], str], rate: float, seconds: float) -> Tally:
+    """Fixed arrival rate; latency from the scheduled start, so a stalled server cannot hide its queue."""
+    tally = Tally()
+    idle: asyncio.Queue[Connection] = asyncio.Queue()
+    for _ in range(CONNECTIONS * 2):
+        idle.put_nowait(Connection(port, token))
+    interval = 1.0 / rate
+    begin = time.perf_counter()
+    total = int(rate * seconds)
+
+    async def one(scheduled: float) -> None:
+        conn = await idle.get()
+        try:
+            status = await conn.request(paths())
+        except (OSError, asyncio.IncompleteReadError):
+            conn.close()
+            conn = Connection(port, token)
+            status = 0
+        tally.add(status, time.perf_counter() - scheduled)
+        idle.put_nowait(conn)
+
+    tasks = []
+    for i in range(total):
+        scheduled = begin + i * interval
+        delay = scheduled - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        tasks.append(asyncio.create_task(one(scheduled)))
+    await asyncio.gather(*tasks)
+    while not idle.empty():
+        idle.get_nowait().close()
+    return tally
+
+
+def measure(port: int, token: str, paths: Callable[[], str], seconds: float) -> dict[str, Any]:
+    asyncio.run(closed_loop(port, token, paths, 1.0))  # warm up: connections, caches, JIT-less but hot paths
+    rps, closed = asyncio.run(closed_loop(port, token, paths, seconds))
+    opened = asyncio.run(open_loop(port, token, paths, max(1.0, rps * OPEN_LOOP_FRACTION), seconds))
+    return {
+        "rps": round(rps, 1),
+        "closed_p99_ms": round(percentile(closed.latencies, 99) * 1000, 2),
+        "open_rate": round(rps * OPEN_LOOP_FRACTION, 1),
+        "open_p50_ms": round(percentile(opened.latencies, 50) * 1000, 2),
+        "open_p99_ms": round(percentile(opened.latencies, 99) * 1000, 2),
+        "non_200": closed.errors + opened.errors,
+        "statuses": {**closed.statuses},
+    }
+
+
+def run_server(name: str, env: dict[str, str], token: str, job_ids: list[int], seconds: float) -> dict[str, Any]:
+    rng = random.Random(5)
+    endpoints: dict[str, Callable[[], str]] = {
+        "bare": lambda: "/api/v1/_bench/constant/",
+        "detail": lambda: f"/api/v1/jobs/{rng.choice(job_ids)}/",
+        "policy": lambda: f"/api/v1/jobs/{rng.choice(job_ids)}/policy/",
+        "list": lambda: f"/api/v1/jobs/?limit=50&offset={rng.randrange(0, len(job_ids) - 50)}",
+    }
+    proc, port = start_server(name, env)
+    try:
+        results = {endpoint: measure(port, token, paths, seconds) for endpoint, paths in endpoints.items()}
+    finally:
+        stop_server(proc)
+    for endpoint in ("detail", "policy", "list"):
+        results[endpoint]["ratio_to_bare"] = round(results[endpoint]["rps"] / results["bare"]["rps"], 3)
+    print(f"{name:18s} " + "  ".join(
+        f"{e}: {r['rps']:7.1f} req/s p99@70% {r['open_p99_ms']:6.1f} ms" for e, r in results.items()
+    ), flush=True)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=10_000)
+    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--servers", default="uvicorn,gunicorn-uvicorn,gunicorn-gthread,daphne")
+    parser.add_argument("--database", default="bench_api")
+    args = parser.parse_args()
+    base_url = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+    db_url = bench_database_url(base_url, args.database)
+    env = env_with(
+        DJANGO_SETTINGS_MODULE="controlplane.settings.base",
+        DATABASE_URL=db_url,
+        DEBUG="false",
+        BENCH_ENDPOINTS="true",
+        API_THROTTLE_RATE="100000000/min",  # measure the server, not the fairness limit
+        LOG_LEVEL="WARNING",
+        DB_CONN_MAX_AGE="600",
+        PYTHONPATH=str(REPO),
+    )
+    recreate_database(base_url, args.database)
+    try:
+        token, job_ids = seed(env, args.jobs)
+        servers = {name: run_server(name, env, token, job_ids, args.seconds) for name in args.servers.split(",")}
+    finally:
+        drop_database(base_url, args.database)
+    best = max(servers, key=lambda name: servers[name]["detail"]["rps"] + servers[name]["policy"]["rps"])
+    emit({
+        "bench": "api",
+        "jobs": args.jobs,
+        "cpus": CPUS,
+        "connections": CONNECTIONS,
+        "servers": servers,
+        "winner": best,
+        "goals": {
+            "detail_rps>=300": servers[best]["detail"]["rps"] >= 300,
+            "list_rps>=100": servers[best]["list"]["rps"] >= 100,
+        },
+    })
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,443 @@
+"""The dashboard in a real browser against a real server (HTTP + websockets), database and cluster API.
+
+- The server is Daphne serving the project's ASGI app (``ChannelsLiveServerTestCase``): REST, pages,
+  static files and ``/ws/events/`` exactly as in production.
+- The cluster is ``KubeApiEmulator`` reached through a kubeconfig by the official client; pushes are
+  completed by calling ``apps.policies.push.push_sync`` from the test once the page has queued one
+  (the same function the Celery task runs), so the test controls when "applied" happens.
+- Events are recorded with ``apps.events.services.event_record`` (store, then broadcast).
+"""
+
+from __future__ import annotations
+
+import time
+import unittest
+import uuid
+from collections.abc import Callable
+from datetime import timedelta
+from functools import partial
+from typing import Any
+
+from channels.testing import ChannelsLiveServerTestCase
+from channels.testing.live import make_application
+from daphne.testing import DaphneProcess
+from django.contrib.auth.models import User
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+from django.utils import timezone
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+
+from apps.cluster import constants as c
+from apps.events import broadcast
+from apps.events.models import Incident, JobEvent
+from apps.events.services import event_record
+from apps.jobs.models import Cluster, TrainingJob
+from apps.policies.models import PolicySync
+from apps.policies.push import push_sync
+from apps.simcluster.kubeapi import KubeApiEmulator
+from controlplane.celery import app as celery_app
+from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS, chromium_available
+
+PASSWORD = "correct-horse-battery"
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.05) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def ascendjob(name: str, namespace: str) -> dict[str, Any]:
+    container = {
+        "name": c.CONTAINER_NAME,
+        "image": "mindspeed-llm:2.3.0",
+        "ports": [{"containerPort": c.PORT_ASCENDJOB[1], "name": c.PORT_ASCENDJOB[0]}],
+        "resources": {"requests": {"huawei.com/Ascend910": 8}, "limits": {"huawei.com/Ascend910": 8}},
+    }
+    return {
+        "apiVersion": c.ASCENDJOB_API_VERSION,
+        "kind": c.ASCENDJOB_KIND,
+        "metadata": {"name": name, "namespace": namespace, "labels": {c.LABEL_FRAMEWORK: "pytorch"}},
+        "spec": {
+            "schedulerName": c.VOLCANO_SCHEDULER,
+            "runPolicy": {"schedulingPolicy": {"minAvailable": 2, "queue": "default"}},
+            "replicaSpecs": {
+                role: {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {"containers": [container]}}}
+                for role in ("Master", "Worker")
+            },
+        },
+    }
+
+
+class ServerProcess(DaphneProcess):
+    """Daphne in a forked child that keeps the parent's database settings.
+
+    The fork already points at the test database; channels' default setup would prefix ``test_``
+    a second time.
+    """
+
+    def __init__(self, host: str, get_application: Any, kwargs: Any = None, setup: Any = None,
+                 teardown: Any = None, port: int | None = None) -> None:
+        super().__init__(host, get_application, kwargs=kwargs, setup=None, teardown=teardown, port=port)
+
+
+class DashboardBrowserTests(ChannelsLiveServerTestCase):
+    host = "127.0.0.1"
+    ProtocolServerProcess = ServerProcess
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        if not chromium_available():
+            raise unittest.SkipTest(f"needs the playwright package and Chromium at {CHROMIUM}")
+        from playwright.sync_api import sync_playwright
+
+        super().setUpClass()
+        cls.emulator = KubeApiEmulator(host="127.0.0.1", port=0)
+        cls.emulator.start()
+        kube_dir = SCREENSHOTS.parent / "kube"
+        kube_dir.mkdir(parents=True, exist_ok=True)
+        cls.kubeconfig = str(cls.emulator.write_kubeconfig(kube_dir / f"kubeconfig-{uuid.uuid4().hex[:6]}"))
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        cls.playwright = sync_playwright().start()
+        cls.browser = cls.playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.browser.close()
+        cls.playwright.stop()
+        cls.emulator.stop()
+        super().tearDownClass()
+
+    def setUp(self) -> None:
+        self.user = User.objects.create_superuser("ada", "ada@example.com", PASSWORD)
+        self.cluster = Cluster.objects.create(name="sim", kubeconfig_path=self.kubeconfig, is_default=True)
+        self.context = self.browser.new_context(viewport={"width": 1280, "height": 900})
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(10_000)
+        self.page_errors: list[str] = []
+        self.page.on("pageerror", lambda error: self.page_errors.append(str(error)))
+
+    def tearDown(self) -> None:
+        self.context.close()
+        with celery_app.connection_for_write() as conn:  # pushes the page queued; the test ran them itself
+            for queue in ("push", "slow", "default"):
+                conn.default_channel.queue_purge(queue)
+        self.assertEqual(self.page_errors, [], "JavaScript errors on the page")
+
+    # --- helpers ----------------------------------------------------------------------------------
+    def url(self, path: str) -> str:
+        return f"{self.live_server_url}{path}"
+
+    def login(self) -> None:
+        self.page.goto(self.url("/login/"))
+        self.page.fill("#id_username", "ada")
+        self.page.fill("#id_password", PASSWORD)
+        self.page.click("button[type=submit]")
+        self.page.wait_for_url(self.url("/"))
+
+    def shot(self, name: str) -> None:
+        self.page.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
+
+    def live_job(self, name: str = "llama-70b") -> TrainingJob:
+        """An AscendJob and its PodGroup in the emulated cluster, registered as a job."""
+        namespace = f"ns-{uuid.uuid4().hex[:6]}"
+        api = k8s_config.new_client_from_config(config_file=self.kubeconfig)
+        try:
+            k8s.CoreV1Api(api).create_namespace({"metadata": {"name": namespace}})
+            custom = k8s.CustomObjectsApi(api)
+            created = custom.create_namespaced_custom_object(
+                c.ASCENDJOB_GROUP, c.ASCENDJOB_VERSION, namespace, c.ASCENDJOB_PLURAL, ascendjob(name, namespace)
+            )
+            meta = created["metadata"]
+            custom.create_namespaced_custom_object(
+                c.PODGROUP_GROUP,
+                c.PODGROUP_VERSION,
+                namespace,
+                c.PODGROUP_PLURAL,
+                {
+                    "apiVersion": c.PODGROUP_API_VERSION,
+                    "kind": c.PODGROUP_KIND,
+                    "metadata": {"name": f"{name}-{meta['uid']}", "namespace": namespace, "labels": meta["labels"]},
+                    "spec": {"minMember": 2, "queue": "default"},
+                },
+            )
+        finally:
+            api.close()
+        return TrainingJob.objects.create(
+            cluster=self.cluster,
+            namespace=namespace,
+            name=name,
+            uid=meta["uid"],
+            framework="pytorch",
+            replicas={"Master": 1, "Worker": 1},
+            npus_per_pod=8,
+            mindcluster_version="26.1",
+        )
+
+    def podgroup_annotations(self, job: TrainingJob) -> dict[str, str]:
+        api = k8s_config.new_client_from_config(config_file=self.kubeconfig)
+        try:
+            pg = k8s.CustomObjectsApi(api).get_namespaced_custom_object(
+                c.PODGROUP_GROUP, c.PODGROUP_VERSION, job.namespace, c.PODGROUP_PLURAL, f"{job.name}-{job.uid}"
+            )
+        finally:
+            api.close()
+        return dict(pg["metadata"].get("annotations") or {})
+
+    def complete_push(self, job: TrainingJob) -> PolicySync:
+        """Run the push the page queued (what the Celery worker would do), once it is queued."""
+        sync = wait_for(
+            lambda: PolicySync.objects.filter(job=job, state=PolicySync.State.PENDING).order_by("-id").first(),
+            10,
+            "the page to queue a push",
+        )
+        result = push_sync(sync_id=sync.pk, token="t")
+        assert result is not None and result.state == PolicySync.State.APPLIED, result and result.last_error
+        broadcast.flush()
+        return result
+
+    def record(self, job: TrainingJob, n: int = 1, **fields: Any) -> list[JobEvent]:
+        events = []
+        for i in range(n):
+            event = event_record(
+                job=job,
+                kind=fields.get("kind", "job.warning"),
+                message=fields.get("message", f"test event {i}"),
+                source="test",
+                severity=fields.get("severity", "warning"),
+                data=fields.get("data", {}),
+            )
+            assert event is not None
+            events.append(event)
+        broadcast.flush()
+        return events
+
+    def shown_seqs(self) -> list[int]:
+        return [int(s) for s in self.page.eval_on_selector_all("#event-list li", "els => els.map(e => e.dataset.seq)")]
+
+    def open_live(self, job: TrainingJob) -> None:
+        self.page.goto(self.url(f"/jobs/{job.pk}/#live"))
+        self.page.wait_for_selector("body[data-ready=true]")
+        self.page.wait_for_selector('#conn-state[data-state="live"]')
+
+    def tab_to(self, selector: str, limit: int = 150) -> None:
+        """Press Tab until ``selector`` has the focus (keyboard only), and check the focus is visible."""
+        for _ in range(limit):
+            self.page.keyboard.press("Tab")
+            if self.page.evaluate("s => !!document.activeElement && document.activeElement.matches(s)", selector):
+                outline = self.page.evaluate("() => getComputedStyle(document.activeElement).outlineStyle")
+                assert outline not in ("", "none"), f"no visible focus on {selector}"
+                return
+        raise AssertionError(f"{selector} never received the focus by Tab")
+
+    # --- scenarios --------------------------------------------------------------------------------
+    def test_login_required_then_overview_shows_policy_state_and_recovering_badge(self) -> None:
+        calm = self.live_job("calm-job")
+        busy = TrainingJob.objects.create(
+            cluster=self.cluster, namespace="vision", name="busy-job", framework="mindspore",
+            replicas={"Scheduler": 1, "Worker": 2}, npus_per_pod=8, mindcluster_version="7.1",
+        )
+        Incident.objects.create(job=busy, number=1, opened_at=timezone.now(), first_seq=1, last_seq=1)
+        self.page.goto(self.url(f"/jobs/{calm.pk}/"))
+        self.page.wait_for_url("**/login/?next=*")
+        self.page.fill("#id_username", "ada")
+        self.page.fill("#id_password", "wrong")
+        self.page.click("button[type=submit]")
+        self.page.wait_for_selector("text=did not match")
+        self.shot("login")
+        self.login()
+        self.page.wait_for_selector("body[data-ready=true]")
+        rows = self.page.locator("#jobs-table tbody tr")
+        self.assertEqual(rows.count(), 2)
+        busy_row = self.page.locator(f'tr[data-job="{busy.pk}"]')
+        self.assertIn("Recovering", busy_row.inner_text())
+        self.assertIn("#1", busy_row.inner_text())
+        self.page.select_option("#f-namespace", "vision")
+        self.page.wait_for_function("document.querySelectorAll('#jobs-table tbody tr').length === 1")
+        self.page.select_option("#f-namespace", "")
+        self.page.wait_for_selector('#conn-state[data-state="live"]')
+        self.shot("jobs-overview")
+        # Sign out works and leads back to the login page.
+        self.page.click("text=Sign out")
+        self.page.wait_for_url("**/login/")
+
+    def test_invalid_combination_error_at_field_then_fix_preview_and_apply(self) -> None:
+        job = self.live_job()
+        mindspore = TrainingJob.objects.create(
+            cluster=self.cluster, namespace="vision", name="ms-job", framework="mindspore",
+            replicas={"Scheduler": 1, "Worker": 2}, npus_per_pod=8, mindcluster_version="26.1",
+        )
+        self.login()
+        # elastic-training on a MindSpore job: the error sits under that checkbox.
+        self.page.goto(self.url(f"/jobs/{mindspore.pk}/"))
+        self.page.check("#strategy-elastic-training")
+        issue = self.page.locator('#issues-strategy-elastic-training .issue.error[data-code="elastic_training_requires_pytorch"]')
+        issue.wait_for()
+        self.assertEqual(self.page.get_attribute("#strategy-elastic-training", "aria-invalid"), "true")
+        self.assertIn("error", self.page.inner_text("#validation-summary"))
+        self.assertTrue(self.page.is_disabled("#save-apply"))
+
+        # graceExit without dump on the PyTorch job: the error at the sub-health field, with allowed values.
+        self.page.goto(self.url(f"/jobs/{job.pk}/"))
+        self.page.check("#strategy-recover")
+        self.page.select_option("#f-sub_healthy_strategy", "graceExit")
+        grace = self.page.locator('#issues-sub_healthy_strategy .issue.error[data-code="grace_exit_requires_dump"]')
+        grace.wait_for()
+        self.shot("job-policy-error")
+        # Fix it: add dump. The error goes, and the preview shows the annotation ClusterD will read.
+        self.page.check("#strategy-dump")
+        grace.wait_for(state="detached")
+        self.page.wait_for_function(
+            "document.getElementById('out-patch').textContent.includes('recover-strategy: recover,dump')"
+        )
+        self.assertIn("Takes effect now", self.page.inner_text("#effects"))
+        self.page.click("#ptab-launcher")
+        self.assertTrue(self.page.is_visible("#out-launcher"))
+        self.page.click("#ptab-diff")
+        self.page.wait_for_function("document.getElementById('live-state').textContent.includes('resourceVersion')")
+        self.page.click("#ptab-patch")
+        self.shot("job-policy")
+
+        # Apply: the page queues the push, the push runs, the page shows "applied".
+        self.page.click("#save-apply")
+        self.complete_push(job)
+        self.page.locator("#sync-detail .badge.applied").wait_for()
+        self.assertEqual(self.page.inner_text("#fact-revision"), "1")
+        self.assertEqual(self.podgroup_annotations(job)[c.ANNOTATION_RECOVER_STRATEGY], "recover,dump")
+        self.shot("job-policy-applied")
+
+        # History: the revision with its author, and a second one restorable.
+        self.page.click("#tab-history")
+        self.page.wait_for_selector("#revisions table")
+        self.assertIn("ada", self.page.inner_text("#revisions"))
+        self.shot("job-history")
+
+    def test_complete_the_form_with_the_keyboard_only(self) -> None:
+        job = self.live_job()
+        self.login()
+        self.page.goto(self.url(f"/jobs/{job.pk}/"))
+        self.page.wait_for_selector("body[data-ready=true]")
+        self.tab_to("#strategy-recover")
+        self.page.keyboard.press("Space")
+        self.tab_to("#strategy-dump")
+        self.page.keyboard.press("Space")
+        self.tab_to("#f-pod_rescheduling")
+        self.page.keyboard.press("Space")
+        self.tab_to("#f-monitor_interval")
+        self.page.keyboard.press("Control+A")
+        self.page.keyboard.type("10")
+        self.tab_to("#f-sub_healthy_strategy")
+        self.page.keyboard.type("g")  # type-ahead picks graceExit, valid now that dump is on
+        self.tab_to("#f-comment")
+        self.page.keyboard.type("keyboard only")
+        self.page.wait_for_function("document.getElementById('validation-summary').textContent.includes('valid')")
+        self.assertEqual(self.page.input_value("#f-sub_healthy_strategy"), "graceExit")
+        self.tab_to("#save-apply")
+        self.page.keyboard.press("Enter")
+        self.complete_push(job)
+        self.page.locator("#sync-detail .badge.applied").wait_for()
+        spec = TrainingJob.objects.get(pk=job.pk).current_revision.spec
+        self.assertEqual(spec["strategies"], ["recover", "dump"])
+        self.assertTrue(spec["pod_rescheduling"])
+        self.assertEqual(spec["monitor_interval"], 10)
+        self.assertEqual(spec["sub_healthy_strategy"], "graceExit")
+
+    def test_fault_reaches_the_timeline_within_two_seconds(self) -> None:
+        job = self.live_job()
+        self.record(job, 3)
+        self.login()
+        self.open_live(job)
+        self.assertEqual(self.shown_seqs(), [1, 2, 3])
+        started = time.monotonic()
+        self.record(job, kind="fault.detected", severity="error", message="UCE on rank 3",
+                    data={"ranks": [3], "node": "node-7", "code": "80E01801", "fault_type": "uce"})
+        self.page.locator('#event-list li[data-seq="4"]').wait_for(timeout=2_000)
+        elapsed = time.monotonic() - started
+        self.assertLess(elapsed, 2.0)
+        self.assertIn("UCE on rank 3", self.page.inner_text('#event-list li[data-seq="4"]'))
+        # Filters: by rank and by severity.
+        self.page.fill("#ef-rank", "3")
+        self.page.wait_for_function("[...document.querySelectorAll('#event-list li')].filter(l => !l.hidden).length === 1")
+        self.page.fill("#ef-rank", "")
+        self.page.select_option("#ef-severity", "error")
+        self.page.wait_for_function("[...document.querySelectorAll('#event-list li')].filter(l => !l.hidden).length === 1")
+        self.page.select_option("#ef-severity", "")
+        self.shot("job-live")
+
+    def test_server_restart_timeline_resumes_with_no_gap(self) -> None:
+        job = self.live_job()
+        self.record(job, 3)
+        self.login()
+        self.open_live(job)
+        self.assertEqual(self.shown_seqs(), [1, 2, 3])
+        port = self._port
+        self._server_process.terminate()
+        self._server_process.join()
+        self.page.wait_for_selector('#conn-state:not([data-state="live"])')
+        self.record(job, 5, message="while the server was down")
+        process = ServerProcess(
+            self.host, partial(make_application, static_wrapper=ASGIStaticFilesHandler), port=port
+        )
+        process.start()
+        assert process.ready.wait(10), "the restarted server did not come up"
+        type(self)._server_process = process
+        self.page.wait_for_selector('#conn-state[data-state="live"]', timeout=20_000)
+        self.page.wait_for_function("document.querySelectorAll('#event-list li').length >= 8")
+        self.record(job, 1, message="after the restart")
+        self.page.wait_for_function("document.querySelectorAll('#event-list li').length >= 9", timeout=2_000)
+        self.assertEqual(self.shown_seqs(), list(range(1, 10)))
+
+    def test_long_history_opens_with_the_newest_page_and_loads_older_on_scroll(self) -> None:
+        job = self.live_job()
+        now = timezone.now()
+        JobEvent.objects.bulk_create(
+            JobEvent(job=job, seq=i, kind="job.warning", severity="info", message=f"old {i}", source="test",
+                     occurred_at=now - timedelta(seconds=500 - i))
+            for i in range(1, 451)
+        )
+        self.login()
+        self.open_live(job)
+        seqs = self.shown_seqs()
+        self.assertEqual((seqs[0], seqs[-1], len(seqs)), (251, 450, 200))
+        self.page.eval_on_selector("#timeline", "el => el.scrollTop = 0")
+        self.page.wait_for_function("document.querySelectorAll('#event-list li').length === 400")
+        self.assertEqual(self.shown_seqs()[:2], [51, 52])
+        self.page.click("#autoscroll")
+        self.assertEqual(self.page.get_attribute("#autoscroll", "aria-pressed"), "false")
+
+    def test_operator_pages_tokens_presets_audit_decisions(self) -> None:
+        self.login()
+        self.page.on("dialog", lambda dialog: dialog.accept())
+        # Tokens: the key is shown once, then only its prefix.
+        self.page.goto(self.url("/tokens/"))
+        self.page.fill("#t-name", "ci-prod")
+        self.page.click("#token-form button[type=submit]")
+        key = self.page.inner_text("#new-token-key")
+        self.assertGreater(len(key), 20)
+        self.shot("tokens")
+        self.page.reload()
+        self.page.wait_for_selector("body[data-ready=true]")
+        self.assertNotIn(key, self.page.content())
+        self.page.click("text=Revoke ci-prod")
+        self.page.wait_for_selector("#tokens-table td:text-is('revoked')")
+        # Presets: create, then delete.
+        self.page.goto(self.url("/presets/"))
+        self.page.fill("#p-name", "team-default")
+        self.page.fill("#p-description", "recover with a dump backstop")
+        self.page.click("#preset-save")
+        self.page.wait_for_selector('tr[data-preset="team-default"]')
+        self.shot("presets")
+        self.page.click("text=Delete team-default")
+        self.page.wait_for_selector('tr[data-preset="team-default"]', state="detached")
+        # Audit log: what we just did, newest first.
+        self.page.goto(self.url("/audit/"))
+        self.page.wait_for_selector("#audit-table tbody tr")
+        self.assertIn("preset", self.page.inner_text("#audit-table"))
+        self.shot("audit")
+        self.page.goto(self.url("/decisions/"))
+        self.page.wait_for_selector("body[data-ready=true]")
+        self.shot("decisions")

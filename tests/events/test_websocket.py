@@ -1,0 +1,248 @@
+"""``/ws/events/`` through the real ASGI stack (``controlplane.asgi.application``) with ``WebsocketCommunicator``.
+
+The channel layer is the real Redis of ``TEST_REDIS_URL``; events are stored through ``event_record``
+and reach the socket through the real broadcast path (after commit).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+from asgiref.sync import async_to_sync, sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.test import override_settings
+
+from apps.accounts.models import NamespaceGrant, Role
+from apps.accounts.services import token_issue
+from apps.events import broadcast
+from apps.events.models import JobEvent
+from apps.events.services import event_record
+from apps.jobs.models import Cluster, TrainingJob
+from controlplane.asgi import application
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ORIGIN = (b"origin", b"http://127.0.0.1:8000")
+TIMEOUT = 5
+
+
+def run(coro: Callable[[], Awaitable[None]]) -> None:
+    async_to_sync(coro)()
+
+
+@pytest.fixture
+def world() -> dict[str, Any]:
+    """Two namespaces, a job in each; a viewer of team-a with a token; a superuser."""
+    cluster = Cluster.objects.create(name=f"c-{uuid.uuid4().hex[:6]}")
+    jobs = {
+        ns: TrainingJob.objects.create(cluster=cluster, namespace=ns, name="llama", uid=str(uuid.uuid4()))
+        for ns in ("team-a", "team-b")
+    }
+    users = get_user_model().objects
+    viewer = users.create_user(f"viewer-{uuid.uuid4().hex[:6]}", password="x")
+    NamespaceGrant.objects.create(user=viewer, role=Role.VIEWER, cluster=cluster, namespace="team-a")
+    _, key = token_issue(viewer, "ws")
+    admin = users.create_superuser(f"admin-{uuid.uuid4().hex[:6]}", password="x")
+    _, admin_key = token_issue(admin, "ws-admin")
+    return {"jobs": jobs, "key": key, "admin_key": admin_key, "viewer": viewer}
+
+
+def communicator(key: str | None, origin: tuple[bytes, bytes] | None = ORIGIN) -> WebsocketCommunicator:
+    headers = [origin] if origin else []
+    if key is not None:
+        headers.append((b"authorization", f"Token {key}".encode()))
+    return WebsocketCommunicator(application, "/ws/events/", headers=headers)
+
+
+def record(job: TrainingJob, n: int, kind: str = "fault.detected") -> list[JobEvent]:
+    """Store ``n`` events the way every producer does (event_record → broadcast after commit)."""
+    stored = [
+        event_record(job=job, kind=kind, message=f"m{i}", source="test", data={"i": i}) for i in range(n)
+    ]
+    broadcast.flush()
+    if threading.current_thread() is not threading.main_thread():
+        connection.close()  # worker threads must not keep test-database sessions open
+    return [e for e in stored if e is not None]
+
+
+async def frames_until(
+    comm: WebsocketCommunicator, done: Callable[[list[dict[str, Any]]], bool]
+) -> list[dict[str, Any]]:
+    got: list[dict[str, Any]] = []
+    while not done(got):
+        got.append(json.loads(await comm.receive_from(timeout=TIMEOUT)))
+    return got
+
+
+def test_unauthenticated_connection_is_refused() -> None:
+    async def scenario() -> None:
+        comm = communicator(None)
+        connected, _ = await comm.connect(timeout=TIMEOUT)
+        assert not connected
+        await comm.disconnect()
+
+    run(scenario)
+
+
+def test_bad_token_is_refused(world: dict[str, Any]) -> None:
+    async def scenario() -> None:
+        comm = communicator("not-a-real-key")
+        connected, _ = await comm.connect(timeout=TIMEOUT)
+        assert not connected
+
+    run(scenario)
+
+
+def test_foreign_origin_is_refused(world: dict[str, Any]) -> None:
+    async def scenario() -> None:
+        comm = communicator(world["key"], origin=(b"origin", b"https://evil.example.com"))
+        connected, _ = await comm.connect(timeout=TIMEOUT)
+        assert not connected
+        missing = communicator(world["key"], origin=None)
+        connected, _ = await missing.connect(timeout=TIMEOUT)
+        assert not connected
+
+    run(scenario)
+
+
+def test_another_namespaces_job_is_refused(world: dict[str, Any]) -> None:
+    other = world["jobs"]["team-b"]
+    record(other, 2)
+
+    async def scenario() -> None:
+        comm = communicator(world["key"])
+        connected, _ = await comm.connect(timeout=TIMEOUT)
+        assert connected
+        await comm.send_json_to({"subscribe": {"job": other.pk, "after_seq": 0}})
+        frame = await comm.receive_json_from(timeout=TIMEOUT)
+        assert frame == {"type": "error", "error": "job not found", "code": "not_found", "job": other.pk}
+        assert await comm.receive_nothing(timeout=0.3)  # and none of its events
+        await comm.disconnect()
+
+    run(scenario)
+
+
+def test_replay_then_live_without_gap_or_duplicate(world: dict[str, Any]) -> None:
+    job = world["jobs"]["team-a"]
+    record(job, 5)
+
+    async def scenario() -> None:
+        comm = communicator(world["key"])
+        assert (await comm.connect(timeout=TIMEOUT))[0]
+        await comm.send_json_to({"subscribe": {"job": job.pk, "after_seq": 2}})
+        # Events stored while the replay runs must come exactly once, in order.
+        await sync_to_async(record, thread_sensitive=False)(job, 5)
+        frames = await frames_until(comm, lambda got: len(got) >= 8)
+        assert [f["seq"] for f in frames] == list(range(3, 11))
+        assert all(f["type"] == "event" and f["job"] == job.pk for f in frames)
+        assert await comm.receive_nothing(timeout=0.5)
+        await comm.disconnect()
+
+    run(scenario)
+
+
+def test_lost_frames_are_filled_from_the_database(
+    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = world["jobs"]["team-a"]
+
+    async def scenario() -> None:
+        comm = communicator(world["key"])
+        assert (await comm.connect(timeout=TIMEOUT))[0]
+        await comm.send_json_to({"subscribe": {"job": job.pk, "after_seq": 0}})
+        assert await comm.receive_nothing(timeout=0.2)
+        # Frames 1-3 are "lost" (as when Redis drops them); frame 4 arrives and reveals the gap.
+        with monkeypatch.context() as patch:
+            patch.setattr(broadcast, "broadcast_event", lambda event: None)
+            await sync_to_async(record, thread_sensitive=False)(job, 3)
+        await sync_to_async(record, thread_sensitive=False)(job, 1)
+        frames = await frames_until(comm, lambda got: len(got) >= 4)
+        assert [f["seq"] for f in frames] == [1, 2, 3, 4]
+        # A lost *last* frame is found by the periodic check.
+        with monkeypatch.context() as patch:
+            patch.setattr(broadcast, "broadcast_event", lambda event: None)
+            await sync_to_async(record, thread_sensitive=False)(job, 1)
+        frames = await frames_until(comm, lambda got: len(got) >= 1)
+        assert [f["seq"] for f in frames] == [5]
+        await comm.disconnect()
+
+    with override_settings(EVENTS_WS_CHECK_SECONDS=0.3):
+        run(scenario)
+
+
+def test_too_far_behind_gets_resync(world: dict[str, Any]) -> None:
+    job = world["jobs"]["team-a"]
+    record(job, 30)
+
+    async def scenario() -> None:
+        comm = communicator(world["key"])
+        assert (await comm.connect(timeout=TIMEOUT))[0]
+        await comm.send_json_to({"subscribe": {"job": job.pk, "after_seq": 5}})
+        frame = await comm.receive_json_from(timeout=TIMEOUT)
+        assert frame == {"type": "resync", "job": job.pk, "from_seq": 5, "to_seq": 30}
+        # The client pages over REST, then subscribes again from where it got to.
+        await comm.send_json_to({"subscribe": {"job": job.pk, "after_seq": 25}})
+        frames = await frames_until(comm, lambda got: len(got) >= 5)
+        assert [f["seq"] for f in frames] == [26, 27, 28, 29, 30]
+        await comm.disconnect()
+
+    with override_settings(EVENTS_WS_MAX_REPLAY=10):
+        run(scenario)
+
+
+def test_jobs_summary_stream_only_shows_visible_jobs_and_coalesces(world: dict[str, Any]) -> None:
+    mine, other = world["jobs"]["team-a"], world["jobs"]["team-b"]
+
+    async def scenario() -> None:
+        comm = communicator(world["key"])
+        assert (await comm.connect(timeout=TIMEOUT))[0]
+        await comm.send_json_to({"subscribe": {"jobs": "all"}})
+        assert await comm.receive_nothing(timeout=0.2)
+        await sync_to_async(record, thread_sensitive=False)(other, 3)
+        await sync_to_async(record, thread_sensitive=False)(mine, 20)
+        frame = await comm.receive_json_from(timeout=TIMEOUT)
+        assert frame["type"] == "job" and frame["job"] == mine.pk
+        # Twenty events within one interval → one summary carrying the newest seq, none for team-b.
+        frames = [frame]
+        while not await comm.receive_nothing(timeout=0.6):
+            frames.append(await comm.receive_json_from(timeout=TIMEOUT))
+        assert {f["job"] for f in frames} == {mine.pk}
+        assert frames[-1]["last_seq"] == 20 and len(frames) < 20
+        await comm.disconnect()
+
+    run(scenario)
+
+
+def test_bad_messages_get_error_frames(world: dict[str, Any]) -> None:
+    async def scenario() -> None:
+        comm = communicator(world["admin_key"])
+        assert (await comm.connect(timeout=TIMEOUT))[0]
+        for bad in (
+            [1, 2],
+            {"subscribe": {"job": "7"}},
+            {"subscribe": {"job": 1, "after_seq": -1}},
+            {"hello": {}},
+        ):
+            await comm.send_json_to(bad)
+            frame = await comm.receive_json_from(timeout=TIMEOUT)
+            assert frame["type"] == "error", frame
+        await comm.send_to(text_data="not json at all")
+        await comm.disconnect()
+
+    run(scenario)
+
+
+def test_frames_are_json_round_trippable(world: dict[str, Any]) -> None:
+    job = world["jobs"]["team-a"]
+    (event,) = record(job, 1)
+    frame = broadcast.event_frame(event)["frame"]
+    assert json.loads(json.dumps(frame)) == frame
+    summary = broadcast.summary_frame(event)["frame"]
+    assert json.loads(json.dumps(summary)) == summary
