@@ -24,6 +24,14 @@ def cluster_register_default(
 ) -> Cluster | None:
     """Register (or refresh) the cluster of ``KUBECONFIG``'s current context as the default one."""
     path = kubeconfig if kubeconfig is not None else settings.KUBECONFIG
+    if not path and settings.KUBE_IN_CLUSTER:
+        cluster, _ = Cluster.objects.update_or_create(
+            name=name,
+            defaults={"in_cluster": True, "kubeconfig_path": "", "is_default": True,
+                      "clusterd_address": clusterd_address or settings.CLUSTERD_ADDRESS},
+        )
+        kube.forget_client(cluster_ref(cluster))
+        return cluster
     if not path:
         return None
     cluster, _ = Cluster.objects.update_or_create(

@@ -170,6 +170,8 @@ CHANNEL_LAYERS = {
 # --- clusters ------------------------------------------------------------------------------------
 # When KUBECONFIG is set, its current context is registered as the default cluster at start-up.
 KUBECONFIG = env_str("KUBECONFIG", "")
+# Running inside the cluster it manages: register that cluster (service-account credentials).
+KUBE_IN_CLUSTER = env_bool("KUBE_IN_CLUSTER", default=False)
 CLUSTERD_ADDRESS = env_str("CLUSTERD_ADDRESS", "")
 
 # --- auth, i18n, static --------------------------------------------------------------------------

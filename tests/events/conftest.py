@@ -193,7 +193,9 @@ def server_env(redis_url: str, **extra: str) -> dict[str, str]:
     env.update(
         {
             "DJANGO_SETTINGS_MODULE": "controlplane.settings.test",
-            "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
+            "DATABASE_URL": (
+                f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+            ),
             "TEST_REDIS_URL": redis_url,
             "REDIS_URL": redis_url,
             "CHANNEL_LAYER_URL": redis_url,

@@ -1,4 +1,4 @@
-"""Every source, driven through the simulator, yields the expected typed events and incident — per strategy path.
+"""Every source, driven through the simulator, gives the expected typed events and incident, per path.
 
 The ingester runs in-process (its own threads and database connections) against the simulated
 cluster over HTTP and its ClusterD over gRPC; the test only injects faults and reads the database.

@@ -188,7 +188,8 @@ def k8s_event(reason: str, message: str, type_: str = "Normal", count: int = 1) 
     [
         (
             "FaultDetected",
-            "uce fault (code 80E01801, level RestartBusiness) on pod rank 1 (process rank 8, node node-2) [f-7]",
+            "uce fault (code 80E01801, level RestartBusiness) on pod rank 1 "
+            "(process rank 8, node node-2) [f-7]",
             "Warning",
             kinds.FAULT_DETECTED,
             {

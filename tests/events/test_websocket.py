@@ -1,4 +1,4 @@
-"""``/ws/events/`` through the real ASGI stack (``controlplane.asgi.application``) with ``WebsocketCommunicator``.
+"""``/ws/events/`` through the real ASGI stack (``controlplane.asgi.application``), ``WebsocketCommunicator``.
 
 The channel layer is the real Redis of ``TEST_REDIS_URL``; events are stored through ``event_record``
 and reach the socket through the real broadcast path (after commit).

@@ -33,6 +33,12 @@ class Command(BaseCommand):
             default=str(DEFAULT_KUBECONFIG),
             help=f"where to write the kubeconfig (default ./{DEFAULT_KUBECONFIG})",
         )
+        parser.add_argument(
+            "--advertise-host",
+            default=None,
+            help="host name other processes use to reach it, written into the kubeconfig (e.g. a compose "
+            "service name when listening on 0.0.0.0); default: --host",
+        )
         parser.add_argument("--demo", action="store_true", help="seed demo jobs and random faults")
         parser.add_argument(
             "--clock-speed", type=float, default=1.0, help="simulated seconds per real second (default 1.0)"
@@ -76,6 +82,8 @@ class Command(BaseCommand):
                 sim.start()
             except OSError as exc:
                 raise CommandError(f"cannot start the simulated cluster: {exc}") from exc
+            if options["advertise_host"]:
+                _advertise(Path(sim.kubeconfig_path), options["advertise_host"])
             self.stdout.write(f"Kubernetes API   {sim.api_url}")
             self.stdout.write(f"kubeconfig       {Path(sim.kubeconfig_path).resolve()}")
             self.stdout.write(f"ClusterD gRPC    {sim.grpc_address}")
@@ -91,3 +99,16 @@ class Command(BaseCommand):
             sim.stop()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+
+
+def _advertise(kubeconfig: Path, host: str) -> None:
+    """Point the kubeconfig's server at ``host`` (same port), for clients in other containers."""
+    import urllib.parse
+
+    import yaml
+
+    config = yaml.safe_load(kubeconfig.read_text())
+    for cluster in config.get("clusters", []):
+        url = urllib.parse.urlsplit(cluster["cluster"]["server"])
+        cluster["cluster"]["server"] = urllib.parse.urlunsplit(url._replace(netloc=f"{host}:{url.port}"))
+    kubeconfig.write_text(yaml.safe_dump(config, sort_keys=False))
