@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 import unittest
 import uuid
@@ -243,7 +244,7 @@ class DashboardBrowserTests(ChannelsLiveServerTestCase):
         )
         Incident.objects.create(job=busy, number=1, opened_at=timezone.now(), first_seq=1, last_seq=1)
         self.page.goto(self.url(f"/jobs/{calm.pk}/"))
-        self.page.wait_for_url("**/login/?next=*")
+        self.page.wait_for_url(re.compile(r"/login/\?next="))
         self.page.fill("#id_username", "ada")
         self.page.fill("#id_password", "wrong")
         self.page.click("button[type=submit]")
@@ -263,7 +264,7 @@ class DashboardBrowserTests(ChannelsLiveServerTestCase):
         self.shot("jobs-overview")
         # Sign out works and leads back to the login page.
         self.page.click("text=Sign out")
-        self.page.wait_for_url("**/login/")
+        self.page.wait_for_url(re.compile(r"/login/$"))
 
     def test_invalid_combination_error_at_field_then_fix_preview_and_apply(self) -> None:
         job = self.live_job()

@@ -1,0 +1,218 @@
+"""Run every benchmark under bench/ and write a dated report (machine, versions, medians, p99s, ratios).
+
+    .venv/bin/python bench/run_all.py [--quick] [--only render,push]
+
+Each benchmark prints one JSON object as its last line; this script collects them, writes
+``bench/reports/<date>.md`` (a table plus the raw JSON) and prints the table. ``--quick`` runs
+smaller sizes for a smoke check; the README's table comes from a full run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from _common import REPO
+
+BENCH = REPO / "bench"
+PY = sys.executable
+
+# name → (full arguments, quick arguments)
+BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
+    "render": ([], ["--iterations", "300"]),
+    "kubeapi": ([], ["--jobs", "100", "--pods", "4", "--writes", "1000"]),
+    "push": ([], ["--saves", "100", "--rate", "5", "--jobs", "1000"]),
+    "decisions": ([], ["--jobs", "20"]),
+    "api": ([], []),
+    "events": ([], ["--duration", "60"]),
+    "page": ([], []),
+}
+
+
+def run(name: str, quick: bool) -> dict[str, Any]:
+    script = BENCH / f"bench_{name}.py"
+    if not script.exists():
+        return {"bench": name, "error": "not present"}
+    full, small = BENCHMARKS[name]
+    print(f"== {name}", flush=True)
+    proc = subprocess.run(
+        [PY, str(script), *(small if quick else full)], cwd=BENCH, capture_output=True, text=True
+    )
+    for line in reversed(proc.stdout.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except ValueError:
+                break
+    return {"bench": name, "error": f"exit {proc.returncode}: {proc.stderr.strip()[-400:]}"}
+
+
+def _fmt(value: Any, digits: int = 1) -> str:
+    if isinstance(value, int | float):
+        return f"{value:,.{digits}f}"
+    return "-" if value is None else str(value)
+
+
+def rows(result: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """(metric, median, p99, goal, ratio to baseline) for the report table."""
+    name = result.get("bench", "?")
+    if "error" in result:
+        return [(f"{name}: {result['error']}", "", "", "", "")]
+    g = result.get
+    if name == "render":
+        return [
+            (
+                "validate + render, 64 replicas (ms/call)",
+                _fmt(g("median_ms"), 3),
+                _fmt(g("p99_ms"), 3),
+                "median ≤ 1 ms",
+                f"{_fmt(g('ratio'), 2)}x yaml.safe_dump",
+            )
+        ]
+    if name == "kubeapi":
+        return [
+            (
+                "emulator writes/s (1,000 jobs x 16 pods, 10 watchers)",
+                _fmt(g("writes_per_s"), 0),
+                "",
+                "≥ 500",
+                f"{_fmt(g('throughput_ratio'), 2)}x bare aiohttp",
+            ),
+            (
+                "emulator write latency (ms)",
+                _fmt(g("p50_ms"), 2),
+                _fmt(g("p99_ms"), 2),
+                "p99 ≤ 20 ms",
+                f"p99 {_fmt(g('p99_ratio'), 2)}x bare aiohttp",
+            ),
+            ("emulator RSS (MiB)", _fmt(g("server_rss_mib"), 0), "", "≤ 1,024", ""),
+        ]
+    if name == "push":
+        save = g("save_to_patched_ms") or {}
+        return [
+            (
+                f"policy save → patched ({g('saves')} saves at {g('rate_per_s')}/s, ms)",
+                _fmt(save.get("median")),
+                _fmt(save.get("p99")),
+                "p50 ≤ 300, p99 ≤ 2,000",
+                f"{_fmt(g('ratio_median'), 1)}x / {_fmt(g('ratio_p99'), 1)}x bare client patch",
+            ),
+            (
+                f"drift sweep over {g('sweep_jobs')} jobs (s)",
+                _fmt(g("sweep_s"), 1),
+                "",
+                "≤ 60",
+                f"{_fmt(g('sweep_ratio'), 2)}x bare client reads",
+            ),
+        ]
+    if name == "decisions":
+        lat = g("confirm_to_strategy_ms") or {}
+        return [
+            (
+                f"ProcessConfirmFault → ProcessRecoverStrategy, {g('jobs')} jobs at once (ms)",
+                _fmt(lat.get("median")),
+                _fmt(lat.get("p99")),
+                "p99 ≤ 1,000",
+                f"p99 {_fmt(g('ratio_p99_to_poll'), 2)}x ClusterD's 3 s poll",
+            )
+        ]
+    if name == "api":
+        servers = g("servers") or {}
+        best = servers.get(g("winner"), {})
+        out = []
+        for endpoint in ("detail", "policy", "list"):
+            data = best.get(endpoint) or {}
+            out.append(
+                (
+                    f"API {endpoint} req/s ({g('winner')}), p99 at 70 % (ms)",
+                    _fmt(data.get("rps"), 0),
+                    _fmt(data.get("p99_ms_at_70pct") or data.get("p99_ms")),
+                    "≥ 300 detail, ≥ 100 list",
+                    _fmt(data.get("ratio_to_constant"), 2),
+                )
+            )
+        return out
+    if name == "events":
+        lat = g("latency_ms") or g("steady") or {}
+        return [
+            (
+                "event → client latency, 200/s to 100 sockets (ms)",
+                _fmt(lat.get("median") or lat.get("p50")),
+                _fmt(lat.get("p99")),
+                "p50 ≤ 50, p99 ≤ 250",
+                _fmt(g("ratio_p99") or g("ratio"), 2),
+            )
+        ]
+    if name == "page":
+        fcp = g("first_content_ms") or {}
+        return [
+            (
+                "job page first content, 10,000 events (ms)",
+                _fmt(fcp.get("median")),
+                _fmt(fcp.get("p99")),
+                "≤ 500; ≤ 300 KB",
+                _fmt(g("initial_kb"), 0) + " KB",
+            )
+        ]
+    return [(name, "", "", "", json.dumps(result)[:80])]
+
+
+def machine() -> str:
+    cpus = os.cpu_count()
+    mem = ""
+    meminfo = Path("/proc/meminfo")
+    if meminfo.exists():
+        kb = int(meminfo.read_text().split()[1])
+        mem = f", {kb / 1024 / 1024:.0f} GiB"
+    return f"{platform.machine()}, {cpus} CPUs{mem}, {platform.system()} {platform.release()}"
+
+
+def versions() -> str:
+    import importlib.metadata as md
+
+    names = ("Django", "djangorestframework", "channels", "channels-redis", "celery", "kubernetes", "uvicorn")
+    return ", ".join(f"{n} {md.version(n)}" for n in names) + f", Python {platform.python_version()}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", default="")
+    args = parser.parse_args()
+    selected = [n for n in BENCHMARKS if not args.only or n in args.only.split(",")]
+    results = [run(name, args.quick) for name in selected]
+    table = ["| benchmark | median | p99 | goal | vs baseline |", "|---|---|---|---|---|"]
+    for result in results:
+        table.extend("| " + " | ".join(row) + " |" for row in rows(result))
+    today = dt.date.today().isoformat()
+    report = [
+        f"# Benchmark report {today}{' (quick)' if args.quick else ''}",
+        "",
+        f"Machine: {machine()}. Versions: {versions()}.",
+        "",
+        *table,
+        "",
+        "## Raw results",
+        "",
+        "```json",
+        *(json.dumps(r, sort_keys=True) for r in results),
+        "```",
+        "",
+    ]
+    out = BENCH / "reports" / f"{today}{'-quick' if args.quick else ''}.md"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text("\n".join(report))
+    print("\n".join(table))
+    print(f"report: {out}")
+
+
+if __name__ == "__main__":
+    main()
