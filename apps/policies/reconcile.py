@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connections
 from django.db.models import Q
 from django.utils import timezone
 
@@ -68,12 +66,36 @@ class Drift:
         return {"object": self.object, "key": self.key, "live": self.live, "desired": self.desired}
 
 
-def drift_of(sync: PolicySync) -> list[Drift]:
+@dataclass
+class LiveObjects:
+    """One listing of a cluster's AscendJobs and PodGroups, so a sweep costs a few LISTs, not 2 GETs a job."""
+
+    jobs: dict[tuple[str, str], dict[str, Any]]
+    podgroups: dict[tuple[str, str], dict[str, Any]]
+
+    @classmethod
+    def fetch(cls, sync: PolicySync) -> LiveObjects:
+        ref = cluster_ref(sync.job.cluster)
+        jobs, _ = kube.list_all_ascendjobs(ref)
+        podgroups, _ = kube.list_all_podgroups(ref)
+        return cls(
+            jobs={(j["metadata"]["namespace"], j["metadata"]["name"]): j for j in jobs},
+            podgroups={(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in podgroups},
+        )
+
+
+def drift_of(sync: PolicySync, live: LiveObjects | None = None) -> list[Drift]:
     """Compare the live AscendJob and PodGroup with what the sync's revision renders."""
     job = sync.job
     ref = cluster_ref(job.cluster)
     spec = spec_of(sync.revision)
-    live_job = kube.get_ascendjob(ref, job.namespace, job.name)
+    if live is None:
+        live_job = kube.get_ascendjob(ref, job.namespace, job.name)
+    else:
+        found_job = live.jobs.get((job.namespace, job.name))
+        if found_job is None:
+            raise ClusterError(f"AscendJob {job.namespace}/{job.name} not found", permanent=True, status=404)
+        live_job = found_job
     rendered = render(live_job, spec)
     found: list[Drift] = []
     live_meta = live_job.get("metadata") or {}
@@ -88,13 +110,18 @@ def drift_of(sync: PolicySync) -> list[Drift]:
                 found.append(Drift("AscendJob", f"metadata.{section}.{key}", live_values.get(key), value))
     if (live_job.get("spec") or {}) != (rendered.manifest.get("spec") or {}):
         found.append(Drift("AscendJob", "spec.replicaSpecs (env, ports, volumes)", "differs", "rendered"))
-    uid = str(live_meta.get("uid", ""))
-    try:
-        podgroup = kube.get_podgroup(ref, job.namespace, kube.podgroup_name(job.name, uid))
-    except ClusterError as exc:
-        if not exc.not_found:
-            raise
-        return found
+    pg_name = kube.podgroup_name(job.name, str(live_meta.get("uid", "")))
+    if live is None:
+        try:
+            podgroup: dict[str, Any] | None = kube.get_podgroup(ref, job.namespace, pg_name)
+        except ClusterError as exc:
+            if not exc.not_found:
+                raise
+            podgroup = None
+    else:
+        podgroup = live.podgroups.get((job.namespace, pg_name))
+    if podgroup is None:
+        return found  # not scheduled yet: the operator will copy the job's (checked) keys
     pg_meta = podgroup.get("metadata") or {}
     desired = podgroup_desired(rendered, sync.generation)
     for section in ("labels", "annotations"):
@@ -107,27 +134,28 @@ def drift_of(sync: PolicySync) -> list[Drift]:
     return found
 
 
-def reconcile_job_sync(sync: PolicySync) -> PolicySync:
-    """Check one applied/drifted row; mark drift (with the keys), heal when the cluster says so."""
+def reconcile_job_sync(sync: PolicySync, live: LiveObjects | None = None) -> bool:
+    """Check one applied/drifted row; mark drift (with the keys), heal when the cluster says so.
+
+    Returns True when the row is clean and unchanged (its ``checked_at`` is then updated in bulk).
+    """
     try:
-        drift = drift_of(sync)
+        drift = drift_of(sync, live)
     except ClusterError as exc:
         log.info("drift check of %s skipped: %s", sync, exc.message)
-        return sync
+        return False
     now = timezone.now()
     if not drift:
-        if sync.state == State.DRIFTED:
-            PolicySync.objects.filter(pk=sync.pk).update(state=State.APPLIED, drift=[], checked_at=now)
-            event_record(
-                job=sync.job,
-                kind="policy.drift_resolved",
-                source="reconcile",
-                message=f"live objects match policy revision {sync.generation} again",
-            )
-        else:
-            PolicySync.objects.filter(pk=sync.pk).update(checked_at=now)
-        sync.refresh_from_db()
-        return sync
+        if sync.state != State.DRIFTED:
+            return True
+        PolicySync.objects.filter(pk=sync.pk).update(state=State.APPLIED, drift=[], checked_at=now)
+        event_record(
+            job=sync.job,
+            kind="policy.drift_resolved",
+            source="reconcile",
+            message=f"live objects match policy revision {sync.generation} again",
+        )
+        return False
     keys = [d.as_dict() for d in drift]
     if sync.state != State.DRIFTED or sync.drift != keys:
         PolicySync.objects.filter(pk=sync.pk).update(state=State.DRIFTED, drift=keys, checked_at=now)
@@ -143,15 +171,14 @@ def reconcile_job_sync(sync: PolicySync) -> PolicySync:
     if sync.job.cluster.auto_heal:
         PolicySync.objects.filter(pk=sync.pk, state=State.DRIFTED).update(state=State.PENDING, claim_token="")
         enqueue_push(sync.pk)
-    sync.refresh_from_db()
-    return sync
+    return False
 
 
-def reconcile_all(*, concurrency: int | None = None) -> int:
+def reconcile_all() -> int:
     """Drift-check the latest applied/drifted row of every live job; returns how many were checked.
 
-    Reads from the cluster dominate, so jobs are checked by a small thread pool (each thread has
-    its own database connection, closed when it is done).
+    Per cluster: list its AscendJobs and PodGroups once, compare every job in memory, write only
+    what changed (and ``checked_at`` for the clean ones in one UPDATE).
     """
     latest = (
         PolicySync.objects.filter(job__deleted_at__isnull=True, state__in=[State.APPLIED, State.DRIFTED])
@@ -163,20 +190,17 @@ def reconcile_all(*, concurrency: int | None = None) -> int:
     )
     rows = list(latest) if latest is not None else _latest_rows_portable()
     rows = [sync for sync in rows if sync.job.current_revision_id == sync.revision_id]
-    workers = concurrency or settings.RECONCILE_CONCURRENCY
-    if workers <= 1 or len(rows) < 2:
-        for sync in rows:
-            reconcile_job_sync(sync)
-        return len(rows)
-
-    def check(sync: PolicySync) -> None:
+    by_cluster: dict[int, list[PolicySync]] = {}
+    for sync in rows:
+        by_cluster.setdefault(sync.job.cluster_id, []).append(sync)
+    for syncs in by_cluster.values():
         try:
-            reconcile_job_sync(sync)
-        finally:
-            connections.close_all()
-
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="reconcile") as pool:
-        list(pool.map(check, rows))
+            live = LiveObjects.fetch(syncs[0])
+        except ClusterError as exc:
+            log.info("drift sweep of cluster %s skipped: %s", syncs[0].job.cluster.name, exc.message)
+            continue
+        clean = [sync.pk for sync in syncs if reconcile_job_sync(sync, live)]
+        PolicySync.objects.filter(pk__in=clean).update(checked_at=timezone.now())
     return len(rows)
 
 

@@ -1,0 +1,529 @@
+"""Live-events benchmark (issue #6, anchors G1 / G1b).
+
+Steady: R events/s (default 200) for --duration seconds (default 300) stored through ``event_record``
+(store first, broadcast after commit) to N open sockets (default 100) that each receive every event
+→ event-to-client latency p50 / p99 (goals ≤ 50 ms / ≤ 250 ms) and seq gaps (goal 0).
+Burst: 8,000 events in 5 s → all stored, and every client consistent (its last seq per job equals the
+database's) within 5 s of the burst's end (clients too far behind get ``resync`` and page over REST).
+Floor, measured in the same run against the same sockets and server: raw channels-redis
+``group_send`` of the same frames at the same rate (no database, no broadcast thread).
+
+Everything runs on this machine: PostgreSQL (a ``bench_events`` database created and dropped here),
+a private redis-server, uvicorn serving ``controlplane.asgi:application``, one client process
+(asyncio ``websockets``), and producer processes. Same-host ``time.time_ns()`` stamps avoid skew.
+
+    .venv/bin/python bench/bench_events.py [--duration 300 --rate 200 --sockets 100 --jobs 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from array import array
+from pathlib import Path
+from typing import Any
+
+from _common import REPO, emit, env_with, free_port, percentile, start_redis, wait_port
+
+VAR = REPO / "var" / "bench"
+
+
+# --- producer process -------------------------------------------------------------------------------
+def produce(job_ids: list[int], rate: float, count: int, mode: str, phase: str, report: Path) -> None:
+    """Open loop: event i is due at start + i / rate (a late event is sent at once, never skipped)."""
+    import django
+
+    django.setup()
+    from asgiref.sync import async_to_sync
+    from channels.layers import get_channel_layer
+
+    from apps.events import broadcast
+    from apps.events.services import event_record
+    from apps.jobs.models import TrainingJob
+
+    jobs = list(TrainingJob.objects.filter(pk__in=job_ids).order_by("pk"))
+    layer = get_channel_layer()
+    seqs = dict.fromkeys(job_ids, 0)
+    start = time.monotonic()
+    stored_ns: list[int] = []
+
+    async def floor_send(job_id: int, frame: dict[str, Any]) -> None:
+        await layer.group_send(f"job-{job_id}", {"type": "events.event", "frame": frame})
+
+    send = async_to_sync(floor_send)
+    for i in range(count):
+        due = start + i / rate
+        delay = due - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        job = jobs[i % len(jobs)]
+        t0 = time.time_ns()
+        data = {"t0_ns": t0, "phase": phase}
+        if mode == "store":
+            event_record(job=job, kind="fault.detected", message=f"bench {i}", source="bench", data=data)
+        else:
+            seqs[job.pk] += 1
+            frame = {
+                "type": "event",
+                "job": job.pk,
+                "seq": seqs[job.pk],
+                "kind": "fault.detected",
+                "data": data,
+            }
+            send(job.pk, frame)
+        stored_ns.append(time.time_ns() - t0)
+    broadcast.flush(30)
+    elapsed = time.monotonic() - start
+    report.write_text(json.dumps({"elapsed": elapsed, "count": count, "store_ms": summary_ms(stored_ns)}))
+
+
+def summary_ms(values_ns: list[int]) -> dict[str, float]:
+    ms = [v / 1e6 for v in values_ns]
+    return {"p50": round(percentile(ms, 50), 2), "p99": round(percentile(ms, 99), 2)}
+
+
+# --- client process ---------------------------------------------------------------------------------
+class Stats:
+    def __init__(self) -> None:
+        self.latency: dict[str, array[float]] = {}
+        self.gaps: dict[str, int] = {}
+        self.dups = 0
+        self.resyncs = 0
+        self.rest_events = 0
+        self.frames = 0
+
+    def add(self, phase: str, ms: float) -> None:
+        self.latency.setdefault(phase, array("d")).append(ms)
+
+
+async def client_main(args: argparse.Namespace) -> None:
+    import aiohttp
+    from websockets.asyncio.client import connect
+
+    jobs: list[int] = [int(j) for j in args.job_ids.split(",")]
+    stats = Stats()
+    last: list[dict[int, int]] = [dict.fromkeys(jobs, 0) for _ in range(args.sockets)]
+    connected = 0
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    origin = f"http://127.0.0.1:{args.port}"
+    headers = {"Authorization": f"Token {args.token}"}
+
+    async def page_rest(session: aiohttp.ClientSession, job: int, after: int, upto: int) -> list[int]:
+        seqs: list[int] = []
+        while after < upto:
+            url = f"{origin}/api/v1/jobs/{job}/events/?after_seq={after}&limit=500"
+            async with session.get(url, headers=headers) as response:
+                body = await response.json()
+            page = [row["seq"] for row in body["results"]]
+            if not page:
+                break
+            seqs += page
+            after = page[-1]
+        return seqs
+
+    async def run_socket(index: int) -> None:
+        nonlocal connected
+        mine = last[index]
+        async with aiohttp.ClientSession() as session:
+            while not stop.is_set():
+                try:
+                    async with connect(
+                        f"ws://127.0.0.1:{args.port}/ws/events/",
+                        origin=origin,
+                        additional_headers=headers,
+                        max_queue=None,
+                        open_timeout=30,
+                    ) as ws:
+                        for job in jobs:
+                            await ws.send(json.dumps({"subscribe": {"job": job, "after_seq": mine[job]}}))
+                        connected += 1
+                        while not stop.is_set():
+                            try:
+                                raw = await asyncio.wait_for(ws.recv(), 0.5)
+                            except TimeoutError:
+                                continue
+                            now = time.time_ns()
+                            frame = json.loads(raw)
+                            stats.frames += 1
+                            if frame["type"] == "event":
+                                job, seq = frame["job"], frame["seq"]
+                                phase = frame.get("data", {}).get("phase", "?")
+                                if seq <= mine[job]:
+                                    stats.dups += 1
+                                    continue
+                                if seq != mine[job] + 1:
+                                    stats.gaps[phase] = stats.gaps.get(phase, 0) + 1
+                                mine[job] = seq
+                                stats.add(phase, (now - frame["data"]["t0_ns"]) / 1e6)
+                            elif frame["type"] == "resync":
+                                stats.resyncs += 1
+                                job = frame["job"]
+                                got = await page_rest(session, job, frame["from_seq"], frame["to_seq"])
+                                stats.rest_events += len(got)
+                                if got:
+                                    mine[job] = got[-1]
+                                await ws.send(json.dumps({"subscribe": {"job": job, "after_seq": mine[job]}}))
+                        connected -= 1
+                except Exception as exc:  # noqa: BLE001 (a benchmark client reconnects on anything)
+                    print(f"socket {index}: {exc.__class__.__name__}: {exc}", file=sys.stderr)
+                    await asyncio.sleep(0.5)
+
+    async def progress() -> None:
+        path = Path(args.progress)
+        while not stop.is_set():
+            low = {job: min(sock[job] for sock in last) for job in jobs}
+            path.write_text(json.dumps({"connected": connected, "min_last": low, "frames": stats.frames}))
+            await asyncio.sleep(0.1)
+
+    tasks = [asyncio.ensure_future(run_socket(i)) for i in range(args.sockets)]
+    tasks.append(asyncio.ensure_future(progress()))
+    await stop.wait()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    Path(args.result).write_text(
+        json.dumps(
+            {
+                "latency": {phase: list(values) for phase, values in stats.latency.items()},
+                "gaps": stats.gaps,
+                "dups": stats.dups,
+                "resyncs": stats.resyncs,
+                "rest_events": stats.rest_events,
+                "frames": stats.frames,
+            }
+        )
+    )
+
+
+# --- orchestrator ---------------------------------------------------------------------------------
+def create_database(url: str) -> None:
+    import psycopg
+
+    name = url.rsplit("/", 1)[1]
+    admin = url.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def read_progress(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def run_producers(
+    jobs: list[int],
+    total_rate: float,
+    seconds: float,
+    mode: str,
+    phase: str,
+    processes: int,
+    env: dict[str, str],
+) -> list[dict[str, Any]]:
+    groups = [jobs[i::processes] for i in range(processes)]
+    procs = []
+    reports = []
+    for index, group in enumerate(groups):
+        report = VAR / f"producer-{phase}-{index}.json"
+        report.unlink(missing_ok=True)
+        reports.append(report)
+        count = int(total_rate * seconds / processes)
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    __file__,
+                    "--role",
+                    "producer",
+                    "--job-ids",
+                    ",".join(map(str, group)),
+                    "--rate",
+                    str(total_rate / processes),
+                    "--count",
+                    str(count),
+                    "--mode",
+                    mode,
+                    "--phase",
+                    phase,
+                    "--report",
+                    str(report),
+                ],
+                cwd=REPO,
+                env=env,
+            )
+        )
+    for proc in procs:
+        proc.wait()
+    return [json.loads(r.read_text()) for r in reports if r.exists()]
+
+
+def lat_summary(values: list[float]) -> dict[str, float]:
+    return {
+        "n": len(values),
+        "p50_ms": round(percentile(values, 50), 2),
+        "p99_ms": round(percentile(values, 99), 2),
+        "max_ms": round(max(values), 2) if values else float("nan"),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--role", default="orchestrator", choices=["orchestrator", "producer", "clients"])
+    parser.add_argument("--duration", type=float, default=300.0, help="steady phase seconds")
+    parser.add_argument(
+        "--floor-seconds", type=float, default=0.0, help="floor phase seconds (0 = min(60, duration))"
+    )
+    parser.add_argument("--rate", type=float, default=200.0)
+    parser.add_argument("--sockets", type=int, default=100)
+    parser.add_argument("--jobs", type=int, default=4)
+    parser.add_argument("--producers", type=int, default=2)
+    parser.add_argument("--burst", type=int, default=8000)
+    parser.add_argument("--burst-seconds", type=float, default=5.0)
+    parser.add_argument("--burst-producers", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+    # internal (producer / clients roles)
+    parser.add_argument("--job-ids", default="")
+    parser.add_argument("--count", type=int, default=0)
+    parser.add_argument("--mode", default="store")
+    parser.add_argument("--phase", default="steady")
+    parser.add_argument("--report", default="")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--token", default="")
+    parser.add_argument("--progress", default="")
+    parser.add_argument("--result", default="")
+    args = parser.parse_args()
+    sys.path.insert(0, str(REPO))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.base")
+    if args.role == "producer":
+        produce(
+            [int(j) for j in args.job_ids.split(",")],
+            args.rate,
+            args.count,
+            args.mode,
+            args.phase,
+            Path(args.report),
+        )
+        return
+    if args.role == "clients":
+        asyncio.run(client_main(args))
+        return
+    orchestrate(args)
+
+
+def orchestrate(args: argparse.Namespace) -> None:
+    VAR.mkdir(parents=True, exist_ok=True)
+    database_url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_events")
+    create_database(database_url)
+    redis_proc, redis_url = start_redis()
+    env = env_with(
+        DATABASE_URL=database_url,
+        REDIS_URL=redis_url,
+        CHANNEL_LAYER_URL=redis_url,
+        DJANGO_SETTINGS_MODULE="controlplane.settings.base",
+        LOG_LEVEL="WARNING",
+        DEBUG="false",
+    )
+    os.environ.update(env)
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+
+    from apps.accounts.services import token_issue
+    from apps.events.models import JobEvent
+    from apps.jobs.models import Cluster, TrainingJob
+
+    call_command("migrate", verbosity=0)
+    user = get_user_model().objects.create_superuser("bench", password="bench-password")
+    _, token = token_issue(user, "bench")
+    cluster = Cluster.objects.create(name="bench")
+    real = [
+        TrainingJob.objects.create(cluster=cluster, namespace="bench", name=f"job-{i}").pk
+        for i in range(args.jobs)
+    ]
+    floor = [
+        TrainingJob.objects.create(cluster=cluster, namespace="bench", name=f"floor-{i}").pk
+        for i in range(args.jobs)
+    ]
+    port = free_port()
+    procs: list[subprocess.Popen[bytes]] = [redis_proc]
+    progress, result = VAR / "events-progress.json", VAR / "events-result.json"
+    progress.unlink(missing_ok=True)
+    result.unlink(missing_ok=True)
+    out: dict[str, Any] = {
+        "bench": "events",
+        "rate": args.rate,
+        "sockets": args.sockets,
+        "jobs": args.jobs,
+        "duration_s": args.duration,
+        "server_workers": args.workers,
+        "cores": os.cpu_count(),
+    }
+    try:
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "controlplane.asgi:application",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--workers",
+                str(args.workers),
+                "--log-level",
+                "warning",
+                "--ws",
+                "websockets",
+            ],
+            cwd=REPO,
+            env=env,
+        )
+        procs.append(server)
+        wait_port(port)
+        clients = subprocess.Popen(
+            [
+                sys.executable,
+                __file__,
+                "--role",
+                "clients",
+                "--port",
+                str(port),
+                "--token",
+                token,
+                "--job-ids",
+                ",".join(map(str, real + floor)),
+                "--sockets",
+                str(args.sockets),
+                "--progress",
+                str(progress),
+                "--result",
+                str(result),
+            ],
+            cwd=REPO,
+            env=env,
+        )
+        procs.append(clients)
+        deadline = time.monotonic() + 120
+        while read_progress(progress).get("connected", 0) < args.sockets:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"only {read_progress(progress).get('connected')} sockets connected")
+            time.sleep(0.2)
+        floor_seconds = args.floor_seconds or min(60.0, args.duration)
+        cpu0 = {p.pid: cpu_seconds(p.pid) for p in (server, clients)}
+        t0 = time.monotonic()
+        out["floor_producers"] = run_producers(floor, args.rate, floor_seconds, "floor", "floor", 1, env)
+        out["cpu_floor_s"] = {
+            "server": cpu_seconds(server.pid) - cpu0[server.pid],
+            "wall": time.monotonic() - t0,
+        }
+        time.sleep(2)
+        cpu1 = {p.pid: cpu_seconds(p.pid) for p in (server, clients)}
+        t1 = time.monotonic()
+        out["steady_producers"] = run_producers(
+            real, args.rate, args.duration, "store", "steady", args.producers, env
+        )
+        wall = time.monotonic() - t1
+        out["cpu_steady_percent"] = {
+            "server": round(100 * (cpu_seconds(server.pid) - cpu1[server.pid]) / wall, 1),
+            "clients": round(100 * (cpu_seconds(clients.pid) - cpu1[clients.pid]) / wall, 1),
+        }
+        time.sleep(3)
+        # Burst: 8,000 events in 5 s across the real jobs.
+        burst_start = time.monotonic()
+        before = JobEvent.objects.filter(job_id__in=real).count()
+        out["burst_producers"] = run_producers(
+            real,
+            args.burst / args.burst_seconds,
+            args.burst_seconds,
+            "store",
+            "burst",
+            args.burst_producers,
+            env,
+        )
+        stored_done = time.monotonic()
+        stored = JobEvent.objects.filter(job_id__in=real).count() - before
+        heads = {
+            str(j): JobEvent.objects.filter(job_id=j).order_by("-seq").values_list("seq", flat=True).first()
+            for j in real
+        }
+        burst_end = burst_start + args.burst_seconds
+        consistent_at = None
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            low = read_progress(progress).get("min_last", {})
+            if all(low.get(j, 0) >= head for j, head in heads.items()):
+                consistent_at = time.monotonic()
+                break
+            time.sleep(0.05)
+        out["burst"] = {
+            "events": args.burst,
+            "stored": stored,
+            "all_stored": stored
+            == int(args.burst / args.burst_seconds * args.burst_seconds // args.burst_producers)
+            * args.burst_producers,
+            "store_seconds": round(stored_done - burst_start, 2),
+            "clients_consistent_after_burst_end_s": round(consistent_at - burst_end, 2)
+            if consistent_at
+            else None,
+            "goal_s": 5.0,
+        }
+        clients.send_signal(signal.SIGTERM)
+        clients.wait(120)
+        data = json.loads(result.read_text())
+        steady, floor_lat = data["latency"].get("steady", []), data["latency"].get("floor", [])
+        out["steady"] = {
+            **lat_summary(steady),
+            "gaps": data["gaps"].get("steady", 0),
+            "goal_p50_ms": 50,
+            "goal_p99_ms": 250,
+        }
+        out["floor"] = {**lat_summary(floor_lat), "gaps": data["gaps"].get("floor", 0)}
+        out["burst"].update(
+            latency=lat_summary(data["latency"].get("burst", [])),
+            gaps_healed_by_resync_or_fill=data["gaps"].get("burst", 0),
+        )
+        out["clients"] = {k: data[k] for k in ("dups", "resyncs", "rest_events", "frames")}
+        out["steady_vs_floor"] = {
+            "p50_ratio": round(out["steady"]["p50_ms"] / max(out["floor"]["p50_ms"], 0.01), 2),
+            "p99_ratio": round(out["steady"]["p99_ms"] / max(out["floor"]["p99_ms"], 0.01), 2),
+        }
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        from django.db import connections
+
+        connections.close_all()
+        try:
+            create_database(database_url)  # leave an empty database behind, not gigabytes of events
+        except Exception as exc:  # noqa: BLE001
+            print(f"could not reset {database_url}: {exc}", file=sys.stderr)
+    emit(out)
+
+
+if __name__ == "__main__":
+    main()
