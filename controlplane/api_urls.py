@@ -74,6 +74,7 @@ urlpatterns = [
     path("", include("apps.events.api.urls")),
     path("", include("apps.audit.api.urls")),
     path("", include("apps.accounts.api.urls")),
+    path("", include("apps.decisions.api.urls")),
 ]
 if BENCH_ENDPOINTS:
     urlpatterns.append(path("_bench/constant/", BenchConstantApi.as_view(), name="bench-constant"))
