@@ -37,6 +37,7 @@ from _common import REPO, emit, env_with, free_port, percentile, wait_port
 CONNECTIONS = 32
 OPEN_LOOP_FRACTION = 0.7
 CPUS = "0,1"
+REQUEST_TIMEOUT = 30.0
 
 
 # --- database ---------------------------------------------------------------------------------------
@@ -60,54 +61,71 @@ def drop_database(base_url: str, name: str) -> None:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-SEED_SCRIPT = r"""
-import json, sys
-import django
-django.setup()
-from django.contrib.auth.models import User
-from apps.accounts.models import NamespaceGrant, Role
-from apps.accounts.services import token_issue
-from apps.jobs.models import Cluster, TrainingJob
-from apps.policies.models import PolicyRevision, PolicySync
+def seed_database(jobs_wanted: int) -> None:
+    """Runs in a subprocess configured for the bench database: bulk-create the jobs, print a token."""
+    import json
 
-jobs_wanted = int(sys.argv[1])
-cluster = Cluster.objects.create(name="bench", kubeconfig_path="/nonexistent")
-namespaces = [f"team-{i:02d}" for i in range(20)]
-jobs = TrainingJob.objects.bulk_create(
-    [TrainingJob(cluster=cluster, namespace=namespaces[i % 20], name=f"job-{i:05d}", framework="pytorch",
-                 replicas={"Master": 1, "Worker": 3}, npus_per_pod=8, mindcluster_version="26.1",
-                 phase="Running")
-     for i in range(jobs_wanted)],
-    batch_size=2000,
-)
-spec = {"mindcluster_version": "26.1", "strategies": ["retry", "recover", "dump"], "fault_scheduling": "grace",
-        "pod_rescheduling": True, "fault_retry_times": 0, "backoff_limit": None, "max_restarts": 32767,
-        "monitor_interval": 30, "wait_reschedule_timeout": 270, "sub_healthy_strategy": "ignore",
-        "ttp_port": 8000, "platform_mode": False, "decision_rules": [], "default_strategy": "recover",
-        "decision_timeout_s": 240}
-revisions = PolicyRevision.objects.bulk_create(
-    [PolicyRevision(job=job, number=1, spec=spec, author_name="bench") for job in jobs], batch_size=2000
-)
-for job, revision in zip(jobs, revisions):
-    job.current_revision = revision
-TrainingJob.objects.bulk_update(jobs, ["current_revision"], batch_size=2000)
-PolicySync.objects.bulk_create(
-    [PolicySync(job=job, revision=revision, generation=1, state="applied") for job, revision in zip(jobs, revisions)],
-    batch_size=2000,
-)
-user = User.objects.create_user("bench")
-# Editor on every namespace of the cluster: sees all jobs, through the EXISTS visibility filter.
-NamespaceGrant.objects.create(role=Role.EDITOR, user=user, cluster=cluster, namespace="*")
-print(json.dumps({"token": token_issue(user, "bench")[1], "job_ids": [job.pk for job in jobs]}))
-"""
+    import django
+
+    django.setup()
+    from django.contrib.auth.models import User
+
+    from apps.accounts.models import NamespaceGrant, Role
+    from apps.accounts.services import token_issue
+    from apps.jobs.models import Cluster, TrainingJob
+    from apps.policies.models import PolicyRevision, PolicySync
+    from apps.policies.validation import validate_policy
+
+    cluster = Cluster.objects.create(name="bench", kubeconfig_path="/nonexistent")
+    jobs = TrainingJob.objects.bulk_create(
+        [
+            TrainingJob(
+                cluster=cluster,
+                namespace=f"team-{i % 20:02d}",
+                name=f"job-{i:05d}",
+                framework="pytorch",
+                replicas={"Master": 1, "Worker": 3},
+                npus_per_pod=8,
+                phase="Running",
+            )
+            for i in range(jobs_wanted)
+        ],
+        batch_size=2000,
+    )
+    result = validate_policy({"strategies": ["retry", "recover", "dump"], "pod_rescheduling": True})
+    assert result.spec is not None
+    spec = result.spec.to_dict()
+    revisions = PolicyRevision.objects.bulk_create(
+        [PolicyRevision(job=job, number=1, spec=spec, author_name="bench") for job in jobs], batch_size=2000
+    )
+    for job, revision in zip(jobs, revisions, strict=True):
+        job.current_revision = revision
+    TrainingJob.objects.bulk_update(jobs, ["current_revision"], batch_size=2000)
+    PolicySync.objects.bulk_create(
+        [
+            PolicySync(job=job, revision=rev, generation=1, state="applied")
+            for job, rev in zip(jobs, revisions, strict=True)
+        ],
+        batch_size=2000,
+    )
+    user = User.objects.create_user("bench")
+    # Editor on every namespace of the cluster: sees all jobs, through the EXISTS visibility filter.
+    NamespaceGrant.objects.create(role=Role.EDITOR, user=user, cluster=cluster, namespace="*")
+    print(json.dumps({"token": token_issue(user, "bench")[1], "job_ids": [job.pk for job in jobs]}))
 
 
 def seed(env: dict[str, str], jobs: int) -> tuple[str, list[int]]:
     import json
 
-    subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=REPO, env=env, check=True)
+    migrate = [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"]
+    subprocess.run(migrate, cwd=REPO, env=env, check=True)
     out = subprocess.run(
-        [sys.executable, "-c", SEED_SCRIPT, str(jobs)], cwd=REPO, env=env, check=True, capture_output=True, text=True
+        [sys.executable, __file__, "--seed-only", str(jobs)],
+        cwd=REPO,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     data = json.loads(out.strip().splitlines()[-1])
     return data["token"], data["job_ids"]
@@ -117,28 +135,94 @@ def seed(env: dict[str, str], jobs: int) -> tuple[str, list[int]]:
 def server_command(name: str, port: int) -> list[str]:
     bind = f"127.0.0.1:{port}"
     commands = {
-        "uvicorn": [sys.executable, "-m", "uvicorn", "controlplane.asgi:application", "--host", "127.0.0.1",
-                    "--port", str(port), "--workers", "2", "--no-access-log", "--log-level", "warning",
-                    "--loop", "uvloop", "--http", "httptools"],
-        "gunicorn-uvicorn": [sys.executable, "-m", "gunicorn", "controlplane.asgi:application", "-b", bind,
-                             "-w", "2", "-k", "uvicorn.workers.UvicornWorker", "--log-level", "warning"],
-        "gunicorn-gthread": [sys.executable, "-m", "gunicorn", "controlplane.wsgi:application", "-b", bind,
-                             "-w", "2", "-k", "gthread", "--threads", "8", "--log-level", "warning"],
-        "daphne": [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "-v", "0",
-                   "controlplane.asgi:application"],
+        "uvicorn": [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "controlplane.asgi:application",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "2",
+            "--no-access-log",
+            "--log-level",
+            "warning",
+            "--loop",
+            "uvloop",
+            "--http",
+            "httptools",
+        ],
+        "gunicorn-uvicorn": [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "controlplane.asgi:application",
+            "-b",
+            bind,
+            "-w",
+            "2",
+            "-k",
+            "uvicorn.workers.UvicornWorker",
+            "--log-level",
+            "warning",
+        ],
+        "gunicorn-gthread": [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "controlplane.wsgi:application",
+            "-b",
+            bind,
+            "-w",
+            "2",
+            "-k",
+            "gthread",
+            "--threads",
+            "8",
+            "--log-level",
+            "warning",
+        ],
+        "daphne": [
+            sys.executable,
+            "-m",
+            "daphne",
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "-v",
+            "0",
+            "controlplane.asgi:application",
+        ],
     }
     return ["taskset", "-c", CPUS, *commands[name]]
 
 
+# Django keeps a connection per thread for CONN_MAX_AGE; under ASGI every request runs in a thread of
+# its own, so persistent connections would pile up until PostgreSQL refuses clients. ASGI servers
+# therefore close the connection after each request, as Django's docs advise without a pool.
+PERSISTENT_CONNECTIONS = {"gunicorn-gthread"}
+
+
 def start_server(name: str, env: dict[str, str]) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
-    proc = subprocess.Popen(server_command(name, port), cwd=REPO, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, start_new_session=True)
+    env = {**env, "DB_CONN_MAX_AGE": "600" if name in PERSISTENT_CONNECTIONS else "0"}
+    proc = subprocess.Popen(
+        server_command(name, port),
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     try:
         wait_port(port, 60)
-    except RuntimeError:
+    except RuntimeError as exc:
         proc.kill()
-        raise RuntimeError(f"{name} did not start: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}")
+        output = proc.stderr.read().decode()[-2000:] if proc.stderr else ""
+        raise RuntimeError(f"{name} did not start: {output}") from exc
     return proc, port
 
 
@@ -214,7 +298,12 @@ async def closed_loop(port: int, token: str, paths: Callable[[], str], seconds: 
         try:
             while time.perf_counter() < deadline:
                 started = time.perf_counter()
-                status = await conn.request(paths())
+                try:
+                    status = await asyncio.wait_for(conn.request(paths()), REQUEST_TIMEOUT)
+                except (OSError, asyncio.IncompleteReadError, TimeoutError):
+                    conn.close()
+                    conn = Connection(port, token)
+                    status = 0
                 tally.add(status, time.perf_counter() - started)
         finally:
             conn.close()
@@ -237,8 +326,8 @@ async def open_loop(port: int, token: str, paths: Callable[[], str], rate: float
     async def one(scheduled: float) -> None:
         conn = await idle.get()
         try:
-            status = await conn.request(paths())
-        except (OSError, asyncio.IncompleteReadError):
+            status = await asyncio.wait_for(conn.request(paths()), REQUEST_TIMEOUT)
+        except (OSError, asyncio.IncompleteReadError, TimeoutError):
             conn.close()
             conn = Connection(port, token)
             status = 0
@@ -273,7 +362,9 @@ def measure(port: int, token: str, paths: Callable[[], str], seconds: float) -> 
     }
 
 
-def run_server(name: str, env: dict[str, str], token: str, job_ids: list[int], seconds: float) -> dict[str, Any]:
+def run_server(
+    name: str, env: dict[str, str], token: str, job_ids: list[int], seconds: float
+) -> dict[str, Any]:
     rng = random.Random(5)
     endpoints: dict[str, Callable[[], str]] = {
         "bare": lambda: "/api/v1/_bench/constant/",
@@ -281,6 +372,7 @@ def run_server(name: str, env: dict[str, str], token: str, job_ids: list[int], s
         "policy": lambda: f"/api/v1/jobs/{rng.choice(job_ids)}/policy/",
         "list": lambda: f"/api/v1/jobs/?limit=50&offset={rng.randrange(0, len(job_ids) - 50)}",
     }
+    print(f"{name}: starting", flush=True)
     proc, port = start_server(name, env)
     try:
         results = {endpoint: measure(port, token, paths, seconds) for endpoint, paths in endpoints.items()}
@@ -288,9 +380,13 @@ def run_server(name: str, env: dict[str, str], token: str, job_ids: list[int], s
         stop_server(proc)
     for endpoint in ("detail", "policy", "list"):
         results[endpoint]["ratio_to_bare"] = round(results[endpoint]["rps"] / results["bare"]["rps"], 3)
-    print(f"{name:18s} " + "  ".join(
-        f"{e}: {r['rps']:7.1f} req/s p99@70% {r['open_p99_ms']:6.1f} ms" for e, r in results.items()
-    ), flush=True)
+    print(
+        f"{name:18s} "
+        + "  ".join(
+            f"{e}: {r['rps']:7.1f} req/s p99@70% {r['open_p99_ms']:6.1f} ms" for e, r in results.items()
+        ),
+        flush=True,
+    )
     return results
 
 
@@ -300,7 +396,13 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--servers", default="uvicorn,gunicorn-uvicorn,gunicorn-gthread,daphne")
     parser.add_argument("--database", default="bench_api")
+    parser.add_argument("--connections", type=int, default=CONNECTIONS)
+    parser.add_argument("--seed-only", type=int, metavar="JOBS", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.seed_only is not None:
+        seed_database(args.seed_only)
+        return
+    globals()["CONNECTIONS"] = args.connections
     base_url = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
     db_url = bench_database_url(base_url, args.database)
     env = env_with(
@@ -310,28 +412,33 @@ def main() -> None:
         BENCH_ENDPOINTS="true",
         API_THROTTLE_RATE="100000000/min",  # measure the server, not the fairness limit
         LOG_LEVEL="WARNING",
-        DB_CONN_MAX_AGE="600",
         PYTHONPATH=str(REPO),
     )
     recreate_database(base_url, args.database)
     try:
+        started = time.perf_counter()
         token, job_ids = seed(env, args.jobs)
-        servers = {name: run_server(name, env, token, job_ids, args.seconds) for name in args.servers.split(",")}
+        print(f"seeded {args.jobs} jobs with policies in {time.perf_counter() - started:.1f}s", flush=True)
+        servers = {
+            name: run_server(name, env, token, job_ids, args.seconds) for name in args.servers.split(",")
+        }
     finally:
         drop_database(base_url, args.database)
     best = max(servers, key=lambda name: servers[name]["detail"]["rps"] + servers[name]["policy"]["rps"])
-    emit({
-        "bench": "api",
-        "jobs": args.jobs,
-        "cpus": CPUS,
-        "connections": CONNECTIONS,
-        "servers": servers,
-        "winner": best,
-        "goals": {
-            "detail_rps>=300": servers[best]["detail"]["rps"] >= 300,
-            "list_rps>=100": servers[best]["list"]["rps"] >= 100,
-        },
-    })
+    emit(
+        {
+            "bench": "api",
+            "jobs": args.jobs,
+            "cpus": CPUS,
+            "connections": args.connections,
+            "servers": servers,
+            "winner": best,
+            "goals": {
+                "detail_rps>=300": servers[best]["detail"]["rps"] >= 300,
+                "list_rps>=100": servers[best]["list"]["rps"] >= 100,
+            },
+        }
+    )
 
 
 if __name__ == "__main__":

@@ -24,4 +24,3 @@ class NamespaceGrantAdmin(admin.ModelAdmin):
     list_display = ("role", "user", "group", "cluster", "namespace", "created_at")
     list_filter = ("role", "cluster")
     search_fields = ("namespace", "user__username", "group__name")
-    autocomplete_fields = ()

@@ -7,8 +7,6 @@ from typing import Any
 
 from rest_framework import serializers
 
-from apps.core.api_errors import error
-
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
@@ -43,5 +41,3 @@ def dns_label_field(what: str, *, max_length: int = 63, **kwargs: Any) -> serial
         **kwargs,
     )
 
-
-__all__ = ["DNS1123_LABEL", "StrictInputSerializer", "dns_label_field", "error"]

@@ -8,8 +8,12 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
+from apps.accounts.models import ApiToken
+from apps.accounts.services import token_issue, token_revoke
 from apps.jobs.clusters import cluster_register_default
 from apps.policies.services import presets_sync_builtin
+
+DEMO_TOKEN_NAME = "demo (bootstrap run)"
 
 
 class Command(BaseCommand):
@@ -27,6 +31,11 @@ class Command(BaseCommand):
         if created:
             user.set_password(password)
             user.save()
+        # A fresh demo token per run (keys are stored hashed, so an old one cannot be shown again);
+        # the previous demo tokens are revoked so they do not pile up.
+        for old in ApiToken.objects.filter(user=user, name=DEMO_TOKEN_NAME, revoked_at__isnull=True):
+            token_revoke(old, actor=user)
+        _, key = token_issue(user, DEMO_TOKEN_NAME)
         count = presets_sync_builtin()
         cluster = cluster_register_default()
         if cluster is not None:
@@ -35,4 +44,5 @@ class Command(BaseCommand):
         self.stdout.write(
             f"demo user {username!r} {verb}; password: {password if created else '(unchanged)'}"
         )
+        self.stdout.write(f"API token: {key}")
         self.stdout.write(f"built-in presets: {count}")
