@@ -98,11 +98,11 @@ def test_the_readme_run_command_on_a_clean_checkout(tmp_path: Path) -> None:
             [*command, "--port", str(port)], cwd=checkout, env=env, stdout=log, stderr=subprocess.STDOUT
         )
     try:
-        output = wait_until(
-            lambda: (t := log_path.read_text(errors="replace")) if "ready: http" in t else None,
-            600,
-            "the run command to print its URL",
-        )
+        def ready_output() -> str | None:
+            text = log_path.read_text(errors="replace")
+            return text if "ready: http" in text else None
+
+        output = wait_until(ready_output, 600, "the run command to print its URL")
         token = re.search(r"API token: (\S+)", output).group(1)  # type: ignore[union-attr]
         base = f"http://127.0.0.1:{port}"
         status, _ = get(f"{base}/")
