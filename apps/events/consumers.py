@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +68,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         self.visible: set[int] = set()
         self.pending_summaries: dict[int, dict[str, Any]] = {}
         self.max_replay = int(_setting("EVENTS_WS_MAX_REPLAY", 1000))
+        self.max_lag_ns = int(_setting("EVENTS_WS_MAX_LAG_SECONDS", 5.0) * 1e9)
         self.tasks: list[asyncio.Task[None]] = []
         await self.accept()
         metrics.OPEN_SOCKETS.inc()
@@ -128,7 +130,13 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         await self._send({"type": "error", "error": message, **extra})
 
     async def _send(self, frame: dict[str, Any]) -> None:
-        await self.send_json(frame)
+        if not getattr(self, "opened", False):
+            return  # the socket closed while a handler or a background task was still running
+        try:
+            await self.send_json(frame)
+        except RuntimeError:  # the server already sent the close: nothing more to say
+            self.opened = False
+            return
         metrics.FRAMES_SENT.labels(type=frame.get("type", "?")).inc()
 
     # --- per-job stream ---------------------------------------------------------------------------
@@ -155,20 +163,32 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
             sub.job_id, sub.last_sent, self.max_replay + 1
         )
         if len(rows) > self.max_replay:
-            head = (await database_sync_to_async(selectors.head_seqs)([sub.job_id])).get(sub.job_id, 0)
-            await self._send({"type": "resync", "job": sub.job_id, "from_seq": sub.last_sent, "to_seq": head})
-            self.subs.pop(sub.job_id, None)
-            await self.channel_layer.group_discard(job_group(sub.job_id), self.channel_name)
+            await self._resync(sub)
             return
         for frame in rows:
             await self._send(frame)
             sub.last_sent = frame["seq"]
+
+    async def _resync(self, sub: Subscription) -> None:
+        """Tell the client to page over REST from ``last_sent``; stop streaming this job to it."""
+        head = (await database_sync_to_async(selectors.head_seqs)([sub.job_id])).get(sub.job_id, 0)
+        self.subs.pop(sub.job_id, None)
+        await self.channel_layer.group_discard(job_group(sub.job_id), self.channel_name)
+        await self._send({"type": "resync", "job": sub.job_id, "from_seq": sub.last_sent, "to_seq": head})
 
     async def events_event(self, message: dict[str, Any]) -> None:
         """A live event frame from ``job-<id>``."""
         frame = message["frame"]
         sub = self.subs.get(frame["job"])
         if sub is None:
+            return
+        sent_ns = message.get("sent_ns")
+        if sent_ns and time.time_ns() - sent_ns > self.max_lag_ns:
+            # This socket is too far behind to catch up frame by frame: drop its backlog (the
+            # events are stored) and let the client page over REST, instead of queueing more.
+            async with self.lock:
+                if self.subs.get(sub.job_id) is sub:
+                    await self._resync(sub)
             return
         async with self.lock:
             if self.subs.get(sub.job_id) is not sub or frame["seq"] <= sub.last_sent:

@@ -267,6 +267,16 @@ LOGGING = {
 # with a resync when more than EVENTS_WS_MAX_REPLAY events are missing. Consumers re-join their groups
 # on every check, so a short group expiry only cleans up after servers that died.
 CHANNEL_LAYERS["default"]["CONFIG"]["group_expiry"] = env_int("CHANNEL_LAYER_GROUP_EXPIRY", 3600, minimum=60)
+# Fan-out: the pub/sub layer publishes a group message once and each server process hands it to its
+# own sockets in memory; the list-based layer above pushes one copy per socket through Redis (100
+# sockets × 200 events/s = 20,000 Redis round trips/s into one process: measured seconds of lag and
+# dropped frames, bench/bench_events.py). Its per-socket bound is EVENTS_WS_MAX_LAG_SECONDS instead of
+# a message count: a socket whose frames are that old gets a resync and its backlog is dropped.
+# CHANNEL_LAYER_BACKEND=core restores the list-based layer (and the capacity above).
+if env_str("CHANNEL_LAYER_BACKEND", "pubsub") == "pubsub":
+    CHANNEL_LAYERS["default"]["BACKEND"] = "channels_redis.pubsub.RedisPubSubChannelLayer"
+    CHANNEL_LAYERS["default"]["CONFIG"] = {"hosts": CHANNEL_LAYERS["default"]["CONFIG"]["hosts"]}
+EVENTS_WS_MAX_LAG_SECONDS = env_float("EVENTS_WS_MAX_LAG_SECONDS", 5.0, minimum=0.1)
 EVENTS_WS_MAX_REPLAY = env_int("EVENTS_WS_MAX_REPLAY", 1000, minimum=1)
 EVENTS_WS_CHECK_SECONDS = env_float("EVENTS_WS_CHECK_SECONDS", 1.5, minimum=0.05)
 EVENTS_WS_SUMMARY_SECONDS = env_float("EVENTS_WS_SUMMARY_SECONDS", 0.25, minimum=0.01)
