@@ -354,6 +354,12 @@ def _finish_applied(progress: _Progress, rendered: RenderResult) -> PolicySync:
     sync = progress.sync
     effects = [{"target": e.target, "when": e.when, "summary": e.summary} for e in rendered.effects]
     now = timezone.now()
+    with transaction.atomic():  # the state and its event become visible together
+        _mark_applied(sync, progress, effects, now)
+    return PolicySync.objects.get(pk=sync.pk)
+
+
+def _mark_applied(sync: PolicySync, progress: _Progress, effects: list[dict[str, str]], now: Any) -> None:
     PolicySync.objects.filter(pk=sync.pk).update(
         state=State.APPLIED,
         finished_at=now,
@@ -381,11 +387,16 @@ def _finish_applied(progress: _Progress, rendered: RenderResult) -> PolicySync:
         # One event per push attempt that ended applied (a redelivered task does not repeat it).
         dedupe_key=f"policy.applied:{sync.generation}:{started}",
     )
-    return sync
 
 
 def _finish_failed(sync: PolicySync, exc: ClusterError) -> PolicySync:
     message = explain(exc) if not exc.message.startswith("gave up") else exc.message
+    with transaction.atomic():  # the state and its event become visible together
+        _mark_failed(sync, exc, message)
+    return PolicySync.objects.get(pk=sync.pk)
+
+
+def _mark_failed(sync: PolicySync, exc: ClusterError, message: str) -> None:
     PolicySync.objects.filter(pk=sync.pk).update(
         state=State.FAILED,
         finished_at=timezone.now(),
@@ -402,4 +413,3 @@ def _finish_failed(sync: PolicySync, exc: ClusterError) -> PolicySync:
         message=f"policy revision {sync.generation} failed: {message}"[:500],
         data={"revision": sync.generation, "status": exc.status, "retryable": not exc.permanent},
     )
-    return sync

@@ -8,6 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -148,26 +149,28 @@ def reconcile_job_sync(sync: PolicySync, live: LiveObjects | None = None) -> boo
     if not drift:
         if sync.state != State.DRIFTED:
             return True
-        PolicySync.objects.filter(pk=sync.pk).update(state=State.APPLIED, drift=[], checked_at=now)
-        event_record(
-            job=sync.job,
-            kind="policy.drift_resolved",
-            source="reconcile",
-            message=f"live objects match policy revision {sync.generation} again",
-        )
+        with transaction.atomic():
+            PolicySync.objects.filter(pk=sync.pk).update(state=State.APPLIED, drift=[], checked_at=now)
+            event_record(
+                job=sync.job,
+                kind="policy.drift_resolved",
+                source="reconcile",
+                message=f"live objects match policy revision {sync.generation} again",
+            )
         return False
     keys = [d.as_dict() for d in drift]
     if sync.state != State.DRIFTED or sync.drift != keys:
-        PolicySync.objects.filter(pk=sync.pk).update(state=State.DRIFTED, drift=keys, checked_at=now)
-        event_record(
-            job=sync.job,
-            kind="policy.drifted",
-            source="reconcile",
-            severity="warning",
-            message="live objects differ from policy revision "
-            f"{sync.generation}: " + ", ".join(f"{d.object} {d.key}" for d in drift)[:400],
-            data={"revision": sync.generation, "drift": keys},
-        )
+        with transaction.atomic():
+            PolicySync.objects.filter(pk=sync.pk).update(state=State.DRIFTED, drift=keys, checked_at=now)
+            event_record(
+                job=sync.job,
+                kind="policy.drifted",
+                source="reconcile",
+                severity="warning",
+                message="live objects differ from policy revision "
+                f"{sync.generation}: " + ", ".join(f"{d.object} {d.key}" for d in drift)[:400],
+                data={"revision": sync.generation, "drift": keys},
+            )
     if sync.job.cluster.auto_heal:
         PolicySync.objects.filter(pk=sync.pk, state=State.DRIFTED).update(state=State.PENDING, claim_token="")
         enqueue_push(sync.pk)

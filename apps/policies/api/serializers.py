@@ -94,6 +94,9 @@ class SyncOutputSerializer(serializers.ModelSerializer):
     revision = serializers.IntegerField(
         source="generation", help_text="The revision number this push applies"
     )
+    # Declared rather than derived: derived bounds of positive-integer columns differ between database
+    # backends, and the committed schema must not depend on where it was generated.
+    attempts = serializers.IntegerField(min_value=0)
     duration_ms = serializers.FloatField(allow_null=True, read_only=True)
 
     class Meta:
@@ -209,6 +212,8 @@ class PreviewOutputSerializer(serializers.Serializer):
 
 
 class RevisionOutputSerializer(serializers.ModelSerializer):
+    number = serializers.IntegerField(min_value=1)
+    restored_from = serializers.IntegerField(min_value=1, allow_null=True)
     author = serializers.CharField(source="author_name")
     preset = serializers.CharField(source="source_preset.name", allow_null=True, default=None)
     spec = PolicySpecSerializer()
