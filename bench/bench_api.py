@@ -111,6 +111,10 @@ def seed_database(jobs_wanted: int) -> None:
     user = User.objects.create_user("bench")
     # Editor on every namespace of the cluster: sees all jobs, through the EXISTS visibility filter.
     NamespaceGrant.objects.create(role=Role.EDITOR, user=user, cluster=cluster, namespace="*")
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")  # planner statistics, as autovacuum would have them in production
     print(json.dumps({"token": token_issue(user, "bench")[1], "job_ids": [job.pk for job in jobs]}))
 
 
@@ -431,6 +435,8 @@ def main() -> None:
             "jobs": args.jobs,
             "cpus": CPUS,
             "connections": args.connections,
+            # Other processes share these CPUs in CI; the load average says how much they did.
+            "loadavg_after": [round(x, 2) for x in os.getloadavg()],
             "servers": servers,
             "winner": best,
             "goals": {

@@ -40,47 +40,66 @@ def produce(job_ids: list[int], rate: float, count: int, mode: str, phase: str, 
     import django
 
     django.setup()
-    from asgiref.sync import async_to_sync
-    from channels.layers import get_channel_layer
-
     from apps.events import broadcast
     from apps.events.services import event_record
     from apps.jobs.models import TrainingJob
 
     jobs = list(TrainingJob.objects.filter(pk__in=job_ids).order_by("pk"))
-    layer = get_channel_layer()
-    seqs = dict.fromkeys(job_ids, 0)
     start = time.monotonic()
     stored_ns: list[int] = []
-
-    async def floor_send(job_id: int, frame: dict[str, Any]) -> None:
-        await layer.group_send(f"job-{job_id}", {"type": "events.event", "frame": frame})
-
-    send = async_to_sync(floor_send)
-    for i in range(count):
-        due = start + i / rate
-        delay = due - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
-        job = jobs[i % len(jobs)]
-        t0 = time.time_ns()
-        data = {"t0_ns": t0, "phase": phase}
-        if mode == "store":
-            event_record(job=job, kind="fault.detected", message=f"bench {i}", source="bench", data=data)
-        else:
-            seqs[job.pk] += 1
-            frame = {
-                "type": "event",
-                "job": job.pk,
-                "seq": seqs[job.pk],
-                "kind": "fault.detected",
-                "data": data,
-            }
-            send(job.pk, frame)
-        stored_ns.append(time.time_ns() - t0)
-    broadcast.flush(30)
+    if mode == "floor":
+        asyncio.run(produce_floor([j.pk for j in jobs], rate, count, phase, stored_ns))
+    else:
+        for i in range(count):
+            delay = start + i / rate - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            t0 = time.time_ns()
+            event_record(
+                job=jobs[i % len(jobs)],
+                kind="fault.detected",
+                message=f"bench {i}",
+                source="bench",
+                data={"t0_ns": t0, "phase": phase},
+            )
+            stored_ns.append(time.time_ns() - t0)
+        broadcast.flush(30)
     elapsed = time.monotonic() - start
     report.write_text(json.dumps({"elapsed": elapsed, "count": count, "store_ms": summary_ms(stored_ns)}))
+
+
+async def produce_floor(job_ids: list[int], rate: float, count: int, phase: str, sent_ns: list[int]) -> None:
+    """The floor: the same frames through a bare channels-redis ``group_send``, no database."""
+    from channels.layers import get_channel_layer
+
+    layer = get_channel_layer()
+    # Floor frames must continue each job's seq across producer runs, or the consumer drops them.
+    state = VAR / "floor-seqs.json"
+    saved = json.loads(state.read_text()) if state.exists() else {}
+    seqs = {job: int(saved.get(str(job), 0)) for job in job_ids}
+    start = time.monotonic()
+    for i in range(count):
+        delay = start + i / rate - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        job = job_ids[i % len(job_ids)]
+        seqs[job] += 1
+        t0 = time.time_ns()
+        frame = {
+            "type": "event",
+            "job": job,
+            "seq": seqs[job],
+            "kind": "fault.detected",
+            "data": {"t0_ns": t0, "phase": phase},
+        }
+        message = {
+            "type": "events.event",
+            "frame": {"job": job, "seq": seqs[job]},
+            "text": json.dumps(frame, separators=(",", ":")),  # encoded once, as the broadcaster does
+        }
+        await layer.group_send(f"job-{job}", message)
+        sent_ns.append(time.time_ns() - t0)
+    state.write_text(json.dumps({str(job): seq for job, seq in seqs.items()}))
 
 
 def summary_ms(values_ns: list[int]) -> dict[str, float]:
@@ -172,7 +191,7 @@ async def client_main(args: argparse.Namespace) -> None:
                                     mine[job] = got[-1]
                                 await ws.send(json.dumps({"subscribe": {"job": job, "after_seq": mine[job]}}))
                         connected -= 1
-                except Exception as exc:  # noqa: BLE001 (a benchmark client reconnects on anything)
+                except Exception as exc:
                     print(f"socket {index}: {exc.__class__.__name__}: {exc}", file=sys.stderr)
                     await asyncio.sleep(0.5)
 
@@ -299,6 +318,7 @@ def main() -> None:
     parser.add_argument("--burst-seconds", type=float, default=5.0)
     parser.add_argument("--burst-producers", type=int, default=4)
     parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+    parser.add_argument("--ws", default="websockets-sansio", help="uvicorn websocket implementation")
     # internal (producer / clients roles)
     parser.add_argument("--job-ids", default="")
     parser.add_argument("--count", type=int, default=0)
@@ -367,6 +387,7 @@ def orchestrate(args: argparse.Namespace) -> None:
     port = free_port()
     procs: list[subprocess.Popen[bytes]] = [redis_proc]
     progress, result = VAR / "events-progress.json", VAR / "events-result.json"
+    (VAR / "floor-seqs.json").unlink(missing_ok=True)
     progress.unlink(missing_ok=True)
     result.unlink(missing_ok=True)
     out: dict[str, Any] = {
@@ -376,6 +397,7 @@ def orchestrate(args: argparse.Namespace) -> None:
         "jobs": args.jobs,
         "duration_s": args.duration,
         "server_workers": args.workers,
+        "ws_impl": args.ws,
         "cores": os.cpu_count(),
     }
     try:
@@ -394,7 +416,7 @@ def orchestrate(args: argparse.Namespace) -> None:
                 "--log-level",
                 "warning",
                 "--ws",
-                "websockets",
+                args.ws,
             ],
             cwd=REPO,
             env=env,
@@ -430,12 +452,18 @@ def orchestrate(args: argparse.Namespace) -> None:
                 raise RuntimeError(f"only {read_progress(progress).get('connected')} sockets connected")
             time.sleep(0.2)
         floor_seconds = args.floor_seconds or min(60.0, args.duration)
+        # Warm-up (discarded): connections, caches and the JIT-less interpreter's first-call costs.
+        if not os.environ.get("BENCH_NO_WARMUP"):
+            run_producers(real, args.rate, 5.0, "store", "warmup", args.producers, env)
+        run_producers(floor, args.rate, 2.0, "floor", "warmup", 1, env)
+        time.sleep(2)
         cpu0 = {p.pid: cpu_seconds(p.pid) for p in (server, clients)}
         t0 = time.monotonic()
         out["floor_producers"] = run_producers(floor, args.rate, floor_seconds, "floor", "floor", 1, env)
-        out["cpu_floor_s"] = {
-            "server": cpu_seconds(server.pid) - cpu0[server.pid],
-            "wall": time.monotonic() - t0,
+        wall = time.monotonic() - t0
+        out["cpu_floor_percent"] = {
+            "server": round(100 * (cpu_seconds(server.pid) - cpu0[server.pid]) / wall, 1),
+            "clients": round(100 * (cpu_seconds(clients.pid) - cpu0[clients.pid]) / wall, 1),
         }
         time.sleep(2)
         cpu1 = {p.pid: cpu_seconds(p.pid) for p in (server, clients)}
@@ -520,7 +548,7 @@ def orchestrate(args: argparse.Namespace) -> None:
         connections.close_all()
         try:
             create_database(database_url)  # leave an empty database behind, not gigabytes of events
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             print(f"could not reset {database_url}: {exc}", file=sys.stderr)
     emit(out)
 

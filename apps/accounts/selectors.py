@@ -41,17 +41,37 @@ def _grants_covering(
     )
 
 
+def _coverage(user: UserLike, min_role: str) -> Q | None:
+    """One filter on jobs equivalent to the user's grants (None = every job).
+
+    The grants are read once (one small query) and turned into plain ``cluster_id``/``namespace``
+    conditions, which PostgreSQL answers from the (cluster, namespace, name) index. A correlated
+    EXISTS over the grants would be re-evaluated for every job row, which costs tens of
+    milliseconds per page at 10,000 jobs.
+    """
+    rows = grants_of(user).filter(role__in=roles_at_least(min_role)).values_list("cluster_id", "namespace")
+    covered = Q(pk__in=[])
+    for cluster_id, namespace in set(rows):
+        part = Q()
+        if cluster_id is not None:
+            part &= Q(cluster_id=cluster_id)
+        if namespace != ALL_NAMESPACES:
+            part &= Q(namespace=namespace)
+        if not part:
+            return None  # a grant on every namespace of every cluster
+        covered |= part
+    return covered
+
+
 def jobs_visible_to(user: UserLike, *, min_role: str = Role.VIEWER) -> QuerySet[TrainingJob]:
-    """Jobs the user may see (or, with ``min_role``, change): one EXISTS filter, no per-row queries."""
+    """Jobs the user may see (or, with ``min_role``, change): one filter, no per-row queries."""
     jobs = TrainingJob.objects.all()
     if _is_superuser(user):
         return jobs
     if not user.is_authenticated:
         return jobs.none()
-    covering = _grants_covering(
-        user, cluster=OuterRef("cluster_id"), namespace=OuterRef("namespace"), min_role=min_role
-    )
-    return jobs.filter(Exists(covering))
+    covered = _coverage(user, min_role)
+    return jobs if covered is None else jobs.filter(covered)
 
 
 def clusters_visible_to(user: UserLike) -> QuerySet[Cluster]:

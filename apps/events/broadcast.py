@@ -9,6 +9,7 @@ stored ``seq`` and fills any gap from the database. Frames of one group are sent
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import threading
@@ -120,8 +121,19 @@ def flush(timeout: float = 5.0) -> bool:
 
 
 def event_frame(event: JobEvent) -> dict[str, Any]:
-    """The channel-layer message for one stored event (the consumer forwards ``frame``)."""
-    return {"type": EVENT_HANDLER, "frame": event.as_message(), "sent_ns": time.time_ns()}
+    """The channel-layer message for one stored event.
+
+    ``text`` is the wire frame encoded once here, so a server does not encode it again per socket;
+    ``frame`` carries the same data for the consumer's seq bookkeeping; ``sent_ns`` lets it tell
+    how far behind a socket is.
+    """
+    frame = event.as_message()
+    return {
+        "type": EVENT_HANDLER,
+        "frame": {"job": frame["job"], "seq": frame["seq"]},
+        "text": json.dumps(frame, separators=(",", ":")),
+        "sent_ns": time.time_ns(),
+    }
 
 
 def summary_frame(event: JobEvent) -> dict[str, Any]:

@@ -96,6 +96,15 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
     }
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool("DB_POOL", default=True):
+    # Under ASGI every sync request runs in a fresh thread, so persistent per-thread connections
+    # cannot be reused: a process-wide pool (psycopg_pool) avoids a new connection per request.
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": env_int("DB_POOL_MIN", 1, minimum=0),
+        "max_size": env_int("DB_POOL_MAX", 8, minimum=1),
+        "timeout": 10,
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- redis, celery, channels -------------------------------------------------------------------
@@ -232,6 +241,8 @@ SPECTACULAR_SETTINGS = {
         "RevisionSourceEnum": "apps.policies.models.PolicyRevision.Source",
         "EventSeverityEnum": "apps.events.models.JobEvent.Severity",
         "IssueSeverityEnum": ["error", "warning"],
+        "PlatformStrategyEnum": "apps.policies.spec.PLATFORM_STRATEGIES",
+        "DecisionActionEnum": "apps.policies.spec.DECISION_ACTIONS",
     },
 }
 

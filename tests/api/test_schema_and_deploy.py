@@ -48,8 +48,10 @@ def test_schema_and_swagger_ui_are_served_without_a_cdn(client: Any) -> None:
 @pytest.mark.slow
 def test_check_deploy_prints_no_warnings() -> None:
     alphabet = string.ascii_letters + string.digits + "!@#%^&*(-_=+)"
+    # Production environment: nothing the test runner itself may have set (e.g. browser-test flags).
+    inherited = {k: v for k, v in os.environ.items() if k != "DJANGO_ALLOW_ASYNC_UNSAFE"}
     env = {
-        **os.environ,
+        **inherited,
         "DJANGO_SETTINGS_MODULE": "controlplane.settings.base",
         "DEBUG": "false",
         "SECRET_KEY": "".join(secrets.choice(alphabet) for _ in range(50)),

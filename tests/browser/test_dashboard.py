@@ -67,7 +67,11 @@ def ascendjob(name: str, namespace: str) -> dict[str, Any]:
             "schedulerName": c.VOLCANO_SCHEDULER,
             "runPolicy": {"schedulingPolicy": {"minAvailable": 2, "queue": "default"}},
             "replicaSpecs": {
-                role: {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {"containers": [container]}}}
+                role: {
+                    "replicas": 1,
+                    "restartPolicy": "Never",
+                    "template": {"spec": {"containers": [container]}},
+                }
                 for role in ("Master", "Worker")
             },
         },
@@ -81,9 +85,24 @@ class ServerProcess(DaphneProcess):
     a second time.
     """
 
-    def __init__(self, host: str, get_application: Any, kwargs: Any = None, setup: Any = None,
-                 teardown: Any = None, port: int | None = None) -> None:
+    def __init__(
+        self,
+        host: str,
+        get_application: Any,
+        kwargs: Any = None,
+        setup: Any = None,
+        teardown: Any = None,
+        port: int | None = None,
+    ) -> None:
         super().__init__(host, get_application, kwargs=kwargs, setup=None, teardown=teardown, port=port)
+
+    def terminate(self) -> None:
+        # A child forked while Playwright's loop runs in the parent may inherit a SIGTERM handler
+        # that never stops Twisted's reactor: fall back to SIGKILL so join() cannot hang.
+        super().terminate()
+        self.join(5)
+        if self.is_alive():
+            self.kill()
 
 
 class DashboardBrowserTests(ChannelsLiveServerTestCase):
@@ -109,6 +128,10 @@ class DashboardBrowserTests(ChannelsLiveServerTestCase):
     @classmethod
     def tearDownClass(cls) -> None:
         cls.browser.close()
+        # The server first: a server forked after Playwright started holds the driver's pipe open,
+        # and the driver does not exit until every copy of it is closed.
+        cls._server_process.terminate()
+        cls._server_process.join()
         cls.playwright.stop()
         cls.emulator.stop()
         super().tearDownClass()
@@ -151,7 +174,11 @@ class DashboardBrowserTests(ChannelsLiveServerTestCase):
             k8s.CoreV1Api(api).create_namespace({"metadata": {"name": namespace}})
             custom = k8s.CustomObjectsApi(api)
             created = custom.create_namespaced_custom_object(
-                c.ASCENDJOB_GROUP, c.ASCENDJOB_VERSION, namespace, c.ASCENDJOB_PLURAL, ascendjob(name, namespace)
+                c.ASCENDJOB_GROUP,
+                c.ASCENDJOB_VERSION,
+                namespace,
+                c.ASCENDJOB_PLURAL,
+                ascendjob(name, namespace),
             )
             meta = created["metadata"]
             custom.create_namespaced_custom_object(
@@ -162,7 +189,11 @@ class DashboardBrowserTests(ChannelsLiveServerTestCase):
                 {
                     "apiVersion": c.PODGROUP_API_VERSION,
                     "kind": c.PODGROUP_KIND,
-                    "metadata": {"name": f"{name}-{meta['uid']}", "namespace": namespace, "labels": meta["labels"]},
+                    "metadata": {
+                        "name": f"{name}-{meta['uid']}",
+                        "namespace": namespace,
+                        "labels": meta["labels"],
+                    },
                     "spec": {"minMember": 2, "queue": "default"},
                 },
             )
@@ -183,7 +214,11 @@ class DashboardBrowserTests(ChannelsLiveServerTestCase):
         api = k8s_config.new_client_from_config(config_file=self.kubeconfig)
         try:
             pg = k8s.CustomObjectsApi(api).get_namespaced_custom_object(
-                c.PODGROUP_GROUP, c.PODGROUP_VERSION, job.namespace, c.PODGROUP_PLURAL, f"{job.name}-{job.uid}"
+                c.PODGROUP_GROUP,
+                c.PODGROUP_VERSION,
+                job.namespace,
+                c.PODGROUP_PLURAL,
+                f"{job.name}-{job.uid}",
             )
         finally:
             api.close()
@@ -192,7 +227,9 @@ class DashboardBrowserTests(ChannelsLiveServerTestCase):
     def complete_push(self, job: TrainingJob) -> PolicySync:
         """Run the push the page queued (what the Celery worker would do), once it is queued."""
         sync = wait_for(
-            lambda: PolicySync.objects.filter(job=job, state=PolicySync.State.PENDING).order_by("-id").first(),
+            lambda: (
+                PolicySync.objects.filter(job=job, state=PolicySync.State.PENDING).order_by("-id").first()
+            ),
             10,
             "the page to queue a push",
         )
@@ -217,8 +254,42 @@ class DashboardBrowserTests(ChannelsLiveServerTestCase):
         broadcast.flush()
         return events
 
+    def past_incidents(self, job: TrainingJob) -> None:
+        """Three closed incidents with their phase durations (for the chart, bars and grid)."""
+        now = timezone.now()
+        for number, (strategies, outcome, recover_ms) in enumerate(
+            [
+                (["retry"], "recovered", 4_000),
+                (["recover"], "recovered", 41_000),
+                (["recover", "dump"], "rescheduled", 95_000),
+            ],
+            start=1,
+        ):
+            opened = now - timedelta(minutes=90 - 25 * number)
+            Incident.objects.create(
+                job=job,
+                number=number,
+                opened_at=opened,
+                detected_at=opened,
+                decided_at=opened,
+                closed_at=opened + timedelta(milliseconds=recover_ms + 6_000),
+                outcome=outcome,
+                strategies=strategies,
+                attempts=[{"strategy": s, "outcome": "ok"} for s in strategies],
+                ranks=[number * 2],
+                nodes=[f"node-{number}"],
+                detect_ms=3_500,
+                decide_ms=2_500,
+                recover_ms=recover_ms,
+                first_seq=1,
+                last_seq=1,
+            )
+
     def shown_seqs(self) -> list[int]:
-        return [int(s) for s in self.page.eval_on_selector_all("#event-list li", "els => els.map(e => e.dataset.seq)")]
+        return [
+            int(s)
+            for s in self.page.eval_on_selector_all("#event-list li", "els => els.map(e => e.dataset.seq)")
+        ]
 
     def open_live(self, job: TrainingJob) -> None:
         self.page.goto(self.url(f"/jobs/{job.pk}/#live"))
@@ -229,7 +300,9 @@ class DashboardBrowserTests(ChannelsLiveServerTestCase):
         """Press Tab until ``selector`` has the focus (keyboard only), and check the focus is visible."""
         for _ in range(limit):
             self.page.keyboard.press("Tab")
-            if self.page.evaluate("s => !!document.activeElement && document.activeElement.matches(s)", selector):
+            if self.page.evaluate(
+                "s => !!document.activeElement && document.activeElement.matches(s)", selector
+            ):
                 outline = self.page.evaluate("() => getComputedStyle(document.activeElement).outlineStyle")
                 assert outline not in ("", "none"), f"no visible focus on {selector}"
                 return
@@ -239,8 +312,13 @@ class DashboardBrowserTests(ChannelsLiveServerTestCase):
     def test_login_required_then_overview_shows_policy_state_and_recovering_badge(self) -> None:
         calm = self.live_job("calm-job")
         busy = TrainingJob.objects.create(
-            cluster=self.cluster, namespace="vision", name="busy-job", framework="mindspore",
-            replicas={"Scheduler": 1, "Worker": 2}, npus_per_pod=8, mindcluster_version="7.1",
+            cluster=self.cluster,
+            namespace="vision",
+            name="busy-job",
+            framework="mindspore",
+            replicas={"Scheduler": 1, "Worker": 2},
+            npus_per_pod=8,
+            mindcluster_version="7.1",
         )
         Incident.objects.create(job=busy, number=1, opened_at=timezone.now(), first_seq=1, last_seq=1)
         self.page.goto(self.url(f"/jobs/{calm.pk}/"))
@@ -262,6 +340,10 @@ class DashboardBrowserTests(ChannelsLiveServerTestCase):
         self.page.select_option("#f-namespace", "")
         self.page.wait_for_selector('#conn-state[data-state="live"]')
         self.shot("jobs-overview")
+        self.page.click("#theme-toggle")  # the choice overrides prefers-color-scheme and is remembered
+        self.assertEqual(self.page.get_attribute("html", "data-theme"), "dark")
+        self.shot("jobs-overview-dark")
+        self.page.click("#theme-toggle")
         # Sign out works and leads back to the login page.
         self.page.click("text=Sign out")
         self.page.wait_for_url(re.compile(r"/login/$"))
@@ -269,14 +351,21 @@ class DashboardBrowserTests(ChannelsLiveServerTestCase):
     def test_invalid_combination_error_at_field_then_fix_preview_and_apply(self) -> None:
         job = self.live_job()
         mindspore = TrainingJob.objects.create(
-            cluster=self.cluster, namespace="vision", name="ms-job", framework="mindspore",
-            replicas={"Scheduler": 1, "Worker": 2}, npus_per_pod=8, mindcluster_version="26.1",
+            cluster=self.cluster,
+            namespace="vision",
+            name="ms-job",
+            framework="mindspore",
+            replicas={"Scheduler": 1, "Worker": 2},
+            npus_per_pod=8,
+            mindcluster_version="26.1",
         )
         self.login()
         # elastic-training on a MindSpore job: the error sits under that checkbox.
         self.page.goto(self.url(f"/jobs/{mindspore.pk}/"))
         self.page.check("#strategy-elastic-training")
-        issue = self.page.locator('#issues-strategy-elastic-training .issue.error[data-code="elastic_training_requires_pytorch"]')
+        issue = self.page.locator(
+            '#issues-strategy-elastic-training .issue.error[data-code="elastic_training_requires_pytorch"]'
+        )
         issue.wait_for()
         self.assertEqual(self.page.get_attribute("#strategy-elastic-training", "aria-invalid"), "true")
         self.assertIn("error", self.page.inner_text("#validation-summary"))
@@ -286,7 +375,9 @@ class DashboardBrowserTests(ChannelsLiveServerTestCase):
         self.page.goto(self.url(f"/jobs/{job.pk}/"))
         self.page.check("#strategy-recover")
         self.page.select_option("#f-sub_healthy_strategy", "graceExit")
-        grace = self.page.locator('#issues-sub_healthy_strategy .issue.error[data-code="grace_exit_requires_dump"]')
+        grace = self.page.locator(
+            '#issues-sub_healthy_strategy .issue.error[data-code="grace_exit_requires_dump"]'
+        )
         grace.wait_for()
         self.shot("job-policy-error")
         # Fix it: add dump. The error goes, and the preview shows the annotation ClusterD will read.
@@ -299,7 +390,9 @@ class DashboardBrowserTests(ChannelsLiveServerTestCase):
         self.page.click("#ptab-launcher")
         self.assertTrue(self.page.is_visible("#out-launcher"))
         self.page.click("#ptab-diff")
-        self.page.wait_for_function("document.getElementById('live-state').textContent.includes('resourceVersion')")
+        self.page.wait_for_function(
+            "document.getElementById('live-state').textContent.includes('resourceVersion')"
+        )
         self.page.click("#ptab-patch")
         self.shot("job-policy")
 
@@ -335,7 +428,9 @@ class DashboardBrowserTests(ChannelsLiveServerTestCase):
         self.page.keyboard.type("g")  # type-ahead picks graceExit, valid now that dump is on
         self.tab_to("#f-comment")
         self.page.keyboard.type("keyboard only")
-        self.page.wait_for_function("document.getElementById('validation-summary').textContent.includes('valid')")
+        self.page.wait_for_function(
+            "document.getElementById('validation-summary').textContent.includes('valid')"
+        )
         self.assertEqual(self.page.input_value("#f-sub_healthy_strategy"), "graceExit")
         self.tab_to("#save-apply")
         self.page.keyboard.press("Enter")
@@ -350,22 +445,34 @@ class DashboardBrowserTests(ChannelsLiveServerTestCase):
     def test_fault_reaches_the_timeline_within_two_seconds(self) -> None:
         job = self.live_job()
         self.record(job, 3)
+        self.past_incidents(job)
         self.login()
         self.open_live(job)
         self.assertEqual(self.shown_seqs(), [1, 2, 3])
+        self.assertEqual(self.page.locator("#incidents .incident").count(), 3)
+        self.assertEqual(self.page.locator("#chart svg circle").count(), 3)
         started = time.monotonic()
-        self.record(job, kind="fault.detected", severity="error", message="UCE on rank 3",
-                    data={"ranks": [3], "node": "node-7", "code": "80E01801", "fault_type": "uce"})
+        self.record(
+            job,
+            kind="fault.detected",
+            severity="error",
+            message="UCE on rank 3",
+            data={"ranks": [3], "node": "node-7", "code": "80E01801", "fault_type": "uce"},
+        )
         self.page.locator('#event-list li[data-seq="4"]').wait_for(timeout=2_000)
         elapsed = time.monotonic() - started
         self.assertLess(elapsed, 2.0)
         self.assertIn("UCE on rank 3", self.page.inner_text('#event-list li[data-seq="4"]'))
         # Filters: by rank and by severity.
         self.page.fill("#ef-rank", "3")
-        self.page.wait_for_function("[...document.querySelectorAll('#event-list li')].filter(l => !l.hidden).length === 1")
+        self.page.wait_for_function(
+            "[...document.querySelectorAll('#event-list li')].filter(l => !l.hidden).length === 1"
+        )
         self.page.fill("#ef-rank", "")
         self.page.select_option("#ef-severity", "error")
-        self.page.wait_for_function("[...document.querySelectorAll('#event-list li')].filter(l => !l.hidden).length === 1")
+        self.page.wait_for_function(
+            "[...document.querySelectorAll('#event-list li')].filter(l => !l.hidden).length === 1"
+        )
         self.page.select_option("#ef-severity", "")
         self.shot("job-live")
 
@@ -396,8 +503,15 @@ class DashboardBrowserTests(ChannelsLiveServerTestCase):
         job = self.live_job()
         now = timezone.now()
         JobEvent.objects.bulk_create(
-            JobEvent(job=job, seq=i, kind="job.warning", severity="info", message=f"old {i}", source="test",
-                     occurred_at=now - timedelta(seconds=500 - i))
+            JobEvent(
+                job=job,
+                seq=i,
+                kind="job.warning",
+                severity="info",
+                message=f"old {i}",
+                source="test",
+                occurred_at=now - timedelta(seconds=500 - i),
+            )
             for i in range(1, 451)
         )
         self.login()

@@ -138,7 +138,7 @@ class Receiver(BaseHTTPRequestHandler):
     statuses: list[int] = []
     seen: list[tuple[dict[str, str], bytes]] = []
 
-    def do_POST(self) -> None:  # noqa: N802 (http.server naming)
+    def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         type(self).seen.append((dict(self.headers), body))
         status = type(self).statuses.pop(0) if type(self).statuses else 200

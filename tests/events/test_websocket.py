@@ -242,7 +242,8 @@ def test_bad_messages_get_error_frames(world: dict[str, Any]) -> None:
 def test_frames_are_json_round_trippable(world: dict[str, Any]) -> None:
     job = world["jobs"]["team-a"]
     (event,) = record(job, 1)
-    frame = broadcast.event_frame(event)["frame"]
-    assert json.loads(json.dumps(frame)) == frame
+    message = broadcast.event_frame(event)
+    assert json.loads(message["text"]) == event.as_message() == json.loads(json.dumps(event.as_message()))
+    assert message["frame"] == {"job": job.pk, "seq": event.seq}
     summary = broadcast.summary_frame(event)["frame"]
     assert json.loads(json.dumps(summary)) == summary

@@ -38,6 +38,7 @@ class JobOutputSerializer(serializers.ModelSerializer):
     replicas = serializers.DictField(
         child=serializers.IntegerField(), help_text='e.g. {"Master": 1, "Worker": 3}'
     )
+    npus_per_pod = serializers.IntegerField(min_value=0)  # declared: derived bounds differ per database
 
     class Meta:
         model = TrainingJob
@@ -61,15 +62,8 @@ class JobOutputSerializer(serializers.ModelSerializer):
         ]
 
     def get_current_revision(self, job: TrainingJob) -> int | None:
-        # Lists annotate the number (no join on the revision's spec); details have the row loaded.
-        number = getattr(job, "revision_number", None)
-        if (
-            number is None
-            and job.current_revision_id is not None
-            and "current_revision" in job._state.fields_cache
-        ):
-            number = job.current_revision.number
-        return number
+        # Lists prefetch the revision (number only) for the page; details select it with the job.
+        return job.current_revision.number if job.current_revision_id is not None else None
 
 
 class JobRegisterInputSerializer(StrictInputSerializer):

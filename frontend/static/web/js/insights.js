@@ -83,7 +83,7 @@ export function renderChart(container, incidents, restarts = []) {
     container.append(h("p", { class: "empty" }, "Nothing to chart yet."));
     return;
   }
-  const W = 560, H = 180, L = 44, R = 36, T = 12, B = 26;
+  const W = 560, H = 180, L = 44, R = 56, T = 12, B = 26;
   const times = [...points.map((p) => p.t), ...steps.map((s) => s.t)];
   const t0 = Math.min(...times), t1 = Math.max(...times, t0 + 1000);
   const maxCount = Math.max(1, ...steps.map((s) => s.total));

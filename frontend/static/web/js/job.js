@@ -93,6 +93,9 @@ const timeline = new Timeline({
       if (INCIDENT_FAMILIES.some((f) => event.kind.startsWith(f))) incidentRelated = true;
     }
     if (incidentRelated && timeline.ready) refreshLive();
+    if (timeline.ready && events.some((e) => e.kind === "fault.detected")) {
+      renderFaultGrid(document.getElementById("fault-grid"), incidents, faultEvents);
+    }
   },
 });
 
@@ -132,6 +135,7 @@ tabs.show(`tab-${(location.hash || "#policy").slice(1)}`);
 timeline.loadInitial().finally(() => {
   timeline.ready = true;
   renderAll();
+  performance.mark("data-ready");
   document.body.dataset.ready = "true"; // the benchmark's and the tests' "first content" marker
   connection.start();
 });

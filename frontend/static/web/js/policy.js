@@ -210,7 +210,13 @@ export class PolicyForm {
       ({ data: result } = await api("POST", "/api/v1/policies/validate/", { spec, job: this.jobId }));
     } catch (error) {
       if (seq !== this.validateSeq) return;
-      result = { valid: false, errors: (error.errors && error.errors.length) ? error.errors : [{ code: "request_failed", field: "", message: error.message }], warnings: [] };
+      if (!(error instanceof ApiError) || error.status >= 500) {
+        // The server or the network hiccuped: say so and check again shortly, keeping what is shown.
+        document.getElementById("validation-summary").textContent = "Could not check the policy just now; retrying…";
+        setTimeout(() => { if (seq === this.validateSeq) this.validate(); }, 1000);
+        return;
+      }
+      result = { valid: false, errors: error.errors.length ? error.errors : [{ code: "request_failed", field: "", message: error.message }], warnings: [] };
     }
     if (seq !== this.validateSeq) return; // a newer keystroke already asked
     this.showIssues(result.errors || [], result.warnings || []);
@@ -276,7 +282,9 @@ export class PolicyForm {
     try {
       ({ data: result } = await api("POST", `/api/v1/jobs/${this.jobId}/policy/preview/`, { spec }));
     } catch (error) {
-      if (seq === this.previewSeq) this.clearPreview(`Preview failed: ${error.message}`);
+      if (seq !== this.previewSeq) return;
+      this.clearPreview(`Preview failed: ${error.message}`);
+      if (!(error instanceof ApiError) || error.status >= 500) setTimeout(() => { if (seq === this.previewSeq) this.preview(); }, 1500);
       return;
     }
     if (seq !== this.previewSeq) return;
