@@ -228,7 +228,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         else:
             # Browser tests run in their own process (Playwright's event loop and Channels' live
             # server do not share one well with the rest).
-            steps.append(("tests", [str(PY), "-m", "pytest", "-m", "not browser"]))
+            steps.append(("tests", [str(PY), "-m", "pytest", "-m", "not browser", "--ignore=tests/browser"]))
             steps.append(("browser tests", [str(PY), "-m", "pytest", "-m", "browser", "tests/browser"]))
         for name, cmd in steps:
             say(f"{name}: {' '.join(cmd)}")

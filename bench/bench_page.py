@@ -35,6 +35,8 @@ sys.path.insert(0, str(REPO))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.test")
 # Playwright's sync API runs an event loop in this thread; the ORM calls here are plain and serial.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+# The server is a fork of this process: a connection pool would be shared with it across the fork.
+os.environ["DB_POOL"] = "false"
 
 CHROMIUM_ARGS = [
     "--headless",

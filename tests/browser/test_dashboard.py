@@ -78,11 +78,31 @@ def ascendjob(name: str, namespace: str) -> dict[str, Any]:
     }
 
 
-class ServerProcess(DaphneProcess):
-    """Daphne in a forked child that keeps the parent's database settings.
+_INHERITED: list[Any] = []
 
-    The fork already points at the test database; channels' default setup would prefix ``test_``
-    a second time.
+
+def forget_inherited_database_connections() -> None:
+    """In the forked server: stop using the parent's database connections and pool.
+
+    A fork shares the parent's sockets. Using them from two processes corrupts both sides, and
+    closing them in the child closes them for the parent too; so keep them referenced (never
+    garbage-collected, never closed) and let the child open its own.
+    """
+    from django.db import connections
+    from django.db.backends.postgresql.base import DatabaseWrapper
+
+    _INHERITED.append(dict(DatabaseWrapper._connection_pools))
+    DatabaseWrapper._connection_pools.clear()
+    for conn in connections.all(initialized_only=True):
+        _INHERITED.append(conn.connection)
+        conn.connection = None
+
+
+class ServerProcess(DaphneProcess):
+    """Daphne in a forked child that keeps the parent's database settings but not its connections.
+
+    The fork already points at the test database (channels' default setup would prefix ``test_``
+    a second time); it must not share the parent's connections or pool.
     """
 
     def __init__(
@@ -94,7 +114,14 @@ class ServerProcess(DaphneProcess):
         teardown: Any = None,
         port: int | None = None,
     ) -> None:
-        super().__init__(host, get_application, kwargs=kwargs, setup=None, teardown=teardown, port=port)
+        super().__init__(
+            host,
+            get_application,
+            kwargs=kwargs,
+            setup=forget_inherited_database_connections,
+            teardown=teardown,
+            port=port,
+        )
 
     def terminate(self) -> None:
         # A child forked while Playwright's loop runs in the parent may inherit a SIGTERM handler
@@ -556,3 +583,18 @@ class DashboardBrowserTests(ChannelsLiveServerTestCase):
         self.page.goto(self.url("/decisions/"))
         self.page.wait_for_selector("body[data-ready=true]")
         self.shot("decisions")
+
+    def test_what_if_panel_simulates_the_draft_policy(self) -> None:
+        job = self.live_job()
+        self.login()
+        self.page.goto(self.url(f"/jobs/{job.pk}/"))
+        self.page.check("#strategy-retry")
+        self.page.check("#strategy-recover")
+        self.page.click("#tab-whatif")
+        self.page.select_option("#faults-list select[data-key='type']", "uce")
+        self.page.select_option("#faults-list select[data-key='attempts']", "false,true")
+        self.page.click("#whatif-run")
+        self.page.wait_for_selector("#whatif-result section.card table tbody tr")
+        steps = self.page.inner_text("#whatif-result")
+        self.assertIn("retry", steps)
+        self.shot("job-whatif")

@@ -64,7 +64,7 @@ export class WhatIf {
 
   render(data) {
     const parts = (data.faults || []).map((fault, i) => h("section", { class: "card", "aria-label": `Fault ${i + 1}` },
-      h("h3", {}, `Fault ${i + 1}: `, badge(fault.outcome, fault.outcome === "recovered" ? "ok" : fault.outcome === "failed" ? "err" : "warn"),
+      h("h3", {}, `Fault ${i + 1}: `, badge(fault.outcome, String(fault.outcome).startsWith("recovered") ? "ok" : String(fault.outcome).includes("fail") ? "err" : "warn"),
         fault.budget_consumed !== undefined ? h("span", { class: "hint" }, ` budget used: ${JSON.stringify(fault.budget_consumed)}`) : null),
       fault.strategies ? h("p", {}, "Configured and supported: ", h("span", { class: "mono" }, [].concat(fault.strategies).join(", "))) : null,
       h("table", {}, h("thead", {}, h("tr", {}, ...["Step", "Strategy", "Why", "Labels", "Budget", "Status", "Time"].map((t) => h("th", { scope: "col" }, t)))),
