@@ -60,10 +60,19 @@ def api_client(ref: ClusterRef) -> k8s.ApiClient:
                     client_configuration=configuration,
                     persist_config=False,
                 )
-            # Retries are ours (budget, backoff, Retry-After, the user-visible attempt count):
-            # urllib3 must hand every answer and every connection error straight back.
+            # Retries are ours (budget, backoff, Retry-After, the user-visible attempt count): urllib3
+            # hands every HTTP answer straight back. It may only retry once at the connection level:
+            # a pooled keep-alive socket the server already closed, which urllib3 retries for reads
+            # and idempotent methods only (a PATCH that may have been sent is never repeated here).
             configuration.retries = urllib3.Retry(
-                total=0, redirect=0, respect_retry_after_header=False, raise_on_status=False
+                total=1,
+                connect=1,
+                read=1,
+                status=0,
+                other=0,
+                redirect=0,
+                respect_retry_after_header=False,
+                raise_on_status=False,
             )
             created = k8s.ApiClient(configuration)
         except (ConfigException, OSError, TypeError, ValueError) as exc:
