@@ -135,7 +135,7 @@ def rows(result: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
                 row = data.get(endpoint) or {}
                 out.append(
                     (
-                        f"API {endpoint} ({server}{', best' if server == winner else ''}): req/s, p99 @70 % (ms)",
+                        f"API {endpoint} ({server}{'*' if server == winner else ''}): req/s, p99 @70 % (ms)",
                         _fmt(row.get("rps"), 0),
                         _fmt(row.get("open_p99_ms")),
                         "≥ 300 detail, ≥ 100 list",
