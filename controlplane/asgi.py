@@ -11,14 +11,15 @@ django_asgi_app = get_asgi_application()  # must run before importing anything t
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from apps.core.websocket import SameOriginOrTokenValidator  # noqa: E402
 from controlplane.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        # Same-origin only: a foreign Origin header is refused before the consumer runs.
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        # Same-origin browsers, or programs with a token: a foreign Origin is refused before the
+        # consumer runs.
+        "websocket": SameOriginOrTokenValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

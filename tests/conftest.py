@@ -14,5 +14,5 @@ SHARED_DIR = REPO_ROOT.parent / "shared"
 def shared_dir() -> Path:
     """``../shared`` beside the checkout (CI lays a copy there); skip tests that need it otherwise."""
     if not SHARED_DIR.is_dir():
-        pytest.skip(f"reference material not found at {SHARED_DIR}; these tests need ../shared beside the repo")
+        pytest.skip(f"no reference material at {SHARED_DIR}: these tests need ../shared beside the repo")
     return SHARED_DIR

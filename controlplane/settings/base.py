@@ -280,7 +280,7 @@ LOGGING = {
 CHANNEL_LAYERS["default"]["CONFIG"]["group_expiry"] = env_int("CHANNEL_LAYER_GROUP_EXPIRY", 3600, minimum=60)
 # Fan-out: the pub/sub layer publishes a group message once and each server process hands it to its
 # own sockets in memory; the list-based layer above pushes one copy per socket through Redis (100
-# sockets × 200 events/s = 20,000 Redis round trips/s into one process: measured seconds of lag and
+# sockets x 200 events/s = 20,000 Redis round trips/s into one process: measured seconds of lag and
 # dropped frames, bench/bench_events.py). Its per-socket bound is EVENTS_WS_MAX_LAG_SECONDS instead of
 # a message count: a socket whose frames are that old gets a resync and its backlog is dropped.
 # CHANNEL_LAYER_BACKEND=core restores the list-based layer (and the capacity above).

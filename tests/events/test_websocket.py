@@ -105,9 +105,21 @@ def test_foreign_origin_is_refused(world: dict[str, Any]) -> None:
         comm = communicator(world["key"], origin=(b"origin", b"https://evil.example.com"))
         connected, _ = await comm.connect(timeout=TIMEOUT)
         assert not connected
-        missing = communicator(world["key"], origin=None)
-        connected, _ = await missing.connect(timeout=TIMEOUT)
+        # Without a token, a missing Origin is refused too (a browser always sends one) ...
+        anonymous = communicator(None, origin=None)
+        connected, _ = await anonymous.connect(timeout=TIMEOUT)
         assert not connected
+
+    run(scenario)
+
+
+def test_a_program_with_a_token_needs_no_origin(world: dict[str, Any]) -> None:
+    async def scenario() -> None:
+        # ... but a program sends its token and no Origin, as for REST (design.md §4.3).
+        program = communicator(world["key"], origin=None)
+        connected, _ = await program.connect(timeout=TIMEOUT)
+        assert connected
+        await program.disconnect()
 
     run(scenario)
 
