@@ -503,6 +503,39 @@ class DashboardBrowserTests(ChannelsLiveServerTestCase):
         self.page.select_option("#ef-severity", "")
         self.shot("job-live")
 
+    def test_fault_injected_in_the_simulated_cluster_reaches_the_timeline(self) -> None:
+        """The whole path: simulated ClusterD → Kubernetes objects → ingester → store → socket → page."""
+        from apps.events.ingest.runner import ClusterIngester
+        from apps.simcluster.runtime import SimCluster
+        from tests.simcluster.sim_fixtures import create_job, make_job
+
+        sim = SimCluster(clock_speed=200, seed=5).start()
+        ingester = None
+        try:
+            cluster = Cluster.objects.create(name="simulated", kubeconfig_path=sim.kubeconfig_path)
+            assert sim.clusterd is not None
+            live = create_job(sim.clusterd.kube, make_job("gpt-sim", workers=1))
+            job = TrainingJob.objects.create(
+                cluster=cluster,
+                namespace="default",
+                name="gpt-sim",
+                uid=live["metadata"]["uid"],
+                replicas={"Master": 1, "Worker": 1},
+                npus_per_pod=8,
+            )
+            ingester = ClusterIngester(cluster)
+            ingester.start()
+            self.login()
+            self.open_live(job)
+            started = time.monotonic()
+            sim.inject_fault("default", "gpt-sim", rank=1, fault_type="uce", recovers=True)
+            self.page.locator("#event-list li", has_text="80E01801").first.wait_for(timeout=2_000)
+            self.assertLess(time.monotonic() - started, 2.0)
+        finally:
+            if ingester is not None:
+                ingester.stop()
+            sim.stop()
+
     def test_server_restart_timeline_resumes_with_no_gap(self) -> None:
         job = self.live_job()
         self.record(job, 3)
