@@ -181,48 +181,9 @@ def patch_ascendjob(ref: ClusterRef, namespace: str, name: str, body: dict[str, 
     )
 
 
-def list_ascendjobs(
-    ref: ClusterRef, namespace: str | None = None, *, limit: int = 500, continue_token: str | None = None
-) -> dict[str, Any]:
-    api = _custom(ref)
-    kwargs: dict[str, Any] = {"limit": limit}
-    if continue_token:
-        kwargs["_continue"] = continue_token
-    if namespace:
-        return dict(
-            _call(
-                f"list AscendJobs in {namespace}",
-                api.list_namespaced_custom_object,
-                c.ASCENDJOB_GROUP,
-                c.ASCENDJOB_VERSION,
-                namespace,
-                c.ASCENDJOB_PLURAL,
-                **kwargs,
-            )
-        )
-    return dict(
-        _call(
-            "list AscendJobs",
-            api.list_cluster_custom_object,
-            c.ASCENDJOB_GROUP,
-            c.ASCENDJOB_VERSION,
-            c.ASCENDJOB_PLURAL,
-            **kwargs,
-        )
-    )
-
-
 def list_all_ascendjobs(ref: ClusterRef, namespace: str | None = None) -> tuple[list[dict[str, Any]], str]:
     """Every AscendJob (following ``continue``) and the list's resourceVersion to watch from."""
-    items: list[dict[str, Any]] = []
-    token: str | None = None
-    while True:
-        page = list_ascendjobs(ref, namespace, continue_token=token)
-        items.extend(page.get("items") or [])
-        meta = page.get("metadata") or {}
-        token = meta.get("continue") or None
-        if not token:
-            return items, str(meta.get("resourceVersion", ""))
+    return list_resource(ref, "ascendjobs", namespace=namespace)
 
 
 def podgroup_name(job_name: str, job_uid: str) -> str:
@@ -309,53 +270,12 @@ def server_version(ref: ClusterRef) -> str:
     return str(data.get("gitVersion", "unknown"))
 
 
-def watch_custom(
-    ref: ClusterRef,
-    group: str,
-    version: str,
-    plural: str,
-    *,
-    resource_version: str,
-    namespace: str | None = None,
-    timeout_seconds: int = 60,
-) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Yield ``(type, object)`` from a watch of a custom resource; ``ClusterError(status=410)`` = relist."""
-    api = _custom(ref)
-    watcher = k8s_watch.Watch()
-    args: tuple[Any, ...]
-    if namespace:
-        fn = api.list_namespaced_custom_object
-        args = (group, version, namespace, plural)
-    else:
-        fn = api.list_cluster_custom_object
-        args = (group, version, plural)
-    try:
-        for event in watcher.stream(
-            fn,
-            *args,
-            resource_version=resource_version,
-            timeout_seconds=timeout_seconds,
-            allow_watch_bookmarks=True,
-        ):
-            if event["type"] == "BOOKMARK":
-                continue
-            yield str(event["type"]), dict(event["object"])
-    except ClusterError:
-        raise
-    except Exception as exc:
-        raise _translate(exc, f"watch {plural}") from exc
-    finally:
-        watcher.stop()
-
-
 def watch_ascendjobs(
     ref: ClusterRef, *, resource_version: str, namespace: str | None = None, timeout_seconds: int = 60
 ) -> Iterator[tuple[str, dict[str, Any]]]:
-    return watch_custom(
+    return watch_resource(
         ref,
-        c.ASCENDJOB_GROUP,
-        c.ASCENDJOB_VERSION,
-        c.ASCENDJOB_PLURAL,
+        "ascendjobs",
         resource_version=resource_version,
         namespace=namespace,
         timeout_seconds=timeout_seconds,
@@ -364,47 +284,15 @@ def watch_ascendjobs(
 
 def list_all_podgroups(ref: ClusterRef, namespace: str | None = None) -> tuple[list[dict[str, Any]], str]:
     """Every PodGroup (following ``continue``) and the list's resourceVersion to watch from."""
-    api = _custom(ref)
-    items: list[dict[str, Any]] = []
-    token: str | None = None
-    while True:
-        kwargs: dict[str, Any] = {"limit": 500}
-        if token:
-            kwargs["_continue"] = token
-        if namespace:
-            page = _call(
-                "list PodGroups",
-                api.list_namespaced_custom_object,
-                c.PODGROUP_GROUP,
-                c.PODGROUP_VERSION,
-                namespace,
-                c.PODGROUP_PLURAL,
-                **kwargs,
-            )
-        else:
-            page = _call(
-                "list PodGroups",
-                api.list_cluster_custom_object,
-                c.PODGROUP_GROUP,
-                c.PODGROUP_VERSION,
-                c.PODGROUP_PLURAL,
-                **kwargs,
-            )
-        items.extend(page.get("items") or [])
-        meta = page.get("metadata") or {}
-        token = meta.get("continue") or None
-        if not token:
-            return items, str(meta.get("resourceVersion", ""))
+    return list_resource(ref, "podgroups", namespace=namespace)
 
 
 def watch_podgroups(
     ref: ClusterRef, *, resource_version: str, namespace: str | None = None, timeout_seconds: int = 60
 ) -> Iterator[tuple[str, dict[str, Any]]]:
-    return watch_custom(
+    return watch_resource(
         ref,
-        c.PODGROUP_GROUP,
-        c.PODGROUP_VERSION,
-        c.PODGROUP_PLURAL,
+        "podgroups",
         resource_version=resource_version,
         namespace=namespace,
         timeout_seconds=timeout_seconds,
