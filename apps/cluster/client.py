@@ -351,6 +351,18 @@ def list_resource(
             return items, str(meta.get("resourceVersion", ""))
 
 
+def current_resource_version(ref: ClusterRef, resource: str, *, namespace: str | None = None) -> str:
+    """The API server's current resourceVersion, from a one-item consistent list of ``resource``.
+
+    A list without ``resourceVersion`` is read from etcd at its latest revision, and etcd's revision
+    is one counter across every resource: the ingester uses it to place a ClusterD signal among
+    the watch events the cluster wrote before it.
+    """
+    fn, args = _list_call(ref, resource, namespace)
+    page = _to_dict(ref, _call(f"list {resource}", fn, *args, limit=1))
+    return str((page.get("metadata") or {}).get("resourceVersion", ""))
+
+
 def watch_resource(
     ref: ClusterRef,
     resource: str,

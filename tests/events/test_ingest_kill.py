@@ -89,12 +89,6 @@ def slow_sim() -> Iterator[SimCluster]:
     cluster.stop()
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="known bug, issue #6 left open: in some runs (more often under load) the incidents after a "
-    "SIGKILL mid-burst merge or split one job's faults, and one fault.detected is then stored twice; "
-    "seq stays gap-free. Kept running so a fix shows up as XPASS.",
-)
 def test_sigkill_mid_burst_loses_and_duplicates_nothing(slow_sim: SimCluster, transactional_db: None) -> None:
     kube = Kube(slow_sim.kubeconfig_path)
     namespace = f"kill-{uuid.uuid4().hex[:6]}"

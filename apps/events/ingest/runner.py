@@ -221,7 +221,10 @@ class ClusterIngester:
         close_old_connections()
         resource_version = self.load_cursor(spec.source)
         if resource_version:
-            self._synced(spec.source)  # resuming: the backlog arrives as ordinary watch events
+            # Resuming: everything up to the cursor was stored before, and the backlog arrives as
+            # ordinary watch events; the cursor is this source's first watermark.
+            self._put(Item(spec.source, spec.resource, "BOOKMARK", {}, resource_version, timezone.now()))
+            self._synced(spec.source)
         while not self.stop_event.is_set():
             try:
                 if not resource_version:
@@ -281,7 +284,9 @@ class ClusterIngester:
             try:
                 for signal in stream:
                     delay = 0.5
-                    self._put(Item(CLUSTERD_SOURCE, CLUSTERD_SOURCE, "SIGNAL", signal, "", timezone.now()))
+                    received_at = timezone.now()
+                    position = self._server_position()
+                    self._put(Item(CLUSTERD_SOURCE, CLUSTERD_SOURCE, "SIGNAL", signal, position, received_at))
                     if self.stop_event.is_set():
                         break
             except ClusterDError as exc:
@@ -299,25 +304,42 @@ class ClusterIngester:
             self.stop_event.wait(delay * random.uniform(0.5, 1.0))
             delay = min(self.backoff_max, delay * 2)
 
+    def _server_position(self) -> str:
+        """The API server's resourceVersion now: a ClusterD signal sorts after what was written before it.
+
+        "" when the API server cannot say (the signal then sorts after the newest version seen).
+        """
+        namespace = (list(self.cluster.namespaces) or [None])[0]
+        try:
+            return kube.current_resource_version(self.ref, "ascendjobs", namespace=namespace)
+        except ClusterError as exc:
+            log.info("cluster %s: no resourceVersion for a ClusterD signal: %s", self.cluster.name, exc)
+            return ""
+
     # --- applier ----------------------------------------------------------------------------------
     def _apply_loop(self) -> None:
-        """Apply items in resourceVersion order within a short window.
+        """Apply items in the order the API server wrote them: a k-way merge by resourceVersion.
 
-        Each watch is its own HTTP stream, so a PodGroup change can reach us a few milliseconds
-        before the Event written just before it. The API server's resourceVersion is one counter
-        across resources (etcd's revision), so holding items for ``EVENTS_INGEST_REORDER_SECONDS``
-        and applying them by it restores the order in which the cluster wrote them. ClusterD
-        signals carry no version: they are placed after the newest version seen when they arrived.
+        Each watch is its own HTTP stream read by its own thread, so under load one stream can
+        reach us seconds after another: a PodGroup change before the Event written just before
+        it. The API server's resourceVersion is one counter across resources (etcd's revision)
+        and each stream is in order, so every source has a *watermark* (its newest version, raised
+        by watch events and bookmarks): an item at version v is applied once every source's
+        watermark is at least v, and then nothing older can still arrive. ClusterD signals carry
+        the server's version at their arrival. A source that stays silent (a server sending few
+        bookmarks) holds items at most ``EVENTS_INGEST_REORDER_SECONDS`` (longer while a take-over
+        replays backlogs): then order is best effort and the store's de-duplication still holds.
         """
         close_old_connections()
         store = IngestStore(self.cluster)
-        live_window = _setting("EVENTS_INGEST_REORDER_SECONDS", 0.1)
-        # Start-up and take-over bring every source's backlog at once: order it with a wider window.
-        warmup_window = max(live_window, _setting("EVENTS_INGEST_WARMUP_WINDOW_SECONDS", 1.0))
+        live_hold = _setting("EVENTS_INGEST_REORDER_SECONDS", 1.0)
+        warmup_hold = max(live_hold, _setting("EVENTS_INGEST_WARMUP_WINDOW_SECONDS", 3.0))
+        sources = {spec.source for spec in watch_specs(self.cluster)}
+        marks: dict[str, float] = {}
         sync_deadline = time.monotonic() + SYNC_TIMEOUT_SECONDS
         warm_until: float | None = None
-        window = warmup_window
-        held: list[tuple[float, int, float, Item]] = []
+        hold = warmup_hold
+        held: list[tuple[float, int, int, float, Item]] = []
         newest_rv = 0.0
         counter = 0
         dirty: dict[str, str] = {}
@@ -332,7 +354,7 @@ class ClusterIngester:
             if warm_until is None or not held:
                 timeout = 0.05 if warm_until is None else 0.2
             else:
-                timeout = max(0.0, min(0.2, held[0][2] + window - time.monotonic()))
+                timeout = max(0.0, min(0.2, held[0][3] + hold - time.monotonic()))
             try:
                 item: Item | None = self.queue.get(timeout=timeout)
             except queue.Empty:
@@ -340,11 +362,15 @@ class ClusterIngester:
             stopping = self.stop_event.is_set()
             if item is not None:
                 rv = _numeric_rv(item)
-                if rv is not None:
+                is_signal = item.resource == CLUSTERD_SOURCE
+                if rv is not None and not is_signal:
                     newest_rv = max(newest_rv, rv)
-                order = rv if rv is not None else newest_rv + 0.5
+                    if item.resource_version:  # a listed object's version is not a stream position
+                        marks[item.source] = max(marks.get(item.source, 0.0), rv)
+                order = rv if rv is not None else newest_rv
                 counter += 1
-                heapq.heappush(held, (order, counter, time.monotonic(), item))
+                # Same version: watch items first, then the signals that arrived after them.
+                heapq.heappush(held, (order, int(is_signal), counter, time.monotonic(), item))
             now = time.monotonic()
             if warm_until is None:
                 with self.sync_lock:
@@ -352,10 +378,13 @@ class ClusterIngester:
                 if not synced and now < sync_deadline and not stopping and len(held) <= 50_000:
                     continue  # wait for every source's first batch
                 warm_until = now + _setting("EVENTS_INGEST_WARMUP_SECONDS", 3.0)
-            if window != live_window and now > warm_until:
-                window = live_window
-            while held and (stopping or held[0][2] + window <= now or len(held) > 50_000):
-                self._apply_one(store, heapq.heappop(held)[3], dirty)
+            if hold != live_hold and now > warm_until:
+                hold = live_hold
+            low = min((marks.get(source, -1.0) for source in sources), default=float("inf"))
+            while held and (
+                held[0][0] <= low or held[0][3] + hold <= now or stopping or len(held) > 50_000
+            ):
+                self._apply_one(store, heapq.heappop(held)[4], dirty)
             if dirty and (item is None or now - last_flush >= CURSOR_FLUSH_SECONDS):
                 self._flush_cursors(dirty)
                 last_flush = now
@@ -405,7 +434,7 @@ class ClusterIngester:
 
 def _numeric_rv(item: Item) -> float | None:
     if item.resource == CLUSTERD_SOURCE:
-        return None
+        return float(item.resource_version) if item.resource_version.isdigit() else None
     raw = item.resource_version or str(((item.obj or {}).get("metadata") or {}).get("resourceVersion") or "")
     return float(raw) if raw.isdigit() else None
 

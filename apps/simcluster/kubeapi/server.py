@@ -270,7 +270,7 @@ class ApiServer:
         self,
         store: Store,
         faults: FaultInjector,
-        bookmark_interval: float = 1.0,
+        bookmark_interval: float = 0.25,
         watch_queue_limit: int = 10_000,
     ) -> None:
         self.store = store
@@ -854,7 +854,7 @@ async def serve(
     host: str = "127.0.0.1",
     port: int = 6443,
     history_limit: int = 10_000,
-    bookmark_interval: float = 1.0,
+    bookmark_interval: float = 0.25,
     watch_queue_limit: int = 10_000,
 ) -> None:
     """Run an emulator in the current event loop until cancelled (for a management command)."""
@@ -880,7 +880,7 @@ class KubeApiEmulator:
         host: str = "127.0.0.1",
         port: int = 0,
         history_limit: int = 10_000,
-        bookmark_interval: float = 1.0,
+        bookmark_interval: float = 0.25,
         watch_queue_limit: int = 10_000,
     ) -> None:
         self.host = host

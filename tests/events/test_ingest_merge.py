@@ -1,0 +1,114 @@
+"""The applier's k-way merge: items from several watch streams are applied in resourceVersion order,
+whatever order the streams delivered them in, and a ClusterD signal after what the server wrote first.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import datetime
+
+import pytest
+from django.utils import timezone
+
+from apps.events.ingest import runner
+from apps.events.ingest.runner import CLUSTERD_SOURCE, ClusterIngester, Item, watch_specs
+from apps.jobs.models import Cluster
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def watch_item(source: str, rv: int, event_type: str = "MODIFIED") -> Item:
+    resource = source.split(":")[0]
+    obj = {"metadata": {"resourceVersion": str(rv), "name": f"{resource}-{rv}"}}
+    return Item(source, resource, event_type, obj, str(rv), timezone.now())
+
+
+def signal_item(position: str) -> Item:
+    return Item(CLUSTERD_SOURCE, CLUSTERD_SOURCE, "SIGNAL", object(), position, timezone.now())
+
+
+def label(item: Item) -> str:
+    if item.resource == CLUSTERD_SOURCE:
+        return f"clusterd@{item.resource_version}"
+    return f"{item.resource}@{item.resource_version}"
+
+
+@pytest.fixture
+def applied(monkeypatch: pytest.MonkeyPatch, settings: object) -> list[str]:
+    # Long holds: in this test only watermarks may release an item.
+    settings.EVENTS_INGEST_REORDER_SECONDS = 30.0  # type: ignore[attr-defined]
+    settings.EVENTS_INGEST_WARMUP_WINDOW_SECONDS = 30.0  # type: ignore[attr-defined]
+    settings.EVENTS_INGEST_WARMUP_SECONDS = 0.0  # type: ignore[attr-defined]
+    order: list[str] = []
+
+    def record(self: ClusterIngester, store: object, item: Item, dirty: dict[str, str]) -> None:
+        if item.event_type != "BOOKMARK":
+            order.append(label(item))
+
+    monkeypatch.setattr(ClusterIngester, "_apply_one", record)
+    monkeypatch.setattr(runner.broadcast, "flush", lambda timeout=5.0: True)
+    return order
+
+
+def run_applier(ingester: ClusterIngester) -> threading.Thread:
+    ingester.unsynced.clear()
+    thread = threading.Thread(target=ingester._apply_loop, daemon=True)
+    thread.start()
+    return thread
+
+
+def wait_len(items: list[str], n: int, seconds: float = 5.0) -> None:
+    deadline = time.monotonic() + seconds
+    while len(items) < n and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def test_streams_are_merged_by_resource_version(applied: list[str]) -> None:
+    cluster = Cluster.objects.create(name="merge", kubeconfig_path="/dev/null", namespaces=["team"])
+    ingester = ClusterIngester(cluster)
+    sources = [spec.source for spec in watch_specs(cluster)]
+    events, podgroups, configmaps = "events:team", "podgroups:team", "configmaps:team"
+    thread = run_applier(ingester)
+    try:
+        # The Events stream is fast, the PodGroup and ConfigMap streams lag behind it.
+        ingester._put(watch_item(events, 12))
+        ingester._put(watch_item(events, 15))
+        ingester._put(signal_item("14"))  # ClusterD signalled when the server was at version 14
+        time.sleep(0.3)
+        assert applied == [], "nothing may be applied before every stream has caught up"
+        ingester._put(watch_item(podgroups, 11))
+        ingester._put(watch_item(configmaps, 13))
+        ingester._put(watch_item(podgroups, 14))
+        for source in sources:  # bookmarks: every stream has delivered everything up to 20
+            ingester._put(Item(source, source.split(":")[0], "BOOKMARK", {}, "20", timezone.now()))
+        wait_len(applied, 6)
+        assert applied == [
+            "podgroups@11",
+            "events@12",
+            "configmaps@13",
+            "podgroups@14",
+            "clusterd@14",
+            "events@15",
+        ]
+    finally:
+        ingester.stop_event.set()
+        thread.join(5)
+
+
+def test_a_silent_stream_delays_an_item_at_most_the_hold(applied: list[str], settings: object) -> None:
+    settings.EVENTS_INGEST_REORDER_SECONDS = 0.3  # type: ignore[attr-defined]
+    settings.EVENTS_INGEST_WARMUP_WINDOW_SECONDS = 0.3  # type: ignore[attr-defined]
+    cluster = Cluster.objects.create(name="silent", kubeconfig_path="/dev/null", namespaces=["team"])
+    ingester = ClusterIngester(cluster)
+    thread = run_applier(ingester)
+    try:
+        started: datetime = timezone.now()
+        ingester._put(watch_item("events:team", 7))
+        wait_len(applied, 1)
+        waited = (timezone.now() - started).total_seconds()
+        assert applied == ["events@7"]
+        assert 0.25 <= waited < 2.0, waited
+    finally:
+        ingester.stop_event.set()
+        thread.join(5)
