@@ -40,4 +40,3 @@ def dns_label_field(what: str, *, max_length: int = 63, **kwargs: Any) -> serial
         error_messages={"invalid": f"{what} must be a DNS-1123 label: lower-case letters, digits and '-'."},
         **kwargs,
     )
-

@@ -27,8 +27,12 @@ def cluster_register_default(
     if not path and settings.KUBE_IN_CLUSTER:
         cluster, _ = Cluster.objects.update_or_create(
             name=name,
-            defaults={"in_cluster": True, "kubeconfig_path": "", "is_default": True,
-                      "clusterd_address": clusterd_address or settings.CLUSTERD_ADDRESS},
+            defaults={
+                "in_cluster": True,
+                "kubeconfig_path": "",
+                "is_default": True,
+                "clusterd_address": clusterd_address or settings.CLUSTERD_ADDRESS,
+            },
         )
         kube.forget_client(cluster_ref(cluster))
         return cluster

@@ -98,6 +98,7 @@ def test_the_readme_run_command_on_a_clean_checkout(tmp_path: Path) -> None:
             [*command, "--port", str(port)], cwd=checkout, env=env, stdout=log, stderr=subprocess.STDOUT
         )
     try:
+
         def ready_output() -> str | None:
             text = log_path.read_text(errors="replace")
             return text if "ready: http" in text else None

@@ -381,9 +381,7 @@ class ClusterIngester:
             if hold != live_hold and now > warm_until:
                 hold = live_hold
             low = min((marks.get(source, -1.0) for source in sources), default=float("inf"))
-            while held and (
-                held[0][0] <= low or held[0][3] + hold <= now or stopping or len(held) > 50_000
-            ):
+            while held and (held[0][0] <= low or held[0][3] + hold <= now or stopping or len(held) > 50_000):
                 self._apply_one(store, heapq.heappop(held)[4], dirty)
             if dirty and (item is None or now - last_flush >= CURSOR_FLUSH_SECONDS):
                 self._flush_cursors(dirty)
