@@ -9,15 +9,20 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.base")
 django_asgi_app = get_asgi_application()  # must run before importing anything that touches models
 
+from a2wsgi import WSGIMiddleware  # noqa: E402
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.core.wsgi import get_wsgi_application  # noqa: E402
 
 from apps.core.websocket import SameOriginOrTokenValidator  # noqa: E402
 from controlplane.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": WSGIMiddleware(get_wsgi_application(), workers=settings.HTTP_THREADS)
+        if settings.HTTP_THREADS
+        else django_asgi_app,
         # Same-origin browsers, or programs with a token: a foreign Origin is refused before the
         # consumer runs.
         "websocket": SameOriginOrTokenValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),

@@ -82,7 +82,16 @@ class TrainingJob(models.Model):
             ),
             models.CheckConstraint(condition=Q(framework__in=list(FRAMEWORKS)), name="job_framework_known"),
         ]
-        indexes = [models.Index(fields=["cluster", "namespace"]), models.Index(fields=["uid"])]
+        indexes = [
+            models.Index(fields=["cluster", "namespace"]),
+            models.Index(fields=["uid"]),
+            # The jobs list's order: its pages (ids) and its count are index-only scans.
+            models.Index(
+                fields=["cluster", "namespace", "name", "id"],
+                condition=Q(deleted_at__isnull=True),
+                name="job_live_list_order",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.cluster.name}/{self.namespace}/{self.name}"
