@@ -29,16 +29,19 @@ class IsAdminSomewhere(BasePermission):
         return bool(request.user and request.user.is_authenticated and is_admin_somewhere(request.user))
 
 
-def job_for_request(request: Request, job_id: int, *, need: str = "viewer") -> TrainingJob:
+def job_for_request(
+    request: Request, job_id: int, *, need: str = "viewer", with_cluster: bool = True
+) -> TrainingJob:
     """The job if the user may see it (else 404) and holds ``need`` on its namespace (else 403).
 
     Two plain queries, the job by primary key and the user's grants, matched here: this runs on
     every job endpoint, and a visibility filter compiled into the job query costs more to build
-    than to run.
+    than to run. ``with_cluster=False`` leaves the cluster to be loaded only if used.
     """
     if not 0 < job_id <= MAX_BIGINT:  # a bigger id cannot exist; the database would reject the query
         raise NotFound(NOT_FOUND)
-    job = TrainingJob.objects.select_related("cluster", "current_revision").filter(pk=job_id).first()
+    related = ("cluster", "current_revision") if with_cluster else ("current_revision",)
+    job = TrainingJob.objects.select_related(*related).filter(pk=job_id).first()
     role = role_for(request.user, job) if job is not None else None
     if job is None or role is None:
         raise NotFound(NOT_FOUND)  # the same answer for "does not exist" and "not yours"

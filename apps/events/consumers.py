@@ -5,8 +5,11 @@ Client → server: ``{"subscribe": {"job": id, "after_seq": n}}``, ``{"subscribe
 Server → client: ``{"type": "event", "job", "seq", ...}``, ``{"type": "job", ...}`` summaries,
 ``{"type": "resync", "job", "from_seq", "to_seq"}``, ``{"type": "error", "error", ...}``.
 
-How "no gap, no duplicate" holds: on subscribe the consumer joins ``job-<id>`` *before* reading the
-database, so frames stored meanwhile wait in its channel; it replays ``seq > after_seq`` and
+Live frames reach a socket through its process's ``FanoutHub`` (``apps.events.fanout``), which joins
+``job-<id>`` once per process and appends each frame to the inbox of every local follower; the
+socket's own drain task sends them. How "no gap, no duplicate" holds: on subscribe the socket is
+registered with the hub *before* the database is read, so frames stored meanwhile wait in its
+inbox; it replays ``seq > after_seq`` and
 records the last seq sent; live frames with ``seq`` at or below it are dropped (duplicates), a frame
 further ahead than the next seq means frames were lost (full channel, Redis restart) and the gap is
 filled from the database. A periodic check compares the stored head with what was sent, which also
@@ -27,6 +30,7 @@ import contextlib
 import json
 import logging
 import time
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +39,8 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
 from apps.events import metrics, selectors
-from apps.events.broadcast import JOBS_GROUP, job_group
+from apps.events.broadcast import JOBS_GROUP
+from apps.events.fanout import hub
 
 log = logging.getLogger(__name__)
 
@@ -80,9 +85,12 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         self.max_lag_ns = int(_setting("EVENTS_WS_MAX_LAG_SECONDS", 5.0) * 1e9)
         self.event_frames = metrics.FRAMES_SENT.labels(type="event")
         self.tasks: list[asyncio.Task[None]] = []
+        self.inbox: deque[dict[str, Any]] = deque()  # live frames from the hub, oldest first
+        self.woken = asyncio.Event()
         await self.accept()
         metrics.OPEN_SOCKETS.inc()
         self.opened = True
+        self.tasks.append(asyncio.ensure_future(self._drain_loop()))
         self.tasks.append(asyncio.ensure_future(self._check_loop()))
         self.tasks.append(asyncio.ensure_future(self._summary_loop()))
 
@@ -93,10 +101,11 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         metrics.OPEN_SOCKETS.dec()
         for task in self.tasks:
             task.cancel()
-        groups = [job_group(j) for j in self.subs] + ([JOBS_GROUP] if self.all_jobs else [])
-        for group in groups:
+        for job_id in list(self.subs):
+            await hub().unfollow(job_id, self)
+        if self.all_jobs:
             with contextlib.suppress(Exception):  # Redis may be the reason we are closing
-                await self.channel_layer.group_discard(group, self.channel_name)
+                await self.channel_layer.group_discard(JOBS_GROUP, self.channel_name)
 
     # --- client messages --------------------------------------------------------------------------
     async def receive(
@@ -167,16 +176,16 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
             await self._error("job not found", code="not_found", job=job_id)
             return
         async with self.lock:
-            await self.channel_layer.group_add(job_group(job_id), self.channel_name)  # join first ...
+            await hub().follow(job_id, self)  # join first ...
             sub = self.subs.get(job_id) or Subscription(job_id, after_seq)
             sub.last_sent = after_seq
             self.subs[job_id] = sub
-            await self._catch_up(sub)  # ... then replay: frames stored meanwhile wait in our channel
+            await self._catch_up(sub)  # ... then replay: frames stored meanwhile wait in the inbox
 
     async def _unsubscribe(self, job_id: int) -> None:
         async with self.lock:
             if self.subs.pop(job_id, None) is not None:
-                await self.channel_layer.group_discard(job_group(job_id), self.channel_name)
+                await hub().unfollow(job_id, self)
 
     async def _catch_up(self, sub: Subscription) -> None:
         """Send every stored event after ``sub.last_sent``, or ``resync`` when that is too many."""
@@ -194,33 +203,55 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         if head is None:
             head = (await _db(selectors.head_seqs)([sub.job_id])).get(sub.job_id, 0)
         self.subs.pop(sub.job_id, None)
-        await self.channel_layer.group_discard(job_group(sub.job_id), self.channel_name)
+        await hub().unfollow(sub.job_id, self)
         await self._send({"type": "resync", "job": sub.job_id, "from_seq": sub.last_sent, "to_seq": head})
 
+    # --- live frames from the hub ------------------------------------------------------------------
+    def wake(self) -> None:
+        """Called by the hub after appending to ``inbox``: the drain task takes it from here."""
+        self.woken.set()
+
+    async def _drain_loop(self) -> None:
+        """Send what the hub queued, in order; one wake-up can carry many frames under load."""
+        while True:
+            await self.woken.wait()
+            self.woken.clear()
+            while self.inbox:
+                async with self.lock:  # not while a subscribe or catch-up replays from the database
+                    while self.inbox:
+                        try:
+                            await self._deliver(self.inbox.popleft())
+                        except asyncio.CancelledError:
+                            raise
+                        except Exception as exc:  # the database is briefly away: the check repairs
+                            log.info("websocket delivery failed: %s", exc.__class__.__name__)
+
     async def events_event(self, message: dict[str, Any]) -> None:
-        """A live event frame from ``job-<id>`` (``text`` is the frame already encoded once)."""
+        """A frame sent to this socket's own channel (not via the hub): same path as the hub's."""
+        self.inbox.append(message)
+        self.wake()
+
+    async def _deliver(self, message: dict[str, Any]) -> None:
+        """One live frame (``text`` is the frame already encoded once by the broadcaster); lock held."""
         frame = message["frame"]
         sub = self.subs.get(frame["job"])
         if sub is None:
             return
         seq = frame["seq"]
+        if seq <= sub.last_sent:
+            return  # replayed already, or a duplicate
         sent_ns = message.get("sent_ns")
         if sent_ns and time.time_ns() - sent_ns > self.max_lag_ns:
             # This socket is too far behind to catch up frame by frame: drop its backlog (the
             # events are stored) and let the client page over REST, instead of queueing more.
-            async with self.lock:
-                if self.subs.get(sub.job_id) is sub:
-                    await self._resync(sub)
+            await self._resync(sub)
             return
-        async with self.lock:
-            if self.subs.get(sub.job_id) is not sub or seq <= sub.last_sent:
-                return  # replayed already, or a duplicate
-            if seq == sub.last_sent + 1:
-                await self._send_text(message.get("text") or json.dumps(frame))
-                sub.last_sent = seq
-                return
-            metrics.GAPS_FILLED.inc(seq - sub.last_sent - 1)
-            await self._catch_up(sub)
+        if seq == sub.last_sent + 1:
+            await self._send_text(message.get("text") or json.dumps(frame))
+            sub.last_sent = seq
+            return
+        metrics.GAPS_FILLED.inc(seq - sub.last_sent - 1)
+        await self._catch_up(sub)
 
     # --- jobs summary stream ----------------------------------------------------------------------
     async def _subscribe_all(self) -> None:
@@ -262,7 +293,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
 
     async def _check_once(self) -> None:
         for job_id in list(self.subs):
-            await self.channel_layer.group_add(job_group(job_id), self.channel_name)
+            await hub().follow(job_id, self)
         if self.all_jobs:
             await self.channel_layer.group_add(JOBS_GROUP, self.channel_name)
             self.visible = await _db(selectors.visible_job_ids)(self.user)
