@@ -130,7 +130,7 @@ def event_frame(event: JobEvent) -> dict[str, Any]:
     frame = event.as_message()
     return {
         "type": EVENT_HANDLER,
-        "frame": {"job": frame["job"], "seq": frame["seq"]},
+        "frame": {"job": frame["job"], "seq": frame["seq"], "kind": frame["kind"]},
         "text": json.dumps(frame, separators=(",", ":")),
         "sent_ns": time.time_ns(),
     }

@@ -3,7 +3,9 @@
 Client → server: ``{"subscribe": {"job": id, "after_seq": n}}``, ``{"subscribe": {"jobs": "all"}}``,
 ``{"unsubscribe": {"job": id}}`` / ``{"unsubscribe": {"jobs": "all"}}``.
 Server → client: ``{"type": "event", "job", "seq", ...}``, ``{"type": "job", ...}`` summaries,
-``{"type": "resync", "job", "from_seq", "to_seq"}``, ``{"type": "error", "error", ...}``.
+``{"type": "resync", "job", "from_seq", "to_seq"}``, ``{"type": "error", "error", ...}``, and, for a
+socket that has fallen behind, ``{"type": "coalesced", "job", "from_seq", "to_seq", "count", "kinds"}``:
+that many fault reports / warnings (seqs ``from_seq``..``to_seq``, all stored) in one frame.
 
 Live frames reach a socket through its process's ``FanoutHub`` (``apps.events.fanout``), which joins
 ``job-<id>`` once per process and appends each frame to the inbox of every local follower; the
@@ -38,13 +40,17 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
-from apps.events import metrics, selectors
+from apps.events import kinds, metrics, selectors
 from apps.events.broadcast import JOBS_GROUP
 from apps.events.fanout import hub
 
 log = logging.getLogger(__name__)
 
 CLOSE_UNAUTHENTICATED = 4401
+# Reports that may be merged into a ``coalesced`` frame when a socket is behind: many ranks' fault
+# reports and repeated warnings. Everything else changes what MindCluster does or what the job is,
+# and is always sent as its own frame.
+COALESCIBLE_KINDS = frozenset({kinds.FAULT_DETECTED, kinds.JOB_WARNING})
 
 
 def _db(fn: Any) -> Any:
@@ -83,6 +89,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         self.pending_summaries: dict[int, dict[str, Any]] = {}
         self.max_replay = int(_setting("EVENTS_WS_MAX_REPLAY", 1000))
         self.max_lag_ns = int(_setting("EVENTS_WS_MAX_LAG_SECONDS", 5.0) * 1e9)
+        self.coalesce_after = int(_setting("EVENTS_WS_COALESCE_AFTER", 50))
         self.event_frames = metrics.FRAMES_SENT.labels(type="event")
         self.tasks: list[asyncio.Task[None]] = []
         self.inbox: deque[dict[str, Any]] = deque()  # live frames from the hub, oldest first
@@ -219,12 +226,61 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
             while self.inbox:
                 async with self.lock:  # not while a subscribe or catch-up replays from the database
                     while self.inbox:
+                        batch = list(self.inbox)
+                        self.inbox.clear()
                         try:
-                            await self._deliver(self.inbox.popleft())
+                            if len(batch) >= self.coalesce_after:
+                                await self._deliver_coalesced(batch)
+                            else:
+                                for message in batch:
+                                    await self._deliver(message)
                         except asyncio.CancelledError:
                             raise
                         except Exception as exc:  # the database is briefly away: the check repairs
                             log.info("websocket delivery failed: %s", exc.__class__.__name__)
+
+    async def _deliver_coalesced(self, batch: list[dict[str, Any]]) -> None:
+        """A backlog: runs of consecutive report events of one job go out as one ``coalesced`` frame.
+
+        Only ``COALESCIBLE_KINDS`` are merged; every other event (strategy, outcome, phase,
+        decision, policy...) is sent as itself, in order, so no state change is ever hidden.
+        The frame names the exact seq range, so the client's seq stays gap-free and it can
+        page the details over REST (``after_seq=from_seq - 1``).
+        """
+        runs: dict[int, list[dict[str, Any]]] = {}  # job -> the run being built (frame metadata)
+
+        async def flush(job_id: int) -> None:
+            run = runs.pop(job_id, None)
+            sub = self.subs.get(job_id)
+            if not run or sub is None:
+                return
+            if len(run) == 1:
+                await self._send_text(run[0]["text"])
+            else:
+                kinds: dict[str, int] = {}
+                for message in run:
+                    kind = message["frame"]["kind"]
+                    kinds[kind] = kinds.get(kind, 0) + 1
+                first, last = run[0]["frame"]["seq"], run[-1]["frame"]["seq"]
+                frame = {"type": "coalesced", "job": job_id, "from_seq": first, "to_seq": last}
+                await self._send({**frame, "count": len(run), "kinds": kinds})
+            sub.last_sent = run[-1]["frame"]["seq"]
+
+        for message in batch:
+            meta = message["frame"]
+            job_id, seq = meta["job"], meta["seq"]
+            sub = self.subs.get(job_id)
+            if sub is None:
+                continue
+            run = runs.get(job_id)
+            expected = (run[-1]["frame"]["seq"] if run else sub.last_sent) + 1
+            if meta.get("kind") in COALESCIBLE_KINDS and seq == expected and message.get("text"):
+                runs.setdefault(job_id, []).append(message)
+                continue
+            await flush(job_id)
+            await self._deliver(message)
+        for job_id in list(runs):
+            await flush(job_id)
 
     async def events_event(self, message: dict[str, Any]) -> None:
         """A frame sent to this socket's own channel (not via the hub): same path as the hub's."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -90,6 +91,54 @@ def event_store(
         raise
     transaction.on_commit(lambda: _after_commit(event))
     return event
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    """One event for ``event_record_many``."""
+
+    kind: str
+    message: str
+    source: str
+    severity: str = JobEvent.Severity.INFO
+    data: dict[str, Any] = field(default_factory=dict)
+    occurred_at: datetime | None = None
+
+
+def event_record_many(*, job: TrainingJob, events: list[NewEvent]) -> list[JobEvent]:
+    """Store a burst of one job's events in one transaction: one lock, one seq read, one insert.
+
+    The same guarantees as ``event_record`` (gap-free ``seq`` under the job lock, incidents and
+    budget followed, broadcast after commit), at a fraction of the cost per event: a producer
+    that falls behind (thousands of fault reports at once) stores what is due in one go.
+    Events with a ``dedupe_key`` go through ``event_record``: they need a check each.
+    """
+    if not events:
+        return []
+    now = timezone.now()
+    with transaction.atomic():
+        job_lock(job)
+        last = JobEvent.objects.filter(job=job).order_by("-seq").values_list("seq", flat=True).first() or 0
+        stored = JobEvent.objects.bulk_create(
+            [
+                JobEvent(
+                    job=job,
+                    seq=last + offset,
+                    kind=new.kind,
+                    severity=new.severity,
+                    message=new.message[:500],
+                    source=new.source,
+                    data=new.data,
+                    occurred_at=new.occurred_at or now,
+                )
+                for offset, new in enumerate(events, start=1)
+            ]
+        )
+        for event in stored:
+            incident_services.incident_follow(event, None)
+            incident_services.budget_follow(event)
+    transaction.on_commit(lambda: [_after_commit(event) for event in stored])
+    return stored
 
 
 def _after_commit(event: JobEvent) -> None:

@@ -297,6 +297,9 @@ EVENTS_WS_MAX_LAG_SECONDS = env_float("EVENTS_WS_MAX_LAG_SECONDS", 5.0, minimum=
 EVENTS_WS_MAX_REPLAY = env_int("EVENTS_WS_MAX_REPLAY", 1000, minimum=1)
 EVENTS_WS_CHECK_SECONDS = env_float("EVENTS_WS_CHECK_SECONDS", 1.5, minimum=0.05)
 EVENTS_WS_SUMMARY_SECONDS = env_float("EVENTS_WS_SUMMARY_SECONDS", 0.25, minimum=0.01)
+# A socket with this many live frames queued is behind: runs of fault reports and warnings are sent
+# as one "coalesced" frame (exact seq range, kinds counted); other kinds always go out one by one.
+EVENTS_WS_COALESCE_AFTER = env_int("EVENTS_WS_COALESCE_AFTER", 50, minimum=2)
 EVENTS_INGEST_REORDER_SECONDS = env_float("EVENTS_INGEST_REORDER_SECONDS", 1.0, minimum=0.0)
 EVENTS_INCIDENT_LATE_SECONDS = env_float("EVENTS_INCIDENT_LATE_SECONDS", 10.0, minimum=0.0)
 EVENTS_WATCH_TIMEOUT_SECONDS = env_int("EVENTS_WATCH_TIMEOUT_SECONDS", 60, minimum=1)

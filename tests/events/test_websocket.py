@@ -22,6 +22,7 @@ from django.test import override_settings
 from apps.accounts.models import NamespaceGrant, Role
 from apps.accounts.services import token_issue
 from apps.events import broadcast
+from apps.events.fanout import hub
 from apps.events.models import JobEvent
 from apps.events.services import event_record
 from apps.jobs.models import Cluster, TrainingJob
@@ -189,6 +190,45 @@ def test_lost_frames_are_filled_from_the_database(
         run(scenario)
 
 
+def test_a_backlog_is_coalesced_but_state_changes_are_not(
+    world: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job = world["jobs"]["team-a"]
+
+    async def scenario() -> None:
+        comm = communicator(world["key"])
+        assert (await comm.connect(timeout=TIMEOUT))[0]
+        await comm.send_json_to({"subscribe": {"job": job.pk, "after_seq": 0}})
+        assert await comm.receive_nothing(timeout=0.2)
+        with monkeypatch.context() as patch:
+            patch.setattr(broadcast, "broadcast_event", lambda event: None)
+            stored = await sync_to_async(record, thread_sensitive=False)(job, 5)
+            stored += await sync_to_async(record, thread_sensitive=False)(job, 1, "strategy.chosen")
+            stored += await sync_to_async(record, thread_sensitive=False)(job, 4)
+        # All eleven frames reach the socket's inbox before it drains: a socket that is behind.
+        for event in stored:
+            hub().deliver(broadcast.event_frame(event))
+        frames = await frames_until(comm, lambda got: len(got) >= 3)
+        assert frames[0] == {
+            "type": "coalesced",
+            "job": job.pk,
+            "from_seq": 1,
+            "to_seq": 5,
+            "count": 5,
+            "kinds": {"fault.detected": 5},
+        }
+        assert (frames[1]["type"], frames[1]["seq"], frames[1]["kind"]) == ("event", 6, "strategy.chosen")
+        assert (frames[2]["type"], frames[2]["from_seq"], frames[2]["to_seq"]) == ("coalesced", 7, 10)
+        # Below the threshold, frames go out one by one again, continuing the seq.
+        await sync_to_async(record, thread_sensitive=False)(job, 1)
+        (frame,) = await frames_until(comm, lambda got: len(got) >= 1)
+        assert (frame["type"], frame["seq"]) == ("event", 11)
+        await comm.disconnect()
+
+    with override_settings(EVENTS_WS_COALESCE_AFTER=3):
+        run(scenario)
+
+
 def test_too_far_behind_gets_resync(world: dict[str, Any]) -> None:
     job = world["jobs"]["team-a"]
     record(job, 30)
@@ -256,6 +296,6 @@ def test_frames_are_json_round_trippable(world: dict[str, Any]) -> None:
     (event,) = record(job, 1)
     message = broadcast.event_frame(event)
     assert json.loads(message["text"]) == event.as_message() == json.loads(json.dumps(event.as_message()))
-    assert message["frame"] == {"job": job.pk, "seq": event.seq}
+    assert message["frame"] == {"job": job.pk, "seq": event.seq, "kind": event.kind}
     summary = broadcast.summary_frame(event)["frame"]
     assert json.loads(json.dumps(summary)) == summary

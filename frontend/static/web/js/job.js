@@ -123,6 +123,8 @@ const connection = new LiveConnection({
   onConnected: () => timeline.fillGap().then(() => refreshLive()),
   onMessage: (message) => {
     if (message.type === "event" && message.job === jobId) timeline.ingest(message);
+    // A burst of fault reports sent as one frame (this socket was behind): load them over REST.
+    else if (message.type === "coalesced" && message.job === jobId) timeline.fillGap();
     else if (message.type === "resync" && message.job === jobId) {
       // Too far behind to replay over the socket: page over REST, then follow live again from there.
       timeline.fillGap().then(() => connection.send({ subscribe: { job: jobId, after_seq: timeline.newest } }));
