@@ -36,8 +36,14 @@ VAR = REPO / "var" / "bench"
 
 
 # --- producer process -------------------------------------------------------------------------------
-def produce(job_ids: list[int], rate: float, count: int, mode: str, phase: str, report: Path) -> None:
-    """Open loop: event i is due at start + i / rate (a late event is sent at once, never skipped)."""
+def produce(
+    job_ids: list[int], rate: float, count: int, mode: str, phase: str, report: Path, start_at: float = 0.0
+) -> None:
+    """Open loop: event i is due at start + i / rate (a late event is sent at once, never skipped).
+
+    ``start_at`` (epoch seconds): every producer of a phase starts at that moment, after Django is
+    set up, so the burst is the burst and not the interpreters starting.
+    """
     import django
 
     django.setup()
@@ -46,10 +52,13 @@ def produce(job_ids: list[int], rate: float, count: int, mode: str, phase: str, 
     from apps.jobs.models import TrainingJob
 
     jobs = list(TrainingJob.objects.filter(pk__in=job_ids).order_by("pk"))
+    if start_at:
+        time.sleep(max(0.0, start_at - time.time()))
     start, wall0 = time.monotonic(), time.time_ns()
     stored_ns: list[int] = []
     if mode == "floor":
         asyncio.run(produce_floor([j.pk for j in jobs], rate, count, phase, stored_ns))
+        finished_at = time.time()
     else:
         # Open loop: event i is due at start + i / rate. Whatever is due is stored at once, one
         # ``event_record_many`` per job (one transaction), as a source that has fallen behind would;
@@ -77,9 +86,12 @@ def produce(job_ids: list[int], rate: float, count: int, mode: str, phase: str, 
                 event_record_many(job=jobs[index], events=batch)
             stored_ns.extend([time.time_ns() - t0] * (due - i))
             i = due
+        finished_at = time.time()  # the last event is stored (its frames may still be in flight)
         broadcast.flush(30)
     elapsed = time.monotonic() - start
-    report.write_text(json.dumps({"elapsed": elapsed, "count": count, "store_ms": summary_ms(stored_ns)}))
+    store_ms = summary_ms(stored_ns)
+    summary = {"elapsed": elapsed, "count": count, "finished_at": finished_at, "store_ms": store_ms}
+    report.write_text(json.dumps(summary))
 
 
 async def produce_floor(job_ids: list[int], rate: float, count: int, phase: str, sent_ns: list[int]) -> None:
@@ -289,6 +301,7 @@ def run_producers(
     phase: str,
     processes: int,
     env: dict[str, str],
+    start_at: float = 0.0,
 ) -> list[dict[str, Any]]:
     groups = [jobs[i::processes] for i in range(processes)]
     procs = []
@@ -317,6 +330,8 @@ def run_producers(
                     phase,
                     "--report",
                     str(report),
+                    "--start-at",
+                    str(start_at),
                 ],
                 cwd=REPO,
                 env=env,
@@ -360,6 +375,7 @@ def main() -> None:
     parser.add_argument("--mode", default="store")
     parser.add_argument("--phase", default="steady")
     parser.add_argument("--report", default="")
+    parser.add_argument("--start-at", type=float, default=0.0)
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--token", default="")
     parser.add_argument("--progress", default="")
@@ -375,6 +391,7 @@ def main() -> None:
             args.mode,
             args.phase,
             Path(args.report),
+            args.start_at,
         )
         return
     if args.role == "clients":
@@ -520,9 +537,9 @@ def orchestrate(args: argparse.Namespace) -> None:
             "clients": round(100 * (cpu_seconds(clients.pid) - cpu1[clients.pid]) / wall, 1),
         }
         time.sleep(3)
-        # Burst: 8,000 events in 5 s across the real jobs.
-        burst_start = time.monotonic()
+        # Burst: 8,000 events in 5 s across the real jobs, every producer starting at the same moment.
         before = JobEvent.objects.filter(job_id__in=real).count()
+        burst_start_wall = time.time() + 6.0  # after the producers' interpreters and Django are up
         out["burst_producers"] = run_producers(
             real,
             args.burst / args.burst_seconds,
@@ -531,14 +548,19 @@ def orchestrate(args: argparse.Namespace) -> None:
             "burst",
             args.burst_producers,
             env,
+            start_at=burst_start_wall,
         )
-        stored_done = time.monotonic()
+        # Monotonic times of the burst's start and of its last store, from the producers' wall clocks.
+        burst_start = time.monotonic() - (time.time() - burst_start_wall)
+        last_store = max(p["finished_at"] for p in out["burst_producers"])
+        stored_done = time.monotonic() - (time.time() - last_store)
         stored = JobEvent.objects.filter(job_id__in=real).count() - before
         heads = {
             str(j): JobEvent.objects.filter(job_id=j).order_by("-seq").values_list("seq", flat=True).first()
             for j in real
         }
-        burst_end = burst_start + args.burst_seconds
+        # The burst ends when its last event is stored (not before the 5 s it is meant to take).
+        burst_end = max(burst_start + args.burst_seconds, stored_done)
         consistent_at = None
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:

@@ -153,15 +153,18 @@ def rows(result: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
                 _fmt(steady.get("p50_ms")),
                 _fmt(steady.get("p99_ms")),
                 "p50 ≤ 50, p99 ≤ 250; 0 gaps",
-                f"floor (raw group_send) {_fmt(floor.get('p50_ms'))} / {_fmt(floor.get('p99_ms'))}; "
+                f"{_fmt((g('steady_vs_floor') or {}).get('p50_ratio'), 2)}x / "
+                f"{_fmt((g('steady_vs_floor') or {}).get('p99_ratio'), 2)}x floor (raw group_send "
+                f"{_fmt(floor.get('p50_ms'))} / {_fmt(floor.get('p99_ms'))}); "
                 f"gaps {steady.get('gaps')}, dups {(g('clients') or {}).get('dups')}",
             ),
             (
-                f"burst of {burst.get('events')} events: seconds to store all",
+                f"burst of {burst.get('events')} events in 5 s: seconds to store all",
                 _fmt(burst.get("store_seconds")),
                 "",
-                "consistent ≤ 5 s after the burst",
-                f"clients consistent after {_fmt(burst.get('clients_consistent_after_burst_end_s'))} s",
+                "all stored; consistent ≤ 5 s after the burst",
+                f"every client consistent {_fmt(burst.get('clients_consistent_after_burst_end_s'))} s "
+                f"after; {(g('clients') or {}).get('coalesced_frames')} coalesced frames",
             ),
         ]
     if name == "page":

@@ -159,3 +159,11 @@ def broadcast_event(event: JobEvent) -> None:
     """Tell the job's subscribers and the jobs list about a stored event."""
     broadcast(job_group(event.job_id), event_frame(event))
     broadcast(JOBS_GROUP, summary_frame(event))
+
+
+def broadcast_events(events: list[JobEvent]) -> None:
+    """A burst of one job's stored events: every event frame, and one summary (the newest wins anyway)."""
+    for event in events:
+        broadcast(job_group(event.job_id), event_frame(event))
+    if events:
+        broadcast(JOBS_GROUP, summary_frame(events[-1]))

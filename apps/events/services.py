@@ -137,8 +137,16 @@ def event_record_many(*, job: TrainingJob, events: list[NewEvent]) -> list[JobEv
         for event in stored:
             incident_services.incident_follow(event, None)
             incident_services.budget_follow(event)
-    transaction.on_commit(lambda: [_after_commit(event) for event in stored])
+    transaction.on_commit(lambda: _after_commit_many(stored))
     return stored
+
+
+def _after_commit_many(events: list[JobEvent]) -> None:
+    from apps.events import broadcast, metrics
+
+    for event in events:
+        metrics.event_stored(event)
+    broadcast.broadcast_events(events)
 
 
 def _after_commit(event: JobEvent) -> None:
