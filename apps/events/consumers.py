@@ -31,6 +31,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import random
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ CLOSE_UNAUTHENTICATED = 4401
 # reports and repeated warnings. Everything else changes what MindCluster does or what the job is,
 # and is always sent as its own frame.
 COALESCIBLE_KINDS = frozenset({kinds.FAULT_DETECTED, kinds.JOB_WARNING})
+REPAIR = "repair"  # an inbox item from the hub's check: fill the job's stream from the database
 
 
 def _db(fn: Any) -> Any:
@@ -267,6 +269,10 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
             sub.last_sent = run[-1]["frame"]["seq"]
 
         for message in batch:
+            if message.get("type") == REPAIR:
+                await flush(message["job"])
+                await self._deliver(message)
+                continue
             meta = message["frame"]
             job_id, seq = meta["job"], meta["seq"]
             sub = self.subs.get(job_id)
@@ -287,8 +293,29 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         self.inbox.append(message)
         self.wake()
 
+    def check_head(self, job_id: int, head: int) -> None:
+        """The hub's periodic check: ``head`` is the job's stored head seq now.
+
+        Only what was stored before the previous check and is still unsent counts as lost (newer
+        events are most likely still on their way): that is repaired from the database by the
+        drain task, in order with the live frames.
+        """
+        sub = self.subs.get(job_id)
+        if sub is None:
+            return
+        overdue, sub.checked_head = sub.checked_head, head
+        if sub.last_sent < overdue:
+            self.inbox.append({"type": REPAIR, "job": job_id, "upto": overdue})
+            self.wake()
+
     async def _deliver(self, message: dict[str, Any]) -> None:
         """One live frame (``text`` is the frame already encoded once by the broadcaster); lock held."""
+        if message.get("type") == REPAIR:
+            sub = self.subs.get(message["job"])
+            if sub is not None and sub.last_sent < message["upto"]:
+                metrics.GAPS_FILLED.inc(message["upto"] - sub.last_sent)
+                await self._catch_up(sub)
+            return
         frame = message["frame"]
         sub = self.subs.get(frame["job"])
         if sub is None:
@@ -336,10 +363,10 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
 
     # --- safety net -------------------------------------------------------------------------------
     async def _check_loop(self) -> None:
-        """Every few seconds: rejoin groups (a restarted Redis forgot them) and fill gaps from the DB."""
+        """Every few seconds (jittered, so sockets opened together do not query together)."""
         interval = _setting("EVENTS_WS_CHECK_SECONDS", 1.5)
         while True:
-            await asyncio.sleep(interval)
+            await asyncio.sleep(interval * random.uniform(0.75, 1.25))
             try:
                 await self._check_once()
             except asyncio.CancelledError:
@@ -348,21 +375,8 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
                 log.info("websocket check failed: %s", exc.__class__.__name__)
 
     async def _check_once(self) -> None:
-        for job_id in list(self.subs):
-            await hub().follow(job_id, self)
+        # Per-job streams are checked by the process's hub (one query for all sockets); this
+        # socket only keeps its jobs-summary subscription and its visible jobs fresh.
         if self.all_jobs:
             await self.channel_layer.group_add(JOBS_GROUP, self.channel_name)
             self.visible = await _db(selectors.visible_job_ids)(self.user)
-        heads = await _db(selectors.head_seqs)(list(self.subs))
-        for job_id, head in heads.items():
-            sub = self.subs.get(job_id)
-            if sub is None:
-                continue
-            # Only what was stored before the previous check and is still unsent counts as lost:
-            # newer events are most likely still on their way through the channel layer.
-            overdue, sub.checked_head = sub.checked_head, head
-            if sub.last_sent < overdue:
-                async with self.lock:
-                    if self.subs.get(job_id) is sub and sub.last_sent < overdue:
-                        metrics.GAPS_FILLED.inc(overdue - sub.last_sent)
-                        await self._catch_up(sub)

@@ -29,11 +29,13 @@ INBOX_LIMIT = 10_000  # frames queued for one socket; about 50 s of a 200 events
 
 
 class Subscriber(Protocol):
-    """What the hub needs of a socket: an inbox and a way to wake its drainer."""
+    """What the hub needs of a socket: an inbox, a way to wake its drainer, and the periodic check."""
 
     inbox: deque[dict[str, Any]]
 
     def wake(self) -> None: ...
+
+    def check_head(self, job_id: int, head: int) -> None: ...
 
 
 class FanoutHub:
@@ -44,6 +46,7 @@ class FanoutHub:
         self.channel: str | None = None
         self.followers: dict[int, set[Subscriber]] = {}
         self.receiver: asyncio.Task[None] | None = None
+        self.checker: asyncio.Task[None] | None = None
         self.setup_lock = asyncio.Lock()
 
     async def _ensure_channel(self) -> str:
@@ -51,6 +54,7 @@ class FanoutHub:
             if self.channel is None:
                 self.channel = await self.layer.new_channel("events-hub.")
                 self.receiver = asyncio.ensure_future(self._receive_loop())
+                self.checker = asyncio.ensure_future(self._check_loop())
             return self.channel
 
     async def follow(self, job_id: int, subscriber: Subscriber) -> None:
@@ -101,6 +105,37 @@ class FanoutHub:
                 continue
             if message.get("type") == "events.event":
                 self.deliver(message)
+
+    async def _check_loop(self) -> None:
+        """The safety net, once per process rather than once per socket: every few seconds re-join
+        the groups (a restarted Redis forgot the subscriptions) and read the stored head seq of
+        every followed job in one query; each follower compares it with what it sent."""
+        from django.conf import settings
+
+        interval = float(getattr(settings, "EVENTS_WS_CHECK_SECONDS", 1.5))
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.check_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # Redis or the database is briefly away: next round
+                log.info("events hub check failed: %s", exc.__class__.__name__)
+
+    async def check_once(self) -> None:
+        from channels.db import database_sync_to_async
+
+        from apps.events import selectors
+
+        jobs = [job_id for job_id, followers in self.followers.items() if followers]
+        if not jobs or self.channel is None:
+            return
+        for job_id in jobs:
+            await self.layer.group_add(job_group(job_id), self.channel)
+        heads = await database_sync_to_async(selectors.head_seqs, thread_sensitive=False)(jobs)
+        for job_id, head in heads.items():
+            for subscriber in tuple(self.followers.get(job_id, ())):
+                subscriber.check_head(job_id, head)
 
 
 _hubs: dict[asyncio.AbstractEventLoop, FanoutHub] = {}
