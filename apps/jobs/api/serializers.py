@@ -62,58 +62,27 @@ class JobOutputSerializer(serializers.ModelSerializer):
         ]
 
     def get_current_revision(self, job: TrainingJob) -> int | None:
-        # Lists prefetch the revision (number only) for the page; details select it with the job.
+        # The job's revision is selected with it (lists go through job_row_output instead).
         return job.current_revision.number if job.current_revision_id is not None else None
 
 
-# The columns of one job in a list, read with ``values()``: a page of 50 model instances run through
-# ``JobOutputSerializer`` cost more than its queries. ``job_row_output`` shapes them exactly as the
-# serializer does (tests compare the two), so the OpenAPI schema still comes from the serializer.
-JOB_LIST_COLUMNS = (
-    "id",
-    "cluster__name",
-    "cluster_id",
-    "namespace",
-    "name",
-    "uid",
-    "framework",
-    "replicas",
-    "npus_per_pod",
-    "mindcluster_version",
-    "phase",
-    "source",
-    "current_revision__number",
-    "deleted_at",
-    "created_at",
-    "updated_at",
-)
+# A page of the jobs list is read with ``values()``: 50 model instances run through
+# ``JobOutputSerializer`` cost more than the page's queries. ``job_row_output`` shapes a row exactly as
+# the serializer renders the job (tests compare the two); the OpenAPI schema still comes from the
+# serializer. Columns are the serializer's fields, two of them read across a relation.
+_COLUMN_OF = {"cluster": "cluster__name", "current_revision": "current_revision__number"}
+JOB_LIST_COLUMNS = tuple(_COLUMN_OF.get(name, name) for name in JobOutputSerializer.Meta.fields)
 _DATETIME = serializers.DateTimeField()
-
-
-def _when(value: Any) -> str | None:
-    return None if value is None else _DATETIME.to_representation(value)
+_DATETIME_FIELDS = ("deleted_at", "created_at", "updated_at")
 
 
 def job_row_output(row: dict[str, Any]) -> dict[str, Any]:
     """One ``values(*JOB_LIST_COLUMNS)`` row as ``JobOutputSerializer`` would render the job."""
-    return {
-        "id": row["id"],
-        "cluster": row["cluster__name"],
-        "cluster_id": row["cluster_id"],
-        "namespace": row["namespace"],
-        "name": row["name"],
-        "uid": row["uid"],
-        "framework": row["framework"],
-        "replicas": {str(role): int(count) for role, count in (row["replicas"] or {}).items()},
-        "npus_per_pod": row["npus_per_pod"],
-        "mindcluster_version": row["mindcluster_version"],
-        "phase": row["phase"],
-        "source": row["source"],
-        "current_revision": row["current_revision__number"],
-        "deleted_at": _when(row["deleted_at"]),
-        "created_at": _when(row["created_at"]),
-        "updated_at": _when(row["updated_at"]),
-    }
+    out = {name: row[_COLUMN_OF.get(name, name)] for name in JobOutputSerializer.Meta.fields}
+    out["replicas"] = {str(role): int(count) for role, count in (out["replicas"] or {}).items()}
+    for name in _DATETIME_FIELDS:
+        out[name] = None if out[name] is None else _DATETIME.to_representation(out[name])
+    return out
 
 
 def job_output(job: TrainingJob) -> dict[str, Any]:
