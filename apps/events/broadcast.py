@@ -157,8 +157,7 @@ def summary_frame(event: JobEvent) -> dict[str, Any]:
 
 def broadcast_event(event: JobEvent) -> None:
     """Tell the job's subscribers and the jobs list about a stored event."""
-    broadcast(job_group(event.job_id), event_frame(event))
-    broadcast(JOBS_GROUP, summary_frame(event))
+    broadcast_events([event])
 
 
 def broadcast_events(events: list[JobEvent]) -> None:

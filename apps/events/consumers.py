@@ -33,7 +33,7 @@ import json
 import logging
 import random
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -259,13 +259,10 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
             if len(run) == 1:
                 await self._send_text(run[0]["text"])
             else:
-                kinds: dict[str, int] = {}
-                for message in run:
-                    kind = message["frame"]["kind"]
-                    kinds[kind] = kinds.get(kind, 0) + 1
+                counts = Counter(message["frame"]["kind"] for message in run)
                 first, last = run[0]["frame"]["seq"], run[-1]["frame"]["seq"]
                 frame = {"type": "coalesced", "job": job_id, "from_seq": first, "to_seq": last}
-                await self._send({**frame, "count": len(run), "kinds": kinds})
+                await self._send({**frame, "count": len(run), "kinds": dict(counts)})
             sub.last_sent = run[-1]["frame"]["seq"]
 
         for message in batch:
@@ -287,11 +284,6 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
             await self._deliver(message)
         for job_id in list(runs):
             await flush(job_id)
-
-    async def events_event(self, message: dict[str, Any]) -> None:
-        """A frame sent to this socket's own channel (not via the hub): same path as the hub's."""
-        self.inbox.append(message)
-        self.wake()
 
     def check_head(self, job_id: int, head: int) -> None:
         """The hub's periodic check: ``head`` is the job's stored head seq now.

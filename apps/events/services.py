@@ -51,6 +51,12 @@ def job_lock(job: TrainingJob) -> None:
     TrainingJob.objects.select_for_update().filter(pk=job.pk).values_list("pk", flat=True).get()
 
 
+def _lock_and_last_seq(job: TrainingJob) -> int:
+    """Take the job's writer lock, then read its newest seq (0 when none): the next is this + 1."""
+    job_lock(job)
+    return JobEvent.objects.filter(job=job).order_by("-seq").values_list("seq", flat=True).first() or 0
+
+
 def event_store(
     *,
     job: TrainingJob,
@@ -66,12 +72,9 @@ def event_store(
     """``event_record`` with an explicit incident (the ingester chose it under the same lock)."""
     try:
         with transaction.atomic():
-            job_lock(job)
+            last = _lock_and_last_seq(job)
             if dedupe_key and JobEvent.objects.filter(job=job, dedupe_key=dedupe_key).exists():
                 return None
-            last = (
-                JobEvent.objects.filter(job=job).order_by("-seq").values_list("seq", flat=True).first() or 0
-            )
             event = JobEvent.objects.create(
                 job=job,
                 seq=last + 1,
@@ -117,8 +120,7 @@ def event_record_many(*, job: TrainingJob, events: list[NewEvent]) -> list[JobEv
         return []
     now = timezone.now()
     with transaction.atomic():
-        job_lock(job)
-        last = JobEvent.objects.filter(job=job).order_by("-seq").values_list("seq", flat=True).first() or 0
+        last = _lock_and_last_seq(job)
         stored = JobEvent.objects.bulk_create(
             [
                 JobEvent(
