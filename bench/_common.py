@@ -80,3 +80,22 @@ def env_with(**values: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(values)
     return env
+
+
+def uvicorn_argv(port: int, workers: int, *extra: str) -> list[str]:
+    """The product's web server (``controlplane.asgi:application``) on 127.0.0.1, as the benchmarks run it."""
+    return [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "controlplane.asgi:application",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--log-level",
+        "warning",
+        *extra,
+    ]

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from _common import REPO, emit, env_with, free_port, percentile, wait_port
+from _common import REPO, emit, env_with, free_port, percentile, uvicorn_argv, wait_port
 
 CONNECTIONS = 32
 WORKERS = 2  # server processes (--workers)
@@ -142,25 +142,7 @@ def seed(env: dict[str, str], jobs: int) -> tuple[str, list[int]]:
 def server_command(name: str, port: int) -> list[str]:
     bind = f"127.0.0.1:{port}"
     commands = {
-        "uvicorn": [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "controlplane.asgi:application",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--workers",
-            str(WORKERS),
-            "--no-access-log",
-            "--log-level",
-            "warning",
-            "--loop",
-            "uvloop",
-            "--http",
-            "httptools",
-        ],
+        "uvicorn": uvicorn_argv(port, WORKERS, "--no-access-log", "--loop", "uvloop", "--http", "httptools"),
         "gunicorn-uvicorn": [
             sys.executable,
             "-m",

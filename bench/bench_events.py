@@ -30,7 +30,7 @@ from array import array
 from pathlib import Path
 from typing import Any
 
-from _common import REPO, emit, env_with, free_port, percentile, start_redis, wait_port
+from _common import REPO, emit, env_with, free_port, percentile, start_redis, uvicorn_argv, wait_port
 
 VAR = REPO / "var" / "bench"
 
@@ -454,26 +454,16 @@ def orchestrate(args: argparse.Namespace) -> None:
     }
     try:
         server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "controlplane.asgi:application",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--workers",
-                str(args.workers),
-                "--log-level",
-                "warning",
+            uvicorn_argv(
+                port,
+                args.workers,
                 "--ws",
                 args.ws,
                 # Frames are ~400 B JSON: compressing each one for each socket costs more CPU than it
                 # saves on loopback or a LAN (py-spy: PerMessageDeflate.encode was the top frame).
                 "--ws-per-message-deflate",
                 "false",
-            ],
+            ),
             cwd=REPO,
             env=env,
         )
