@@ -73,6 +73,24 @@ def record(job: TrainingJob, n: int, kind: str = "fault.detected") -> list[JobEv
     return [e for e in stored if e is not None]
 
 
+async def subscribed(key: str, job: TrainingJob) -> WebsocketCommunicator:
+    """A connected socket following ``job`` from the start, with nothing stored yet."""
+    comm = communicator(key)
+    assert (await comm.connect(timeout=TIMEOUT))[0]
+    await comm.send_json_to({"subscribe": {"job": job.pk, "after_seq": 0}})
+    assert await comm.receive_nothing(timeout=0.2)
+    return comm
+
+
+async def record_unannounced(
+    monkeypatch: pytest.MonkeyPatch, job: TrainingJob, n: int, kind: str = "fault.detected"
+) -> list[JobEvent]:
+    """Store events whose frames are lost (as when Redis drops them)."""
+    with monkeypatch.context() as patch:
+        patch.setattr(broadcast, "broadcast_event", lambda event: None)
+        return await sync_to_async(record, thread_sensitive=False)(job, n, kind)
+
+
 async def frames_until(
     comm: WebsocketCommunicator, done: Callable[[list[dict[str, Any]]], bool]
 ) -> list[dict[str, Any]]:
@@ -167,21 +185,14 @@ def test_lost_frames_are_filled_from_the_database(
     job = world["jobs"]["team-a"]
 
     async def scenario() -> None:
-        comm = communicator(world["key"])
-        assert (await comm.connect(timeout=TIMEOUT))[0]
-        await comm.send_json_to({"subscribe": {"job": job.pk, "after_seq": 0}})
-        assert await comm.receive_nothing(timeout=0.2)
+        comm = await subscribed(world["key"], job)
         # Frames 1-3 are "lost" (as when Redis drops them); frame 4 arrives and reveals the gap.
-        with monkeypatch.context() as patch:
-            patch.setattr(broadcast, "broadcast_event", lambda event: None)
-            await sync_to_async(record, thread_sensitive=False)(job, 3)
+        await record_unannounced(monkeypatch, job, 3)
         await sync_to_async(record, thread_sensitive=False)(job, 1)
         frames = await frames_until(comm, lambda got: len(got) >= 4)
         assert [f["seq"] for f in frames] == [1, 2, 3, 4]
         # A lost *last* frame is found by the periodic check.
-        with monkeypatch.context() as patch:
-            patch.setattr(broadcast, "broadcast_event", lambda event: None)
-            await sync_to_async(record, thread_sensitive=False)(job, 1)
+        await record_unannounced(monkeypatch, job, 1)
         frames = await frames_until(comm, lambda got: len(got) >= 1)
         assert [f["seq"] for f in frames] == [5]
         await comm.disconnect()
@@ -196,15 +207,10 @@ def test_a_backlog_is_coalesced_but_state_changes_are_not(
     job = world["jobs"]["team-a"]
 
     async def scenario() -> None:
-        comm = communicator(world["key"])
-        assert (await comm.connect(timeout=TIMEOUT))[0]
-        await comm.send_json_to({"subscribe": {"job": job.pk, "after_seq": 0}})
-        assert await comm.receive_nothing(timeout=0.2)
-        with monkeypatch.context() as patch:
-            patch.setattr(broadcast, "broadcast_event", lambda event: None)
-            stored = await sync_to_async(record, thread_sensitive=False)(job, 5)
-            stored += await sync_to_async(record, thread_sensitive=False)(job, 1, "strategy.chosen")
-            stored += await sync_to_async(record, thread_sensitive=False)(job, 4)
+        comm = await subscribed(world["key"], job)
+        stored = await record_unannounced(monkeypatch, job, 5)
+        stored += await record_unannounced(monkeypatch, job, 1, "strategy.chosen")
+        stored += await record_unannounced(monkeypatch, job, 4)
         # All eleven frames reach the socket's inbox before it drains: a socket that is behind.
         for event in stored:
             hub().deliver(broadcast.event_frame(event))
