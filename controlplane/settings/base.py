@@ -103,8 +103,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     }
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool("DB_POOL", default=True):
-    # Under ASGI every sync request runs in a fresh thread, so persistent per-thread connections
-    # cannot be reused: a process-wide pool (psycopg_pool) avoids a new connection per request.
+    # One process-wide pool (psycopg_pool) for every thread of a process: the HTTP threads, the
+    # websocket consumers' database threads and (with HTTP_THREADS=0) Django's ASGI handler, whose
+    # threads come and go, so per-thread persistent connections would pile up.
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": env_int("DB_POOL_MIN", 1, minimum=0),
