@@ -1,8 +1,8 @@
 """Golden tests: rendering reproduces the two seed documents field by field, plus the release matrix.
 
 Seed 000 (7.1, process-level rescheduling / in-place recovery, Elastic Agent) and seed 002 (7.3,
-dying-gasp checkpoint, TaskD) are in ``../shared/seeds``; the expected lines below are copied from
-them (Chinese comments translated, commands verbatim).
+dying-gasp checkpoint, TaskD) are in ``tests/fixtures/seeds``; the expected lines below are copied
+from them (Chinese comments translated, commands verbatim).
 """
 
 from __future__ import annotations

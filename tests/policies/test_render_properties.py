@@ -8,7 +8,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -30,7 +29,7 @@ from apps.policies.validation import validate_policy
 from tests.policies.crd_schema import crd_errors
 from tests.policies.test_render_golden import seed_job
 
-SHARED_DIR = Path(__file__).resolve().parents[2].parent / "shared"
+SHARED_DIR = Path(__file__).resolve().parents[1] / "fixtures"
 PROPERTY_SETTINGS = settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
 )
@@ -110,15 +109,9 @@ def stored(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
-def _require_shared() -> None:
-    if not SHARED_DIR.is_dir():
-        pytest.skip(f"the CRD schema is not at {SHARED_DIR}; it needs ../shared beside the repo")
-
-
 @PROPERTY_SETTINGS
 @given(job_and_policy())
 def test_rendered_manifest_passes_the_crd_schema(case: tuple[dict[str, Any], PolicySpec]) -> None:
-    _require_shared()
     job, spec = case
     assert crd_errors(render(job, spec).manifest, SHARED_DIR) == []
 

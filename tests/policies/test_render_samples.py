@@ -36,7 +36,7 @@ from apps.policies.spec import (
 from apps.policies.validation import validate_manifest, validate_policy
 from tests.policies.crd_schema import assert_valid_ascendjob
 
-SHARED_DIR = Path(__file__).resolve().parents[2].parent / "shared"
+SHARED_DIR = Path(__file__).resolve().parents[1] / "fixtures"
 SAMPLES_DIR = SHARED_DIR / "reference" / "samples"
 
 RENDERS = (
@@ -57,13 +57,6 @@ STRATEGY_SETS = (
     ("dump", "exit", "retry"),
     ("elastic-training", "recover", "dump"),  # PyTorch only, 7.2+
 )
-
-
-@pytest.fixture(scope="module")
-def shared_dir() -> Path:
-    if not SAMPLES_DIR.is_dir():
-        pytest.skip(f"reference samples not found at {SAMPLES_DIR}; they need ../shared beside the repo")
-    return SHARED_DIR
 
 
 def load(name: str) -> tuple[list[Any], dict[str, Any]]:
