@@ -3,6 +3,7 @@
 
     python3 bootstrap.py run     # set up, then run the whole system on http://127.0.0.1:8000
     python3 bootstrap.py test    # set up, then run every test
+    python3 bootstrap.py bench   # set up (with the benchmarks' extra tools), then run every benchmark
 
 It creates ``.venv``, installs the pinned requirements (only when they changed), finds or starts the
 services it needs, and supervises its children: Ctrl-C stops all of them. Standard library only,
@@ -15,11 +16,13 @@ import argparse
 import contextlib
 import hashlib
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 from pathlib import Path
@@ -28,6 +31,7 @@ ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 VAR = ROOT / "var"
 PY = VENV / "bin" / "python"
+LOG_DIR = VAR / "log"
 
 
 def say(msg: str) -> None:
@@ -79,23 +83,49 @@ def wait_port(host: str, port: int, seconds: float, what: str) -> None:
     raise SystemExit(f"{what} did not come up on {host}:{port} within {seconds:.0f}s")
 
 
+# A line a person should see on the console; everything else goes to var/log/<process>.log only.
+_LOUD = re.compile(r"\b(WARNING|ERROR|CRITICAL|FATAL|Traceback)\b|^\S*Error\b")
+
+
 class Children:
-    """Processes this script started; stopped in reverse order on exit or Ctrl-C."""
+    """Processes this script started; stopped in reverse order on exit or Ctrl-C.
+
+    Each child's output goes whole to ``var/log/<name>.log``; the console gets one line per state
+    change of a process and the child's warnings and errors, prefixed with its name, so the URL, the
+    login and the token do not scroll away under routine INFO lines.
+    """
 
     def __init__(self) -> None:
         self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+        self.reported: set[str] = set()
 
-    def start(self, name: str, cmd: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-        say(f"starting {name}: {' '.join(cmd)}")
+    def start(
+        self, name: str, cmd: list[str], env: dict[str, str] | None = None, *, echo: bool = False
+    ) -> subprocess.Popen[bytes]:
+        LOG_DIR.mkdir(parents=True, exist_ok=True)
+        log_path = LOG_DIR / f"{name.replace(' ', '-')}.log"
         # Own process group, so Ctrl-C reaches us first and we stop children in order.
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+        threading.Thread(target=_relay, args=(name, proc, log_path, echo), daemon=True).start()
+        say(f"{name}: started (pid {proc.pid}); log {log_path.relative_to(ROOT)}")
         self.procs.append((name, proc))
         return proc
+
+    def exited(self) -> list[tuple[str, int]]:
+        """Children that stopped since the last call, with their exit codes (each reported once)."""
+        gone = []
+        for name, proc in self.procs:
+            if proc.poll() is not None and name not in self.reported:
+                self.reported.add(name)
+                gone.append((name, proc.returncode))
+        return gone
 
     def stop(self) -> None:
         for name, proc in reversed(self.procs):
             if proc.poll() is None:
-                say(f"stopping {name}")
+                say(f"{name}: stopping")
                 try:
                     os.killpg(proc.pid, signal.SIGTERM)
                 except ProcessLookupError:
@@ -105,11 +135,30 @@ class Children:
             try:
                 proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                say(f"{name} did not stop in time; killing it")
+                say(f"{name}: did not stop in time; killing it")
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
         self.procs.clear()
+
+
+def _relay(name: str, proc: subprocess.Popen[bytes], log_path: Path, echo: bool) -> None:
+    """Copy a child's output to its log file; warnings, errors and tracebacks also to the console."""
+    assert proc.stdout is not None
+    in_traceback = False
+    with log_path.open("ab") as log:
+        for raw in proc.stdout:
+            log.write(raw)
+            log.flush()
+            line = raw.decode(errors="replace").rstrip()
+            if line.startswith("Traceback"):
+                in_traceback = True
+            elif in_traceback and line and not line.startswith((" ", "\t")):
+                in_traceback = False
+                print(f"[{name}] {line}", flush=True)  # the exception's last line
+                continue
+            if echo or in_traceback or _LOUD.search(line):
+                print(f"[{name}] {line}", flush=True)
 
 
 # --- services ----------------------------------------------------------------------------------
@@ -244,6 +293,22 @@ def cmd_test(args: argparse.Namespace) -> int:
         children.stop()
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Every benchmark under bench/, with the tools they need (bench/requirements.txt) installed."""
+    ensure_venv(["requirements.txt", "requirements-dev.txt", "bench/requirements.txt"])
+    ensure_system_packages()
+    children = Children()
+    try:
+        env = dict(os.environ)
+        env["DATABASE_URL"] = postgres_url_or_start(children)
+        say(f"database {env['DATABASE_URL']} (each benchmark makes a database of its own)")
+        cmd = [str(PY), "run_all.py", *args.bench_args]
+        say(f"benchmarks: {' '.join(cmd)}")
+        return subprocess.run(cmd, cwd=ROOT / "bench", env=env).returncode
+    finally:
+        children.stop()
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     ensure_venv(["requirements.txt"])
     VAR.mkdir(exist_ok=True)
@@ -288,7 +353,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         say("migrating the database")
         subprocess.run([*manage, "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
         subprocess.run([*manage, "collectstatic", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
-        subprocess.run([*manage, "demo_setup"], cwd=ROOT, env=env, check=True)
+        setup = subprocess.run(
+            [*manage, "demo_setup"], cwd=ROOT, env=env, check=True, capture_output=True, text=True
+        )
+        (LOG_DIR / "demo_setup.log").parent.mkdir(parents=True, exist_ok=True)
+        (LOG_DIR / "demo_setup.log").write_text(setup.stdout + setup.stderr)
         celery = [str(PY), "-m", "celery", "-A", "controlplane"]
         children.start(
             "worker", [*celery, "worker", "-Q", "push,slow,default", "-c", "2", "-l", "info"], env=env
@@ -316,17 +385,42 @@ def cmd_run(args: argparse.Namespace) -> int:
             env=env,
         )
         wait_port(args.host, args.port, 60, "web server")
-        say(f"ready: http://{args.host}:{args.port}/  (Ctrl-C stops everything)")
+        say("web: ready")
+        info = run_summary(f"http://{args.host}:{args.port}/", setup.stdout)
+        (VAR / "run-info.txt").write_text(info + "\n")
+        print(info, flush=True)
+        if sys.stdin is not None and sys.stdin.isatty():
+            threading.Thread(target=_reprint_on_enter, args=(info,), daemon=True).start()
         while not stop["now"]:
-            for name, proc in children.procs:
-                if proc.poll() is not None:
-                    say(f"{name} exited with {proc.returncode}; stopping")
-                    return proc.returncode or 1
+            for name, code in children.exited():
+                log_name = name.replace(" ", "-")
+                say(f"{name}: exited with {code}; stopping everything (see var/log/{log_name}.log)")
+                return code or 1
             time.sleep(0.5)
         return 0
     finally:
         children.stop()
         say("stopped")
+
+
+def run_summary(url: str, demo_setup_output: str) -> str:
+    """What a person needs from a run: where it is, how to log in, the token; shown again on Enter."""
+    lines = [line.strip() for line in demo_setup_output.splitlines() if line.strip()]
+    wanted = [line for line in lines if line.lower().startswith(("demo user", "login", "api token"))]
+    rule = "-" * 72
+    body = [
+        f"ready: {url}",
+        *wanted,
+        f"logs: {LOG_DIR.relative_to(ROOT)}/<process>.log (full); warnings and errors also here",
+        "press Enter to show this again; Ctrl-C stops everything",
+    ]
+    return "\n".join([rule, *(f"  {line}" for line in body), rule])
+
+
+def _reprint_on_enter(info: str) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        for _line in sys.stdin:
+            print(info, flush=True)
 
 
 def main() -> int:
@@ -340,8 +434,17 @@ def main() -> int:
     run.add_argument("--fault-rate", type=float, default=0.5, help="random demo faults per minute")
     test = sub.add_parser("test", help="set up and run every test")
     test.add_argument("pytest_args", nargs=argparse.REMAINDER, help="extra arguments for pytest")
-    args = parser.parse_args()
-    return {"run": cmd_run, "test": cmd_test}[args.command](args)
+    bench = sub.add_parser("bench", help="set up and run every benchmark (outside CI)")
+    bench.add_argument("bench_args", nargs=argparse.REMAINDER, help="arguments for bench/run_all.py")
+    # Options meant for pytest or run_all.py (``-k x``, ``--quick``) may come first: pass them on.
+    args, extra = parser.parse_known_args()
+    if extra and args.command == "run":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if args.command == "test":
+        args.pytest_args = [*extra, *args.pytest_args]
+    if args.command == "bench":
+        args.bench_args = [*extra, *args.bench_args]
+    return {"run": cmd_run, "test": cmd_test, "bench": cmd_bench}[args.command](args)
 
 
 if __name__ == "__main__":
