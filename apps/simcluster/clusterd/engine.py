@@ -266,6 +266,22 @@ class RecoveryPolicy:
         per-job recovery state machine for the job."""
         return self.process_recovery_on or self.sub_healthy_strategy == "hotSwitch"
 
+    @classmethod
+    def from_description(cls, data: Mapping[str, object]) -> RecoveryPolicy:
+        """The inverse of ``describe`` (e.g. the config of an ``InitSuccess`` Event)."""
+        strategies = data.get("strategies")
+        configured = tuple(
+            s
+            for s in (strategies if isinstance(strategies, list) else [])
+            if isinstance(s, str) and s in _PRIORITY
+        )
+        return cls(
+            configured=tuple(sorted(set(configured) | {"exit"}, key=_PRIORITY.__getitem__)),
+            process_recover_enable=str(data.get("process-recover-enable") or ""),
+            platform_mode=bool(data.get("platform-mode")),
+            sub_healthy_strategy=str(data.get("subHealthyStrategy") or "ignore"),
+        )
+
     def describe(self) -> dict[str, object]:
         """The snapshot as plain data (for Events and the product)."""
         return {
@@ -439,6 +455,12 @@ def _choose_for_restart_fail(inputs: EngineInput, state: _State, why: str, src: 
 def first_choice(inputs: EngineInput, state: _State | None = None) -> Decision:
     """firstChooseStrategy + chooseStrategy's retry check (controller.go:1096-1106, 1164-1183)."""
     state = state or _State(agent=set(inputs.agent))
+    if dump_for_fault(inputs):
+        return Decision(
+            "dump",
+            f"DumpForFault: dump is the only process strategy and the job is {inputs.health} "
+            f"({SRC['dump-for-fault']})",
+        )
     if support_retry(inputs) and _only_retry_faults(inputs.faults):
         if "retry" not in state.agent:
             return _choose_for_recover_fail(
@@ -651,13 +673,8 @@ def plan(inputs: EngineInput, outcome: Outcome) -> list[Step]:
         return steps
     state = _State(agent=set(inputs.agent))
     if dump_for_fault(inputs):
-        decision = Decision(
-            "dump",
-            f"DumpForFault: dump is the only process strategy and the job is {inputs.health} "
-            f"({SRC['dump-for-fault']})",
-        )
         state.agent.add("dump")  # controller.go:680: ClusterD adds dump to the agent's list itself
-        return _run(inputs, state, steps, decision, outcome, save_and_exit=True)
+        return _run(inputs, state, steps, first_choice(inputs, state), outcome, save_and_exit=True)
     return _run(inputs, state, steps, first_choice(inputs, state), outcome)
 
 
