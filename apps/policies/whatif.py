@@ -47,6 +47,7 @@ class FaultSpec:
     # code, e.g. 406); the last repeats; empty = all succeed.
     attempts: tuple[bool | int, ...] = ()
     platform_answer: str | None = None  # override the rules' answer in platform mode
+    rank_table_ready: bool = True  # platform mode: RankTableReady is exactly "true" when recover is chosen
 
 
 @dataclass
@@ -255,8 +256,11 @@ def _simulate(
             supported=supported,
             faults=rank_faults,
             platform_choice=platform_choice,
+            # No answer at all (no rules, nobody, no scenario answer): ClusterD gives up after 300 s.
+            platform_timed_out=policy.platform_mode and platform_choice is None,
             spare_resources=scenario.spare_resources,
             restart_budget=budget.reschedules_left,
+            rank_table_ready=fault.rank_table_ready,
         )
         steps = engine.plan(inputs, _oracle(fault.attempts))
         consumed = {"reschedules": 0, "in_container_restarts": 0}
