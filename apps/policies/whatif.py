@@ -1,8 +1,11 @@
 """The what-if simulator: rehearse a policy against a sequence of faults before a real one happens.
 
-It runs the same strategy choice and fallback chain as ClusterD (mindcluster.md §3.2, §6.4, §7:
-``apps.simcluster.clusterd.engine``, the pure model the simulated ClusterD also executes), over the
-PodGroup keys the policy renders, and accounts the restart budget across the faults.
+It runs the same strategy choice and fallback chain as ClusterD (``apps.simcluster.clusterd.engine``,
+the pure model read from the MindCluster source that the simulated ClusterD also executes) and
+accounts the restart budget across the faults. ``simulate`` starts from the PodGroup keys a policy
+renders (what ClusterD would snapshot if the job were recreated with it); ``simulate_snapshot``
+starts from the config ClusterD really snapshotted at the job's ``Init`` (the ``InitSuccess`` Event,
+``RecoveryPolicy.describe`` format) or from a PodGroup's labels and annotations.
 """
 
 from __future__ import annotations
@@ -40,8 +43,11 @@ class FaultSpec:
     level: str = ""
     node: str = ""
     code: str = ""
-    attempts: tuple[bool, ...] = ()  # outcome of each attempt; the last repeats; empty = all succeed
+    # Outcome of each attempt (True success, False failure, an int = the agent's ReportRecoverStatus
+    # code, e.g. 406); the last repeats; empty = all succeed.
+    attempts: tuple[bool | int, ...] = ()
     platform_answer: str | None = None  # override the rules' answer in platform mode
+    rank_table_ready: bool = True  # platform mode: RankTableReady is exactly "true" when recover is chosen
 
 
 @dataclass
@@ -58,6 +64,12 @@ def _int(value: Any, where: str, minimum: int = 0, maximum: int = 1_000_000) -> 
     if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
         raise ScenarioError(where, f"must be an integer from {minimum} to {maximum}", [minimum, maximum])
     return value
+
+
+def _is_attempt(value: Any) -> bool:
+    if isinstance(value, bool):
+        return True
+    return isinstance(value, int) and (value == 0 or 400 <= value <= 599)
 
 
 def parse_scenario(raw: Any) -> Scenario:
@@ -84,8 +96,12 @@ def parse_scenario(raw: Any) -> Scenario:
             raise ScenarioError(f"{where}/ranks", "give a non-empty list of global ranks")
         parsed_ranks = tuple(_int(r, f"{where}/ranks", 0, pods * npus - 1) for r in ranks)
         attempts = item.get("attempts", [])
-        if not isinstance(attempts, list) or not all(isinstance(a, bool) for a in attempts):
-            raise ScenarioError(f"{where}/attempts", "a list of booleans: does each recovery attempt succeed")
+        if not isinstance(attempts, list) or not all(_is_attempt(a) for a in attempts):
+            raise ScenarioError(
+                f"{where}/attempts",
+                "a list of booleans (does each recovery attempt succeed) or ClusterD result codes "
+                "(0 success, 400-599 failure, e.g. 405 / 406 / 499 after a retry)",
+            )
         answer = item.get("platform_answer")
         if answer is not None and answer not in ("retry", "recover", "dump", "exit"):
             raise ScenarioError(
@@ -160,14 +176,60 @@ class Budget:
 
 
 def simulate(spec: PolicySpec, scenario: Scenario) -> dict[str, Any]:
-    """Step by step what MindCluster would do for each fault, and the end state."""
+    """Step by step what MindCluster would do for each fault, and the end state, if the job ran with
+    ``spec`` from its creation (the config ClusterD would snapshot at Init)."""
     labels, annotations = podgroup_keys(spec)
     policy = engine.RecoveryPolicy.from_podgroup(labels, annotations)
     supported = (
         scenario.supported if scenario.supported is not None else default_supported(spec, scenario.framework)
     )
     limit = spec.backoff_limit if spec.backoff_limit is not None else (spec.fault_retry_times or None)
-    budget = Budget(reschedules_left=limit, in_container_left=spec.max_restarts)
+    result = _simulate(policy, scenario, supported, limit, spec.max_restarts, spec)
+    return {"podgroup": {"labels": labels, "annotations": annotations}, **result}
+
+
+def simulate_snapshot(
+    snapshot: engine.RecoveryPolicy | dict[str, Any],
+    scenario: Scenario,
+    *,
+    spec: PolicySpec | None = None,
+    restart_limit: int | None = None,
+    max_restarts: int = 0,
+) -> dict[str, Any]:
+    """What MindCluster does for a running job whose Init snapshot is ``snapshot`` (a
+    ``RecoveryPolicy`` or its ``describe()`` dict, as in the ``InitSuccess`` Event). ``spec`` only
+    supplies the platform's decision rules; ``restart_limit`` is the backoffLimit / fault-retry-times
+    the operator read at creation."""
+    policy = (
+        snapshot
+        if isinstance(snapshot, engine.RecoveryPolicy)
+        else engine.RecoveryPolicy.from_description(snapshot)
+    )
+    supported = (
+        scenario.supported
+        if scenario.supported is not None
+        else frozenset(s for s in policy.configured if s in engine.PROCESS_STRATEGIES)
+    )
+    result = _simulate(policy, scenario, supported, restart_limit, max_restarts, spec)
+    return {"snapshot": policy.describe(), **result}
+
+
+def simulate_podgroup(
+    labels: dict[str, str], annotations: dict[str, str], scenario: Scenario, **kw: Any
+) -> dict[str, Any]:
+    """``simulate_snapshot`` from a PodGroup's labels and annotations (what Init would read now)."""
+    return simulate_snapshot(engine.RecoveryPolicy.from_podgroup(labels, annotations), scenario, **kw)
+
+
+def _simulate(
+    policy: engine.RecoveryPolicy,
+    scenario: Scenario,
+    supported: frozenset[str],
+    limit: int | None,
+    max_restarts: int,
+    spec: PolicySpec | None,
+) -> dict[str, Any]:
+    budget = Budget(reschedules_left=limit, in_container_left=max_restarts)
     results = []
     job_state = "running"
     for index, fault in enumerate(scenario.faults):
@@ -187,15 +249,18 @@ def simulate(spec: PolicySpec, scenario: Scenario) -> dict[str, Any]:
             for r in fault.ranks
         )
         platform_choice, platform_note = None, None
-        if spec.platform_mode:
+        if policy.platform_mode:
             platform_choice, platform_note = _platform_answer(spec, fault, index)
         inputs = engine.EngineInput(
             policy=policy,
             supported=supported,
             faults=rank_faults,
             platform_choice=platform_choice,
+            # No answer at all (no rules, nobody, no scenario answer): ClusterD gives up after 300 s.
+            platform_timed_out=policy.platform_mode and platform_choice is None,
             spare_resources=scenario.spare_resources,
             restart_budget=budget.reschedules_left,
+            rank_table_ready=fault.rank_table_ready,
         )
         steps = engine.plan(inputs, _oracle(fault.attempts))
         consumed = {"reschedules": 0, "in_container_restarts": 0}
@@ -216,7 +281,9 @@ def simulate(spec: PolicySpec, scenario: Scenario) -> dict[str, Any]:
                 "fault": index,
                 "fault_type": fault.fault_type,
                 "ranks": list(fault.ranks),
-                "platform": {"answer": platform_choice, "why": platform_note} if spec.platform_mode else None,
+                "platform": {"answer": platform_choice, "why": platform_note}
+                if policy.platform_mode
+                else None,
                 "strategies": engine.chosen_strategies(steps),
                 "steps": [_step_dict(step) for step in steps],
                 "budget_consumed": consumed,
@@ -224,7 +291,6 @@ def simulate(spec: PolicySpec, scenario: Scenario) -> dict[str, Any]:
             }
         )
     return {
-        "podgroup": {"labels": labels, "annotations": annotations},
         "supported": sorted(supported),
         "faults": results,
         "end_state": {
@@ -237,11 +303,11 @@ def simulate(spec: PolicySpec, scenario: Scenario) -> dict[str, Any]:
     }
 
 
-def _oracle(attempts: tuple[bool, ...]) -> Any:
+def _oracle(attempts: tuple[bool | int, ...]) -> Any:
     """Attempt n succeeds as the scenario says; past the list the last answer repeats (as in
     ``sim_fault --recovers``), and an empty list means every attempt succeeds."""
 
-    def outcome(_strategy: str, attempt: int) -> bool:
+    def outcome(_strategy: str, attempt: int) -> bool | int:
         if not attempts:
             return True
         return attempts[min(attempt, len(attempts)) - 1]
@@ -249,9 +315,11 @@ def _oracle(attempts: tuple[bool, ...]) -> Any:
     return outcome
 
 
-def _platform_answer(spec: PolicySpec, fault: FaultSpec, index: int) -> tuple[str, str]:
+def _platform_answer(spec: PolicySpec | None, fault: FaultSpec, index: int) -> tuple[str | None, str]:
     if fault.platform_answer is not None:
         return fault.platform_answer, "answer given in the scenario"
+    if spec is None:
+        return None, "no platform rules given and no answer in the scenario"
     facts = FaultFacts(
         ranks=fault.ranks,
         fault_types=frozenset({fault.fault_type}),
@@ -281,6 +349,7 @@ def _step_dict(step: engine.Step) -> dict[str, Any]:
         "recover_status": step.recover_status,
         "signal": step.signal,
         "change_strategy": step.change_strategy,
+        "extra_params": step.extra_params,
         "pod_ranks": list(step.pod_ranks),
         "duration_s": step.duration_s,
         "code": step.code,

@@ -3,18 +3,25 @@
 What ``ReportRecoverStrategy`` carries depends on how the pods were set up (mindcluster.md §3.3, §4,
 §5, §10.1); ``evaluate_support`` encodes those rules as a pure function over the job, its pods and
 its ``manager.py``, and returns the reasons so a misconfigured job's fallback can be explained.
+
+On the wire the agent speaks its own words: ``retry``, ``recover``, ``dump``, ``downgrade``
+(TaskD forwards MindIO's list unchanged, component/taskd/taskd/python/framework/manager/controller.py:
+239-250; ClusterD matches elastic-training against ``downgrade``, component/clusterd/pkg/common/
+constant/const.go:53). ``agent_report`` gives that list. MindIO itself is closed source, so a test
+can ``script`` what the agent reports and the ReportRecoverStatus code of each attempt.
 """
 
 from __future__ import annotations
 
 import ast
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from apps.cluster import constants as k
 from apps.policies.spec import STRATEGY_SINCE, JobContext, release_at_least
+from apps.simcluster.clusterd.engine import agent_words
 from apps.simcluster.kube import Kube
 from apps.simcluster.operator import job_release
 
@@ -187,6 +194,14 @@ def _check_manager(job: Mapping[str, Any], manager_py: str, report: SupportRepor
         drop(process, message)
 
 
+@dataclass(frozen=True)
+class AgentScript:
+    """A scripted agent: what it reports and the result code of each attempt."""
+
+    supported: frozenset[str] | None
+    results: tuple[bool | int, ...] = ()
+
+
 class TaskdManagers:
     """One simulated TaskD manager per job, evaluated against the live pods and ConfigMap."""
 
@@ -194,6 +209,7 @@ class TaskdManagers:
         self.kube = Kube(kubeconfig_path)
         self._lock = threading.Lock()
         self._announced: set[str] = set()  # job uids whose start-up problems were reported
+        self._scripts: dict[str, AgentScript] = {}  # job uid → scripted agent answers
 
     def close(self) -> None:
         self.kube.close()
@@ -214,9 +230,44 @@ class TaskdManagers:
         return evaluate_support(job, pods, self.manager_source(job))
 
     def supported_strategies(self, job: Mapping[str, Any]) -> tuple[set[str], list[str]]:
-        """What ``ReportRecoverStrategy`` would carry for ``job``, and why anything is missing."""
+        """The strategies (product names) the job's agent can run, and why anything is missing."""
         result = self.report(job)
         return set(result.supported), list(result.reasons)
+
+    def agent_report(self, job: Mapping[str, Any]) -> tuple[set[str], list[str]]:
+        """What ``ReportRecoverStrategy`` carries, in the agent's words (retry/recover/dump/downgrade)."""
+        script = self.script_for(job["metadata"]["uid"])
+        if script is not None and script.supported is not None:
+            return set(script.supported), ["scripted agent"]
+        supported, reasons = self.supported_strategies(job)
+        return set(agent_words(supported)), reasons
+
+    # --- scripted agent (MindIO is closed source) ---------------------------------------------------
+    def script(
+        self,
+        job_uid: str,
+        *,
+        supported: Iterable[str] | None = None,
+        results: Sequence[bool | int] | None = None,
+    ) -> None:
+        """Make job ``job_uid``'s agent report ``supported`` (agent words or product names) and, for
+        attempt n of a fault event, ``results[n-1]`` (True / 0 success, False default failure, an int
+        = that code; the last entry repeats)."""
+        with self._lock:
+            self._scripts[job_uid] = AgentScript(
+                frozenset(agent_words(supported)) if supported is not None else None,
+                tuple(results) if results else (),
+            )
+
+    def script_for(self, job_uid: str) -> AgentScript | None:
+        with self._lock:
+            return self._scripts.get(job_uid)
+
+    def scripted_result(self, job_uid: str, strategy: str, attempt: int) -> bool | int | None:
+        script = self.script_for(job_uid)
+        if script is None or not script.results:
+            return None
+        return script.results[min(attempt, len(script.results)) - 1]
 
     def start_manager(self, job: dict[str, Any]) -> SupportReport | None:
         """The manager starts with the job: report its start-up problems once as Warning Events.

@@ -111,9 +111,11 @@ def test_simulate_a_draft_step_by_step(world: World) -> None:
     result = body.json()
     first, second = result["faults"]
     assert first["strategies"] == ["retry"] and first["outcome"] == "recovered-by-retry"
-    assert second["strategies"] == ["recover", "dump", "exit"]
+    # Issue 13: after dump ClusterD sends dump-exit and waits for Volcano; no exit choice, no pause
+    # (controller.go:1446-1458).
+    assert second["strategies"] == ["recover", "dump"]
     assert second["outcome"] == "pod-rescheduled"
-    assert any(step["label_changes"] == {"process-recover-enable": "pause"} for step in second["steps"])
+    assert any(step["extra_params"] == "dump_exit" for step in second["steps"])
     assert all(step["reason"] for step in second["steps"])
     assert result["end_state"] == {**result["end_state"], "reschedules_used": 1, "reschedules_left": 4}
 

@@ -3,6 +3,11 @@
 The what-if answer is computed without a cluster; the simulated ClusterD runs the real flow against
 the API emulator (operator-made PodGroup, TaskD-reported strategies from the pods' env and ports) and
 is observed only through what it writes: its ``StrategyChosen`` Events, in resourceVersion order.
+
+Not evidence on its own (issue 13): both sides call the same ``engine.plan``, so this property only
+shows that the controller executes the engine faithfully and that the what-if feeds it the same
+inputs (snapshot, agent words, faults). Whether ``engine.plan`` itself matches MindCluster is shown by
+``tests/conformance/``, whose expected outcomes are written by hand from the Go source, line by line.
 """
 
 from __future__ import annotations

@@ -78,7 +78,8 @@ PATHS = [
             kinds.TRAINING_EXITED,
             kinds.JOB_RESCHEDULED,
         ],
-        ["dump", "exit", "job-rescheduling"],
+        # Issue 13: after dump ClusterD sends dump-exit, it does not choose exit (controller.go:1446-1458).
+        ["dump", "job-rescheduling"],
         Incident.Outcome.RESCHEDULED,
         sources=frozenset({"reschedule-reason", "ascendjob"}),
     ),

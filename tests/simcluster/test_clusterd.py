@@ -99,21 +99,20 @@ def test_normal_fault_with_retry_recover_dump_is_recovered_and_the_pod_migrates(
     assert worker["metadata"]["labels"]["version"] == "0"
 
 
-def test_recover_failing_falls_to_dump_then_exit_with_pause_label(sim, kube) -> None:
+def test_recover_failing_falls_to_dump_then_dump_exit_and_rescheduling(sim, kube) -> None:
+    # Issue 13 changed this: after a failed recover ClusterD goes dump → dump-exit signal and waits
+    # for Volcano (controller.go:1153-1158, 1446-1458); it writes dump-failed, no exit-completed, and
+    # only fault-retry pauses the label (controller.go:1534-1566).
     job = create_job(kube, make_job("cd-fail"))
     recorder = LabelRecorder(kube, job)
     sim.inject_fault("default", "cd-fail", rank=1, fault_type="normal", recovers=False)
     assert sim.wait_idle(20)
     labels = recorder.stop(kube, job)
-    assert chosen(kube, job) == ["recover", "dump", "exit"]
-    assert labels == ["on", "pause", "on"]
+    assert chosen(kube, job) == ["recover", "dump"]
+    assert labels == ["on"]
     reasons = event_reasons(kube, job)
-    assert (
-        reasons.index("ProcessRecoverPaused")
-        < reasons.index("JobRescheduled")
-        < reasons.index("ProcessRecoverResumed")
-    )
-    assert pg_annotation(kube, job, k.ANNOTATION_RECOVER_STATUS) == "exit-completed"
+    assert reasons.index("ProcessExited") < reasons.index("JobRescheduled")
+    assert pg_annotation(kube, job, k.ANNOTATION_RECOVER_STATUS) == "dump-failed"
     assert {p["metadata"]["labels"]["version"] for p in kube.list_job_pods("default", "cd-fail")} == {"1"}
     job = kube.get_job("default", "cd-fail")
     types = [(c["type"], c["status"], c["reason"]) for c in job["status"]["conditions"]]
@@ -221,7 +220,10 @@ def answer_platform(kube, job, strategy: str, clear_after: bool = False) -> thre
 @pytest.mark.parametrize(("strategy", "fault"), [("retry", "uce"), ("recover", "uce"), ("dump", "normal")])
 def test_platform_mode_waits_and_accepts_the_answer(sim, kube, strategy: str, fault: str) -> None:
     name = f"cd-plat-{strategy}"
-    job = create_job(kube, make_job(name, annotations={k.ANNOTATION_PLATFORM_STRATEGY: ""}))
+    annotations = {k.ANNOTATION_PLATFORM_STRATEGY: ""}
+    if strategy == "recover":  # recover waits for RankTableReady exactly "true" (controller.go:1219-1233)
+        annotations[k.ANNOTATION_RANK_TABLE_READY] = "true"
+    job = create_job(kube, make_job(name, annotations=annotations))
     platform = answer_platform(kube, job, strategy)
     sim.inject_fault("default", name, rank=1, fault_type=fault, recovers=True)
     assert sim.wait_idle(20)
@@ -239,7 +241,12 @@ def test_platform_mode_times_out_with_508_then_exits(sim, kube) -> None:
     assert time.monotonic() - started >= 300 / 500  # the full (scaled) 300 s wait
     text = events_text(kube, job)
     assert "WaitPlatStrategyTimeout" in text and "508" in text
-    assert chosen(kube, job) == ["exit"]
+    # Issue 13: 508 → fault-retry (pause, dump-exit, re-enable), no strategy chosen and no
+    # exit-completed (controller.go:1534-1566).
+    assert chosen(kube, job) == []
+    reasons = event_reasons(kube, job)
+    assert reasons.index("ProcessRecoverPaused") < reasons.index("ProcessRecoverResumed")
+    assert pg_annotation(kube, job, k.ANNOTATION_RECOVER_STATUS) is None
 
 
 def test_platform_mode_refuses_to_overwrite_uncleared_confirm_fault(sim, kube) -> None:

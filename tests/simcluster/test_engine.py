@@ -95,7 +95,7 @@ def test_hccl_fault_is_retry_type_too() -> None:
 def test_retry_recover_dump_with_normal_fault_chooses_recover() -> None:
     decision = first_choice(inputs("retry,recover,dump", NORMAL))
     assert decision.strategy == "recover"
-    assert "rule 3" in decision.reason
+    assert "controller.go:1108-1119" in decision.reason  # chooseForRestartProcessFail
 
 
 def test_a_mixed_event_is_not_retry_type() -> None:
@@ -136,35 +136,52 @@ def test_elastic_training_with_rescheduling_only_without_spare_resources() -> No
 def test_dump_alone_on_unhealthy_job_goes_straight_to_dump() -> None:
     decision = first_choice(inputs("dump", NODE))
     assert decision.strategy == "dump"
-    assert "DumpForFaultEvent" in decision.reason
+    assert "DumpForFault" in decision.reason and "controller.go:430-470" in decision.reason
 
 
 def test_dump_alone_on_healthy_job_is_plain_rule_5() -> None:
     decision = first_choice(inputs("dump", BUSINESS))
-    assert decision.strategy == "dump" and "rule 5" in decision.reason
+    assert decision.strategy == "dump" and "controller.go:1108-1119" in decision.reason
 
 
 def test_strategy_must_be_supported_by_taskd() -> None:
+    # Retry is first without asking the agent; an agent without retry sends ClusterD to dump/exit
+    # (controller.go:1164-1183).
     decision = first_choice(inputs("retry,recover,dump", UCE, supported=frozenset({"exit"})))
     assert decision.strategy == "exit"
-    assert "supported=['exit']" in decision.reason
+    assert "agent reports=[]" in decision.reason
+    no_retry = frozenset({"recover", "dump"})
+    assert first_choice(inputs("retry,recover,dump", UCE, supported=no_retry)).strategy == "dump"
+
+
+def test_agent_words_map_to_product_strategies() -> None:
+    # The agent says recover / downgrade (controller.go:376-401, const.go:53).
+    words = frozenset({"recover", "downgrade"})
+    assert first_choice(inputs("recover-in-place", BUSINESS, supported=words)).strategy == "recover-in-place"
+    scale_in = inputs("elastic-training", NORMAL, supported=words, fault_scheduling="off")
+    assert first_choice(scale_in).strategy == "elastic-training"
 
 
 # --- fallback ---------------------------------------------------------------------------------------
-def test_recover_failing_goes_to_dump_then_exit_and_pauses_the_label() -> None:
+def test_recover_failing_goes_to_dump_then_dump_exit_without_pause() -> None:
+    # Issue 13: dump (saved or not) ends in the dump-exit signal, no exit-completed, and only
+    # fault-retry pauses the label (controller.go:1446-1458, 1534-1566).
     steps = plan(inputs("retry,recover,dump", NORMAL), always(False))
-    assert chosen_strategies(steps) == ["recover", "dump", "exit"]
+    assert chosen_strategies(steps) == ["recover", "dump"]
     kinds = [s.kind for s in steps]
-    assert kinds.index(StepKind.PAUSE) < kinds.index(StepKind.JOB_RESCHEDULE) < kinds.index(StepKind.RESUME)
-    pause = next(s for s in steps if s.kind == StepKind.PAUSE)
-    assert pause.label_changes == {"process-recover-enable": "pause"}
+    assert StepKind.PAUSE not in kinds
+    assert kinds.index(StepKind.DUMP_EXIT) < kinds.index(StepKind.JOB_RESCHEDULE)
+    dump_exit = next(s for s in steps if s.kind == StepKind.DUMP_EXIT)
+    assert (dump_exit.change_strategy, dump_exit.extra_params) == ("exit", "dump_exit")
     statuses = [s.recover_status for s in steps if s.recover_status]
-    assert statuses == ["recover-failed", "dump-failed", "exit-completed"]
+    assert statuses == ["recover-failed", "dump-failed"]
 
 
 def test_retry_failing_walks_the_whole_fallback_chain() -> None:
+    # retry fails (405 by default) → re-flush → in-place; in-place reports as recover, so its failure
+    # goes to dump (controller.go:1137-1158).
     steps = plan(inputs("retry,recover-in-place,recover,dump", UCE), always(False))
-    assert chosen_strategies(steps) == ["retry", "recover-in-place", "exit"]
+    assert chosen_strategies(steps) == ["retry", "recover-in-place", "dump"]
 
 
 def test_retry_failed_then_recover_succeeds() -> None:
@@ -219,10 +236,13 @@ def test_platform_mode_only_uses_strategies_equal_to_the_choice() -> None:
     assert decision.strategy == "exit"
 
 
-def test_platform_timeout_is_508_then_exit() -> None:
+def test_platform_timeout_is_508_then_fault_retry() -> None:
     steps = plan(inputs("retry,recover", UCE, platform=True, platform_timed_out=True), always(True))
     assert steps[0].kind == StepKind.PLATFORM_TIMEOUT and steps[0].code == 508
-    assert chosen_strategies(steps) == ["exit"]
+    assert chosen_strategies(steps) == []
+    kinds = [s.kind for s in steps]
+    assert kinds[1:3] == [StepKind.PAUSE, StepKind.DUMP_EXIT] and StepKind.RESUME in kinds
+    assert all(s.recover_status is None for s in steps)  # no exit-completed after 508
 
 
 def test_plan_is_deterministic() -> None:

@@ -117,11 +117,15 @@ def test_manager_config_with_string_counts_fails_init() -> None:
 # --- end to end ------------------------------------------------------------------------------------------
 def test_dump_without_ttp_port_falls_back_to_exit_and_rescheduling(sim, kube) -> None:
     job = create_job(kube, make_job("td-nottp", release="7.3", strategies="dump", ttp=False))
-    sim.inject_fault("default", "td-nottp", rank=1, fault_type="normal", level="SeparateNPU", recovers=True)
+    # A Healthy job (RestartRequest): with SeparateNPU the job would be UnHealthy and a dump-only
+    # config goes straight to dump without asking the agent (controller.go:430-470).
+    sim.inject_fault(
+        "default", "td-nottp", rank=1, fault_type="normal", level="RestartRequest", recovers=True
+    )
     assert sim.wait_idle(20)
     text = events_text(kube, job)
     assert "MindIOControllerNotStarted" in text
-    assert "StrategyChosen: exit" in text and "supported=['exit']" in text
+    assert "StrategyChosen: exit" in text and "agent reports=[]" in text
     assert "JobRescheduled" in text
     assert sim.taskd.supported_strategies(job)[0] == {"exit"}
 

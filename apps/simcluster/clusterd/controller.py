@@ -1,10 +1,18 @@
 """Simulated ClusterD: runs the pure engine against live objects and writes what the real one writes.
 
-Per fault (mindcluster.md §7.1): flush (``reset-config-<job>``), platform handshake when the PodGroup
-has ``ProcessRecoverStrategy`` (§6.4), ask TaskD what it supports, ``engine.plan``, then execute each
-step: Events on the AscendJob, ``ProcessRecoverStatus`` and ``process-recover-enable`` on the PodGroup,
-pod migration / Pod- / Job-level rescheduling with the ``version`` label bumped, the
-``job-reschedule-reason`` history, the restart budget, and AscendJob conditions.
+``Init`` (called by the job's agent when its pods start, or by a real client over gRPC) snapshots the
+recovery config from the PodGroup once, like ``GetRecoverBaseInfo`` at the first ``Init``
+(fault_recover_service.go:570-592); the snapshot lives until the PodGroup is deleted
+(fault_recover_service.go:68-74). Each snapshot is published as a Kubernetes Event on the PodGroup,
+reason ``InitSuccess`` (or ``ProcessRecoverEnableOff`` for a refused Init, code 403), message
+``job(uid=<uid>) init success; config=<JSON>`` with the keys of ``RecoveryPolicy.describe``.
+
+Per fault: flush (``reset-config-<job>``), platform handshake when the snapshot says platform mode,
+ask the agent what it supports, ``engine.plan`` over the snapshot, then execute each step: Events on
+the AscendJob, ``ProcessRecoverStatus`` and ``process-recover-enable`` on the PodGroup, pod
+migration / Pod- / Job-level rescheduling with the ``version`` label bumped, the
+``job-reschedule-reason`` history, the restart budget, and AscendJob conditions. Live keys
+(``wait-reschedule-timeout``, the platform's answers, ``RankTableReady``) are read at fault time.
 """
 
 from __future__ import annotations
@@ -52,6 +60,9 @@ KEY_REMAIN_RETRY: Final = "remain-retry-times"
 KEY_RESCHEDULE_RECORDS: Final = "recent-reschedule-records"
 MAX_RESCHEDULE_RECORDS: Final = 10
 COMPONENT: Final = "clusterd"
+EVENT_INIT: Final = "InitSuccess"
+EVENT_INIT_REFUSED: Final = "ProcessRecoverEnableOff"
+INIT_MESSAGE_PREFIX: Final = "init success; config="
 
 TOPIC_FAULT: Final = "fault"
 TOPIC_JOB: Final = "job"
@@ -91,6 +102,40 @@ class ActiveFault:
     started: float = field(default_factory=time.monotonic)
 
 
+@dataclass(frozen=True)
+class InitRecord:
+    """What one ``Init`` call read: code 0 and the snapshot, or 403 and what it refused on."""
+
+    code: int
+    policy: RecoveryPolicy
+    podgroup_uid: str = ""
+    at: float = field(default_factory=time.time)
+
+    @property
+    def accepted(self) -> bool:
+        return self.code == engine.CODE_OK
+
+
+def init_event_message(uid: str, record: InitRecord) -> str:
+    """The Event message for an Init: fixed prefix, then the snapshot as sorted JSON."""
+    config = json.dumps(record.policy.describe(), sort_keys=True)
+    if record.accepted:
+        return f"job(uid={uid}) {INIT_MESSAGE_PREFIX}{config}"
+    return f"job(uid={uid}) init refused (code {record.code}); config={config}"
+
+
+def parse_init_event(message: str) -> dict[str, Any] | None:
+    """The snapshotted config from an ``InitSuccess`` Event message (for the product's reader)."""
+    _, sep, rest = message.partition(INIT_MESSAGE_PREFIX)
+    if not sep:
+        return None
+    try:
+        value = json.loads(rest)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 @dataclass
 class JobRecord:
     """What ClusterD remembers about a job (for summaries and the Recover service)."""
@@ -128,12 +173,14 @@ class ClusterD:
         self._lock = threading.RLock()
         self._idle = threading.Condition(self._lock)
         self._busy = 0
-        self._queues: dict[str, queue.Queue[FaultSpec]] = {}
+        self._queues: dict[str, queue.Queue[list[FaultSpec]]] = {}
         self._workers: dict[str, threading.Thread] = {}
         self._faults: dict[str, list[ActiveFault]] = {}  # job uid → active faults
         self.jobs: dict[str, JobRecord] = {}  # job uid → record
         self._reschedules: dict[str, int] = {}  # job uid → reschedules done
         self._informer: Informer | None = None
+        self._pg_informer: Informer | None = None
+        self._inits: dict[str, InitRecord] = {}  # job uid → what its Init read (the snapshot)
         self.history: list[tuple[str, list[Step]]] = []  # (fault id, steps) for tests and what-if
 
     # --- lifecycle ----------------------------------------------------------------------------------
@@ -141,7 +188,12 @@ class ClusterD:
         self.kube.ensure_namespace(VOLCANO_NAMESPACE)
         self._informer = Informer("clusterd-jobs", self.kube.list_jobs, self._on_job, self._stop)
         self._informer.start()
+        self._pg_informer = Informer(
+            "clusterd-podgroups", self.kube.list_podgroups, self._on_podgroup, self._stop
+        )
+        self._pg_informer.start()
         self._informer.synced.wait(10)
+        self._pg_informer.synced.wait(10)
 
     def request_stop(self) -> None:
         """Ask the informer and workers to stop without waiting."""
@@ -149,8 +201,9 @@ class ClusterD:
 
     def stop(self) -> None:
         self._stop.set()
-        if self._informer:
-            self._informer.join(timeout=5)
+        for informer in (self._informer, self._pg_informer):
+            if informer:
+                informer.join(timeout=5)
         for worker in list(self._workers.values()):
             worker.join(timeout=5)
         self.kube.close()
@@ -185,6 +238,72 @@ class ClusterD:
             self.hub.publish(TOPIC_JOB, self.summary(record, "add"))
         if status == "running":
             self.taskd.start_manager(job)
+            if changed:
+                # The agent calls Init when the training processes start (and again on every restart);
+                # only the first successful one reads the config.
+                self.init_job(uid)
+
+    def _on_podgroup(self, event_type: str, podgroup: dict[str, Any]) -> None:
+        """DeleteJob on PodGroup deletion: the snapshot goes, the next Init reads again."""
+        if event_type != "DELETED":
+            return
+        owner = next(iter(podgroup.get("metadata", {}).get("ownerReferences") or []), {})
+        uid = owner.get("uid")
+        with self._lock:
+            record = self._inits.get(uid or "")
+            if record is not None and record.podgroup_uid in ("", podgroup["metadata"].get("uid")):
+                self._inits.pop(uid, None)
+
+    # --- Init: the recovery-config snapshot ---------------------------------------------------------
+    def init_job(self, uid: str) -> tuple[int, str]:
+        """``Recover/Init`` for job ``uid``: (code, info), like fault_recover_service.go:570-592.
+
+        The first accepted Init snapshots the PodGroup's recovery config; later calls return OK without
+        reading. A refused Init (403, process-recover-enable not on and no hotSwitch) stores nothing
+        that sticks: the next Init reads the PodGroup again."""
+        with self._lock:
+            current = self._inits.get(uid)
+            record = self.jobs.get(uid)
+        if current is not None and current.accepted:
+            return engine.CODE_OK, f"job(uid={uid}) init success"
+        if record is None:
+            return 402, f"job {uid!r} does not exist"
+        podgroup = self.kube.get_podgroup(record.namespace, f"{record.name}-{uid}")
+        if podgroup is None:
+            return 502, f"job(uid={uid}) has no PodGroup"
+        meta = podgroup["metadata"]
+        policy = RecoveryPolicy.from_podgroup(meta.get("labels") or {}, meta.get("annotations") or {})
+        code = engine.CODE_OK if policy.init_accepted else engine.CODE_PROCESS_RECOVER_ENABLE_OFF
+        new = InitRecord(code, policy, meta.get("uid", ""))
+        with self._lock:
+            current = self._inits.get(uid)
+            if current is not None and current.accepted:  # another caller won the race
+                return engine.CODE_OK, f"job(uid={uid}) init success"
+            self._inits[uid] = new
+        if current is None or current != new:
+            self.kube.event(
+                podgroup,
+                EVENT_INIT if new.accepted else EVENT_INIT_REFUSED,
+                init_event_message(uid, new),
+                type_="Normal" if new.accepted else "Warning",
+                component=COMPONENT,
+            )
+        if new.accepted:
+            return engine.CODE_OK, f"job(uid={uid}) init success"
+        return code, (
+            f"job(uid={uid}) process-recover-enable and subhealthy hotswitch not open "
+            f"(ProcessRecoverEnableOff)"
+        )
+
+    def init_record(self, uid: str) -> InitRecord | None:
+        """What the job's last Init read (accepted or refused), or None if no Init happened."""
+        with self._lock:
+            return self._inits.get(uid)
+
+    def init_snapshot(self, uid: str) -> RecoveryPolicy | None:
+        """The recovery config ClusterD snapshotted at the job's first accepted Init, if any."""
+        record = self.init_record(uid)
+        return record.policy if record is not None and record.accepted else None
 
     def summary(self, record: JobRecord, operator: str) -> dict[str, str]:
         """A ``JobSummarySignal`` as a dict (the gRPC layer turns it into the message)."""
@@ -223,21 +342,25 @@ class ClusterD:
         self.hub.publish(TOPIC_FAULT, (uid, list(faults)), update=update)
 
     # --- injection ----------------------------------------------------------------------------------
-    def inject(self, spec: FaultSpec) -> str:
-        """Queue ``spec`` for its job's recovery worker; raises ``UnknownJobError`` for unknown jobs/ranks."""
+    def inject(self, spec: FaultSpec, *more: FaultSpec) -> str:
+        """Queue one fault event (``spec`` plus ``more`` faults of the same job, flushed together) for
+        its job's recovery worker; raises ``UnknownJobError`` for unknown jobs/ranks."""
         job = self.kube.get_job(spec.namespace, spec.job)
         if job is None:
             raise UnknownJobError(f"job {spec.namespace}/{spec.job} not found")
         slots = pod_slots(job)
-        if spec.rank >= len(slots):
-            raise UnknownJobError(
-                f"job {spec.namespace}/{spec.job} has no pod rank {spec.rank} (it has {len(slots)} pods)"
-            )
+        for item in (spec, *more):
+            if (item.namespace, item.job) != (spec.namespace, spec.job):
+                raise UnknownJobError("all faults of one event must belong to the same job")
+            if item.rank >= len(slots):
+                raise UnknownJobError(
+                    f"job {spec.namespace}/{spec.job} has no pod rank {item.rank} (it has {len(slots)} pods)"
+                )
         uid = job["metadata"]["uid"]
         with self._lock:
             self._busy += 1
             work = self._queues.setdefault(uid, queue.Queue())
-            work.put(spec)
+            work.put([spec, *more])
             worker = self._workers.get(uid)
             if worker is None or not worker.is_alive():
                 worker = threading.Thread(
@@ -262,7 +385,7 @@ class ClusterD:
         work = self._queues[uid]
         while not self._stop.is_set():
             try:
-                spec = work.get(timeout=0.2)
+                specs = work.get(timeout=0.2)
             except queue.Empty:
                 with self._lock:
                     if work.empty():
@@ -270,21 +393,21 @@ class ClusterD:
                         return
                 continue
             try:
-                self.handle_fault(spec)
+                self.handle_fault(*specs)
             except Exception:
-                log.exception("ClusterD failed to handle %s", spec.id)
+                log.exception("ClusterD failed to handle %s", [s.id for s in specs])
             finally:
                 with self._idle:
                     self._busy -= 1
                     self._idle.notify_all()
 
     # --- one fault event ----------------------------------------------------------------------------
-    def handle_fault(self, spec: FaultSpec) -> list[Step]:
-        """Run the whole §7.1 flow for one injected fault; returns the steps taken."""
+    def handle_fault(self, spec: FaultSpec, *more: FaultSpec) -> list[Step]:
+        """Run the whole flow for one fault event (one or more faults of one job); returns the steps."""
         job = self.kube.get_job(spec.namespace, spec.job)
         if job is None:
             return []
-        run = _FaultRun(self, job, spec)
+        run = _FaultRun(self, job, [spec, *more])
         return run.execute()
 
     def restart_budget(self, job: Mapping[str, Any]) -> int | None:
@@ -327,12 +450,13 @@ class ClusterD:
 class _FaultRun:
     """Executes one fault event for one job (kept separate so state stays local to the event)."""
 
-    def __init__(self, clusterd: ClusterD, job: dict[str, Any], spec: FaultSpec) -> None:
+    def __init__(self, clusterd: ClusterD, job: dict[str, Any], specs: list[FaultSpec]) -> None:
         self.cd = clusterd
         self.kube = clusterd.kube
         self.clock = clusterd.clock
         self.job = job
-        self.spec = spec
+        self.specs = specs
+        self.spec = specs[0]  # the event's id, outcome and kind come from the first fault
         meta = job["metadata"]
         self.namespace = meta.get("namespace", "default")
         self.name = meta["name"]
@@ -340,6 +464,8 @@ class _FaultRun:
         self.pg_name = podgroup_name(job)
         self.reset_state: dict[str, Any] = {}
         self.active: ActiveFault | None = None
+        self.actives: list[ActiveFault] = []
+        self.per_pod = 1
 
     # --- helpers ------------------------------------------------------------------------------------
     def event(self, reason: str, message: str, warning: bool = False) -> None:
@@ -379,21 +505,40 @@ class _FaultRun:
         self.write_reset(RankList=ranks)
 
     def signal(
-        self, signal_type: str, actions: list[str], change_strategy: str = "", timeout: int = 0
+        self,
+        signal_type: str,
+        actions: list[str] | tuple[str, ...],
+        change_strategy: str = "",
+        timeout: int = 0,
+        extra_params: str = "",
+        retry_only: bool = False,
     ) -> None:
-        fault = self.active.rank_fault if self.active else None
+        ranks = self.fault_ranks(retry_only)
         message = {
             "uuid": str(uuid.uuid4()),
             "jobId": self.uid,
             "signalType": signal_type,
-            "actions": actions,
-            "faultRanks": [{"rankId": str(fault.rank), "faultType": fault.fault_type}] if fault else [],
+            "actions": list(actions),
+            "faultRanks": ranks,
             "changeStrategy": change_strategy,
             "timeout": timeout,
-            "nodeRankIds": [str(fault.pod_rank)] if fault else [],
-            "extraParams": json.dumps({"scale-in-strategy": "DP"}) if change_strategy == "downgrade" else "",
+            "nodeRankIds": [str(r) for r in sorted({f.rank_fault.pod_rank for f in self.actives})],
+            "extraParams": extra_params,
         }
         self.cd.hub.publish(topic_process(self.uid), message)
+
+    def fault_ranks(self, retry_only: bool = False) -> list[dict[str, str]]:
+        """FaultRank list of a signal: retry-type faults alone go out as they are (controller.go:870-886);
+        otherwise every rank of every faulty pod, typed NormalFaultType "1" (controller.go:903-925)."""
+        faults = [f.rank_fault for f in self.actives]
+        if retry_only or all(f.fault_type in engine.RETRY_FAULT_TYPES and not f.node_fault for f in faults):
+            return [{"rankId": str(f.rank), "faultType": f.fault_type} for f in faults]
+        pods = sorted({f.pod_rank for f in faults})
+        return [
+            {"rankId": str(pod * self.per_pod + i), "faultType": engine.FAULT_OTHER}
+            for pod in pods
+            for i in range(self.per_pod)
+        ]
 
     def set_condition(self, type_: str, reason: str, message: str) -> None:
         fresh = self.kube.get_job(self.namespace, self.name) or self.job
@@ -407,54 +552,60 @@ class _FaultRun:
         )
 
     # --- the flow -----------------------------------------------------------------------------------
-    def execute(self) -> list[Step]:
-        pods = self.kube.list_job_pods(self.namespace, self.name)
+    def rank_fault(self, spec: FaultSpec, pods: list[dict[str, Any]]) -> ActiveFault:
         pod = next(
             (
                 p
                 for p in pods
-                if p["metadata"].get("annotations", {}).get(ANNOTATION_RANK_INDEX) == str(self.spec.rank)
+                if p["metadata"].get("annotations", {}).get(ANNOTATION_RANK_INDEX) == str(spec.rank)
             ),
             None,
         )
         node = (pod or {}).get("spec", {}).get("nodeName", "")
-        slot = pod_slots(self.job)[self.spec.rank]
+        slot = pod_slots(self.job)[spec.rank]
         per_pod = max(1, npus_per_pod(self.job, slot.role))
+        self.per_pod = per_pod
         rank_fault = RankFault(
-            rank=self.spec.rank * per_pod + min(self.spec.device, per_pod - 1),
-            pod_rank=self.spec.rank,
+            rank=spec.rank * per_pod + min(spec.device, per_pod - 1),
+            pod_rank=spec.rank,
             node=node,
-            fault_type=self.spec.fault_type,
-            level=self.spec.effective_level,
-            code=self.spec.effective_code,
-            node_fault=self.spec.node_fault,
+            fault_type=spec.fault_type,
+            level=spec.effective_level,
+            code=spec.effective_code,
+            node_fault=spec.node_fault,
         )
-        self.active = ActiveFault(
-            self.spec, self.uid, node, (pod or {}).get("status", {}).get("hostIP", ""), rank_fault
-        )
+        return ActiveFault(spec, self.uid, node, (pod or {}).get("status", {}).get("hostIP", ""), rank_fault)
+
+    def execute(self) -> list[Step]:
+        pods = self.kube.list_job_pods(self.namespace, self.name)
+        self.actives = [self.rank_fault(spec, pods) for spec in self.specs]
+        self.active = self.actives[0]
+        rank_faults = tuple(f.rank_fault for f in self.actives)
         with self.cd._lock:
             current = list(self.cd._faults.get(self.uid, []))
-        self.cd._set_faults(self.uid, [*current, self.active])
-        what = (
-            f"{self.spec.kind} fault (code {rank_fault.code or '-'}, level {rank_fault.level or 'business'})"
-        )
-        self.event(
-            "FaultDetected",
-            f"{what} on pod rank {self.spec.rank} (process rank {rank_fault.rank}, "
-            f"node {node}) [{self.spec.id}]",
-            warning=True,
-        )
+        self.cd._set_faults(self.uid, [*current, *self.actives])
+        for active in self.actives:
+            fault = active.rank_fault
+            what = f"{active.spec.kind} fault (code {fault.code or '-'}, level {fault.level or 'business'})"
+            self.event(
+                "FaultDetected",
+                f"{what} on pod rank {active.spec.rank} (process rank {fault.rank}, "
+                f"node {active.node}) [{active.spec.id}]",
+                warning=True,
+            )
         self.write_reset(
             RankList=[
                 {
-                    "RankId": str(rank_fault.rank),
-                    "LogicId": str(self.spec.device),
+                    "RankId": str(f.rank),
+                    "LogicId": str(a.spec.device),
                     "Status": "unrecovered",
-                    "Policy": _RESET_POLICY.get(rank_fault.level, "restart"),
-                    "InitialPolicy": _RESET_POLICY.get(rank_fault.level, "restart"),
-                    "ErrorCode": int(rank_fault.code, 16) if rank_fault.code else 0,
-                    "ErrorCodeHex": rank_fault.code,
+                    "Policy": _RESET_POLICY.get(f.level, "restart"),
+                    "InitialPolicy": _RESET_POLICY.get(f.level, "restart"),
+                    "ErrorCode": int(f.code, 16) if f.code else 0,
+                    "ErrorCodeHex": f.code,
                 }
+                for a in self.actives
+                for f in (a.rank_fault,)
             ],
             FaultFlushing=True,
             RestartFaultProcess=False,
@@ -462,35 +613,39 @@ class _FaultRun:
             RetryTime=0,
             GracefulExit=0,
         )
-        podgroup = self.podgroup() or {"metadata": self.job["metadata"]}
-        pg_meta = podgroup["metadata"]
-        policy = RecoveryPolicy.from_podgroup(pg_meta.get("labels") or {}, pg_meta.get("annotations") or {})
+        policy = self.snapshot_policy()
         supported: frozenset[str] = frozenset()
         platform_choice: str | None = None
         timed_out = False
-        if policy.process_recovery_on and policy.process_strategies:
-            self.signal("stopTrain", ["stop_train"], timeout=900)
-            self.sleep(engine.PHASE_SECONDS["detect"])
-            self.signal("globalFault", ["on_global_rank"])
+        table_ready = True
+        if policy.init_accepted:
             if policy.platform_mode:
-                platform_choice, timed_out = self.platform_handshake(rank_fault)
-            support, reasons = self.cd.taskd.supported_strategies(self.job)
-            supported = frozenset(support)
-            if reasons:
-                self.event(
-                    "TaskDStrategies",
-                    f"TaskD reports {sorted(supported) or 'nothing'}; " + "; ".join(reasons),
-                )
+                # The standing answer is awaited before anything is stopped (controller.go:664-674).
+                platform_choice, timed_out = self.platform_handshake(self.active.rank_fault)
+            if not timed_out:
+                self.signal("stopTrain", ["stop_train"], timeout=900)
+                self.sleep(engine.PHASE_SECONDS["detect"])
+                self.signal("globalFault", ["on_global_rank"])
+                support, reasons = self.cd.taskd.agent_report(self.job)
+                supported = frozenset(support)
+                if reasons:
+                    self.event(
+                        "TaskDStrategies",
+                        f"TaskD reports {sorted(supported) or 'nothing'}; " + "; ".join(reasons),
+                    )
+                if policy.platform_mode and platform_choice == "recover" and "recover" in policy.configured:
+                    table_ready = self.rank_table_ready()
         inputs = EngineInput(
             policy=policy,
             supported=supported,
-            faults=(rank_fault,),
+            faults=rank_faults,
             platform_choice=platform_choice,
             platform_timed_out=timed_out,
             spare_resources=self.cd.spare_resources,
             restart_budget=self.cd.restart_budget(self.job),
+            rank_table_ready=table_ready,
         )
-        steps = engine.plan(inputs, lambda strategy, attempt: self.spec.outcome(attempt, self.cd.rng))
+        steps = engine.plan(inputs, self.outcome)
         with self.cd._lock:
             self.cd.history.append((self.spec.id, steps))
         for step in steps:
@@ -498,6 +653,38 @@ class _FaultRun:
                 break
             self.run_step(step, inputs)
         return steps
+
+    def snapshot_policy(self) -> RecoveryPolicy:
+        """The Init snapshot; if the agent's Init has not reached ClusterD yet, it happens now."""
+        record = self.cd.init_record(self.uid)
+        if record is None:
+            self.cd.init_job(self.uid)
+            record = self.cd.init_record(self.uid)
+        if record is not None:
+            return record.policy
+        # No job record or PodGroup: nothing was initialised, so only Volcano acts on the fault.
+        return RecoveryPolicy(process_recover_enable="")
+
+    def outcome(self, strategy: str, attempt: int) -> bool | int:
+        """What the agent reports for this attempt: a scripted agent's answer, else the fault's."""
+        scripted = self.cd.taskd.scripted_result(self.uid, strategy, attempt)
+        if scripted is not None:
+            return scripted
+        return self.spec.outcome(attempt, self.cd.rng)
+
+    def rank_table_ready(self) -> bool:
+        """WaitRankTableReady (fault_recover_platform_plugin.go:141-175): exactly "true" is ready; absent
+        → wait (3 s poll, 300 s); any other value → not ready at once."""
+        deadline = self.clock.deadline(PLATFORM_TIMEOUT_S)
+        while not self.cd._stop.is_set():
+            annotations = (self.podgroup() or {}).get("metadata", {}).get("annotations") or {}
+            value = annotations.get(k.ANNOTATION_RANK_TABLE_READY)
+            if value is not None:
+                return value == "true"
+            if self.clock.monotonic() >= deadline:
+                return False
+            self.sleep(PLATFORM_POLL_S)
+        return False
 
     def platform_handshake(self, rank_fault: RankFault) -> tuple[str | None, bool]:
         """§6.4: write ProcessConfirmFault, then poll for the platform's strategy (3 s / 300 s)."""
@@ -558,22 +745,40 @@ class _FaultRun:
             self.event("StrategyChosen", f"{step.strategy}: {step.reason}")
         elif kind == StepKind.ATTEMPT:
             self.attempt(step)
+        elif kind == StepKind.RANK_TABLE_NOT_READY:
+            self.event("WaitRankTableReadyFailed", step.reason, warning=True)
         elif kind in (StepKind.SUCCEEDED, StepKind.FAILED):
             if step.recover_status:
                 self.patch_podgroup(annotations={k.ANNOTATION_RECOVER_STATUS: step.recover_status})
+            status = step.recover_status or "no ProcessRecoverStatus"
             if kind == StepKind.SUCCEEDED:
                 self.set_rank_status("recovered")
-                self.event("RecoverSucceeded", f"{step.strategy} succeeded ({step.recover_status})")
+                self.event("RecoverSucceeded", f"{step.strategy} succeeded ({status})")
             else:
                 self.set_rank_status("failed")
-                self.event("RecoverFailed", f"{step.strategy} failed ({step.recover_status})", warning=True)
+                self.event(
+                    "RecoverFailed", f"{step.strategy} failed ({status}, code {step.code})", warning=True
+                )
+        elif kind == StepKind.REFLUSH:
+            self.write_reset(FaultFlushing=True)
+            self.signal("globalFault", ["on_global_rank"])
         elif kind == StepKind.EXIT:
-            self.signal("changeStrategy", ["change_strategy"], change_strategy="exit")
+            self.signal("changeStrategy", step.actions or ["change_strategy"], change_strategy="exit")
             self.sleep(step.duration_s)
             if step.recover_status:
                 self.patch_podgroup(annotations={k.ANNOTATION_RECOVER_STATUS: step.recover_status})
             self.write_reset(GracefulExit=1)
             self.event("ProcessExited", "training processes stopped (exit-completed); " + step.reason)
+        elif kind == StepKind.DUMP_EXIT:
+            self.signal(
+                "changeStrategy",
+                step.actions or ["change_strategy"],
+                change_strategy="exit",
+                extra_params=step.extra_params,
+            )
+            self.sleep(step.duration_s)
+            self.write_reset(GracefulExit=1)
+            self.event("ProcessExited", "training processes stopped (dump-exit); " + step.reason)
         elif kind in (StepKind.PAUSE, StepKind.RESUME):
             self.patch_podgroup(labels=step.label_changes)
             value = step.label_changes.get(k.LABEL_PROCESS_RECOVER_ENABLE, "")
@@ -595,8 +800,13 @@ class _FaultRun:
         retry_time = int(self.reset_state.get("RetryTime", 0)) + 1
         in_place = step.strategy == "recover-in-place"
         self.write_reset(RetryTime=retry_time, RestartFaultProcess=in_place)
-        action = "save_and_exit" if step.signal == "saveAndExit" else "change_strategy"
-        self.signal(step.signal or "changeStrategy", [action], change_strategy=step.change_strategy or "")
+        self.signal(
+            step.signal or "changeStrategy",
+            step.actions or ["change_strategy"],
+            change_strategy=step.change_strategy or "",
+            extra_params=step.extra_params,
+            retry_only=step.strategy == "retry",
+        )
         if step.strategy == "recover" and step.pod_ranks:
             self.migrate(step.pod_ranks)
         self.sleep(step.duration_s)
@@ -677,7 +887,9 @@ class _FaultRun:
     def finish(self) -> None:
         self.write_reset(FaultFlushing=False, RestartFaultProcess=False)
         with self.cd._lock:
-            remaining = [f for f in self.cd._faults.get(self.uid, []) if f is not self.active]
+            remaining = [
+                f for f in self.cd._faults.get(self.uid, []) if all(f is not a for a in self.actives)
+            ]
         self.cd._set_faults(self.uid, remaining)
 
 

@@ -273,18 +273,13 @@ class RecoverService(recover_pb2_grpc.RecoverServicer):
         return self.cd.kube.get_podgroup(record.namespace, f"{record.name}-{record.uid}")
 
     def Init(self, request: Any, context: Any) -> Any:
-        podgroup = self._podgroup(request.jobId)
-        if podgroup is None:
-            return recover_pb2.Status(code=CODE_JOB_NOT_EXIST, info=f"job {request.jobId!r} does not exist")
-        labels = podgroup["metadata"].get("labels") or {}
-        if (
-            labels.get(k.LABEL_PROCESS_RECOVER_ENABLE) != "on"
-            and labels.get(k.LABEL_SUB_HEALTHY_STRATEGY) != "hotSwitch"
-        ):
-            return recover_pb2.Status(code=CODE_PROCESS_RESCHEDULE_OFF, info="ProcessRescheduleOff")
-        with self._lock:
-            self._initialised.add(request.jobId)
-        return recover_pb2.Status(code=OK, info="ok")
+        """Snapshot the job's recovery config once (fault_recover_service.go:570-592); 403
+        ProcessRecoverEnableOff unless process-recover-enable=on or subHealthyStrategy=hotSwitch."""
+        code, info = self.cd.init_job(request.jobId)
+        if code == OK:
+            with self._lock:
+                self._initialised.add(request.jobId)
+        return recover_pb2.Status(code=code, info=info)
 
     def Register(self, request: Any, context: Any) -> Any:
         with self._lock:

@@ -1,0 +1,200 @@
+"""Two runners for the conformance table: the what-if simulator, and the built-in cluster for real.
+
+Both return an ``Observed``: strategies chosen, ProcessRecoverStatus values written, codes, Init code
+and what rescheduled the job. The built-in runner only reads what the simulated cluster wrote
+(Events, the PodGroup, ClusterD's Init record); the only things it scripts are the agent's answers
+(MindIO is closed source) and the platform's answer.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from apps.cluster import constants as k
+from apps.policies import whatif
+from apps.simcluster.clusterd import engine
+from apps.simcluster.injector import FaultSpec
+from apps.simcluster.kube import Kube
+from apps.simcluster.operator import build_podgroup
+from apps.simcluster.runtime import SimCluster
+from tests.conformance.scenarios import Scenario
+from tests.simcluster.sim_fixtures import create_job, make_job, podgroup_of, wait_for
+
+NPUS: int = 8
+_STATUS = re.compile(r"\(([a-z]+-(?:success|failed|completed))")
+_CODE = re.compile(r"code (\d+)")
+
+
+@dataclass(frozen=True)
+class Observed:
+    strategies: tuple[str, ...]
+    statuses: tuple[str, ...]
+    codes: tuple[int, ...]
+    init: int
+    rescheduled: str | None
+
+    @classmethod
+    def expected(cls, scenario: Scenario) -> Observed:
+        return cls(
+            scenario.strategies_chosen, scenario.statuses, scenario.codes, scenario.init, scenario.rescheduled
+        )
+
+
+def _job_manifest(scenario: Scenario, name: str, namespace: str) -> dict[str, Any]:
+    labels = {"fault-scheduling": scenario.fault_scheduling, **scenario.labels}
+    annotations = dict(scenario.annotations)
+    if scenario.platform_mode:
+        # The standing answer the platform keeps from the moment the job exists.
+        annotations[k.ANNOTATION_PLATFORM_STRATEGY] = scenario.platform or ""
+    return make_job(
+        name,
+        namespace=namespace,
+        strategies=scenario.strategies,
+        release=scenario.release,
+        labels=labels,
+        annotations=annotations,
+    )
+
+
+# --- (a) the what-if simulator ---------------------------------------------------------------------
+def run_whatif(scenario: Scenario) -> Observed:
+    """What-if from the config ClusterD snapshots at Init: the PodGroup the operator creates."""
+    manifest = _job_manifest(scenario, "whatif", "default")
+    manifest["metadata"]["uid"] = "whatif-uid"
+    podgroup = build_podgroup(manifest)["metadata"]
+    policy = engine.RecoveryPolicy.from_podgroup(podgroup["labels"], podgroup["annotations"])
+    if not scenario.faults:
+        code = engine.CODE_OK if policy.init_accepted else engine.CODE_PROCESS_RECOVER_ENABLE_OFF
+        return Observed((), (), (), code, None)
+    first = scenario.faults[0]
+    fault = whatif.FaultSpec(
+        fault_type=first.type,
+        ranks=tuple(f.pod * NPUS for f in scenario.faults),
+        level=first.level or "",
+        attempts=scenario.results,
+        platform_answer=scenario.platform,
+        rank_table_ready=scenario.rank_table == "true",
+    )
+    rehearsal = whatif.simulate_snapshot(
+        policy,
+        whatif.Scenario(
+            faults=[fault],
+            npus_per_pod=NPUS,
+            pods=2,
+            spare_resources=scenario.spare,
+            supported=frozenset(scenario.agent),
+        ),
+    )
+    result = rehearsal["faults"][0]
+    steps = result["steps"]
+    codes = tuple(s["code"] for s in steps if s["code"] and s["kind"] in ("failed", "platform-timeout"))
+    outcome = result["outcome"]
+    rescheduled = {"job-rescheduled": "job", "pod-rescheduled": "pod", "job-failed": "failed"}.get(outcome)
+    return Observed(
+        tuple(result["strategies"]),
+        tuple(s["recover_status"] for s in steps if s["recover_status"]),
+        codes,
+        engine.CODE_OK if policy.init_accepted else engine.CODE_PROCESS_RECOVER_ENABLE_OFF,
+        rescheduled,
+    )
+
+
+# --- (b) the built-in cluster ----------------------------------------------------------------------
+class _Platform(threading.Thread):
+    """The platform: when ClusterD writes ProcessConfirmFault, answer with ProcessResultFault and the
+    final strategy (the standing answer was on the job from its creation)."""
+
+    def __init__(self, kube: Kube, job: dict[str, Any], answer: str) -> None:
+        super().__init__(daemon=True)
+        self.kube, self.job, self.answer = kube, job, answer
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.wait(0.01):
+            podgroup = podgroup_of(self.kube, self.job)
+            annotations = (podgroup or {}).get("metadata", {}).get("annotations") or {}
+            confirm = annotations.get(k.ANNOTATION_CONFIRM_FAULT)
+            if confirm and annotations.get(k.ANNOTATION_RESULT_FAULT) != confirm:
+                self.kube.patch_podgroup(
+                    self.job["metadata"]["namespace"],
+                    podgroup["metadata"]["name"],  # type: ignore[index]
+                    {
+                        "metadata": {
+                            "annotations": {
+                                k.ANNOTATION_RESULT_FAULT: confirm,
+                                k.ANNOTATION_PLATFORM_STRATEGY: self.answer,
+                            }
+                        }
+                    },
+                )
+
+
+def run_builtin(sim: SimCluster, kube: Kube, scenario: Scenario, namespace: str) -> Observed:
+    """Create the job through the emulator, let the operator and the agent's Init happen, change the
+    live keys, inject the faults, and read what ClusterD wrote."""
+    cd = sim.clusterd
+    name = f"cf-{scenario.id}"[:50].rstrip("-.")
+    manifest = _job_manifest(scenario, name, namespace)
+    if scenario.rank_table is None:
+        manifest["metadata"]["annotations"].pop(k.ANNOTATION_RANK_TABLE_READY, None)
+    job = create_job(kube, manifest)
+    uid = job["metadata"]["uid"]
+    record = wait_for(lambda: cd.init_record(uid), what=f"{name}: Init")
+    cd.taskd.script(uid, supported=scenario.agent, results=scenario.results)
+    cd.spare_resources = scenario.spare
+    if scenario.live:
+        pg = podgroup_of(kube, job)
+        assert pg is not None
+        kube.patch_podgroup(namespace, pg["metadata"]["name"], {"metadata": dict(scenario.live)})
+    platform = None
+    if scenario.platform_mode and scenario.platform:
+        platform = _Platform(kube, job, scenario.platform)
+        platform.start()
+    try:
+        if scenario.faults:
+            specs = [
+                FaultSpec(
+                    namespace=namespace, job=name, rank=f.pod, kind=f.type, level=f.level, recovers=True
+                )
+                for f in scenario.faults
+            ]
+            cd.inject(*specs)
+            assert sim.wait_idle(30), f"{name}: ClusterD still busy"
+    finally:
+        if platform is not None:
+            platform.stop.set()
+            platform.join(2)
+        cd.spare_resources = True
+    events = sorted(
+        kube.list_events(namespace, name), key=lambda e: int(e["metadata"].get("resourceVersion", 0))
+    )
+    strategies, statuses, codes = [], [], []
+    rescheduled = None
+    for event in events:
+        reason, message = event["reason"], event.get("message", "")
+        if reason == "StrategyChosen":
+            strategies.append(message.split(":", 1)[0])
+        elif reason in ("RecoverSucceeded", "RecoverFailed", "ProcessExited"):
+            statuses.extend(_STATUS.findall(message.split(";", 1)[0]))
+            if reason == "RecoverFailed":
+                codes.extend(int(c) for c in _CODE.findall(message))
+        elif reason == "WaitPlatStrategyTimeout":
+            codes.append(engine.WAIT_PLATFORM_STRATEGY_TIMEOUT_CODE)
+        elif reason in ("JobRescheduled", "PodRescheduled", "JobFailed"):
+            rescheduled = {"JobRescheduled": "job", "PodRescheduled": "pod", "JobFailed": "failed"}[reason]
+    final = (
+        (podgroup_of(kube, job) or {})
+        .get("metadata", {})
+        .get("annotations", {})
+        .get(k.ANNOTATION_RECOVER_STATUS)
+    )
+    assert final == (statuses[-1] if statuses else None), (
+        f"{name}: PodGroup says {final!r}, Events {statuses}"
+    )
+    kube.custom.delete_namespaced_custom_object(
+        k.ASCENDJOB_GROUP, k.ASCENDJOB_VERSION, namespace, k.ASCENDJOB_PLURAL, name
+    )
+    return Observed(tuple(strategies), tuple(statuses), tuple(codes), record.code, rescheduled)
