@@ -262,6 +262,22 @@ def validate_meta(rt: ResourceType, meta: dict[str, Any]) -> None:
         raise errors.invalid(rt.kind, rt.group, name, causes)
 
 
+def _default_queue() -> dict[str, Any]:
+    """The queue Volcano creates at install time; jobs name it in ``schedulingPolicy.queue``."""
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {
+            "name": "default",
+            "uid": str(uuid.uuid4()),
+            "creationTimestamp": now_rfc3339(),
+            "generation": 1,
+        },
+        "spec": {"reclaimable": True, "weight": 1},
+        "status": {"state": "Open"},
+    }
+
+
 # --- the API server -----------------------------------------------------------------------------
 
 
@@ -279,6 +295,7 @@ class ApiServer:
         self.watch_queue_limit = watch_queue_limit
         for ns in ("default", "kube-system", "mindx-dl"):
             self.store.commit(NAMESPACES, ADDED, self._new_namespace(ns))
+        self.store.commit(resources.QUEUES, ADDED, _default_queue())
 
     @staticmethod
     def _new_namespace(name: str) -> dict[str, Any]:
