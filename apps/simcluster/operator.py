@@ -735,7 +735,28 @@ class SimOperator:
                 },
             )
             created.append(body["metadata"]["name"])
+            self._pod_started_events(job, body, node)
         return created
+
+    def _pod_started_events(self, job: dict[str, Any], body: dict[str, Any], node: str) -> None:
+        """What ``kubectl describe`` shows for a new pod: the operator's SuccessfulCreatePod on the job
+        (kubeflow/common pod control), then Volcano's Scheduled and the kubelet's container events."""
+        namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
+        self.kube.event(job, "SuccessfulCreatePod", f"Created pod: {name}")
+        uid = self.kube.core.read_namespaced_pod(name, namespace).metadata.uid
+        ref = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "uid": uid},
+        }
+        image = ascend_container({"spec": body["spec"]}).get("image", "")
+        for reason, message, component in (
+            ("Scheduled", f"Successfully assigned {namespace}/{name} to {node}", "volcano"),
+            ("Pulled", f'Container image "{image}" already present on machine', "kubelet"),
+            ("Created", f"Created container {k.CONTAINER_NAME}", "kubelet"),
+            ("Started", f"Started container {k.CONTAINER_NAME}", "kubelet"),
+        ):
+            self.kube.event(ref, reason, message, component=component)
 
     def mark_running(self, job: dict[str, Any], message: str) -> None:
         namespace, name = job["metadata"].get("namespace", "default"), job["metadata"]["name"]
