@@ -226,6 +226,13 @@ def v3_document(group: str, version: str) -> bytes | None:
     return json.dumps(doc, separators=(",", ":")).encode()
 
 
+@functools.cache
+def v2_protobuf() -> bytes:
+    from apps.simcluster import openapi_pb
+
+    return openapi_pb.from_json(v2_document())
+
+
 def _hash(raw: bytes) -> str:
     return hashlib.sha512(raw).hexdigest()[:64].upper()
 

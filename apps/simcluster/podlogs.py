@@ -40,13 +40,17 @@ _PHRASES: dict[str, str] = {
 }
 
 
+_NOT_IN_LOG = frozenset({"SuccessfulCreatePod", "Scheduled", "Pulled", "Created", "Started"})
+
+
 def _parse(ts: str | None) -> datetime | None:
     if not ts:
         return None
     try:
-        return datetime.strptime(ts[:19] + "Z", _ISO).replace(tzinfo=UTC)
+        moment = datetime.fromisoformat(ts.replace("Z", "+00:00"))
     except ValueError:
         return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _loss(seed: str, step: int) -> float:
@@ -144,6 +148,9 @@ def render(
             )
         )
     for ev in _related_events(store, pod):
+        lifecycle = (ev.get("source") or {}).get("component") in ("kubelet", "volcano")
+        if ev.get("reason") != "Killing" and (ev.get("reason") in _NOT_IN_LOG or lifecycle):
+            continue  # scheduling / container lifecycle: kubectl describe shows those, not the log
         when = _parse(
             ev.get("lastTimestamp") or ev.get("eventTime") or ev["metadata"].get("creationTimestamp")
         )

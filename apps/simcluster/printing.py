@@ -29,7 +29,9 @@ def age(timestamp: str | None, now: datetime | None = None) -> str:
     if not timestamp:
         return "<unknown>"
     try:
-        then = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        # RFC 3339, with or without fractional seconds / offset (the simulator writes both).
+        then = datetime.fromisoformat(timestamp.replace("Z", "+00:00"))
+        then = then if then.tzinfo else then.replace(tzinfo=UTC)
     except ValueError:
         return "<invalid>"
     seconds = int(((now or datetime.now(UTC)) - then).total_seconds())

@@ -293,9 +293,11 @@ def openapi_response(request: web.Request) -> web.Response:
     path = request.path.rstrip("/")
     if path == "/openapi/v2":
         accept = request.headers.get("Accept", "")
-        if accept and "json" not in accept and "*/*" not in accept:
-            # Only JSON is served; client-go then falls back, and kubectl uses /openapi/v3.
-            raise ApiError(406, "only application/json is served for /openapi/v2", reason="NotAcceptable")
+        if "protobuf" in accept and "json" not in accept:
+            # client-go's OpenAPISchema asks for gnostic's protobuf only.
+            resp = web.Response(body=openapi.v2_protobuf(), status=200)
+            resp.headers["Content-Type"] = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+            return resp
         return json_response(200, openapi.v2_document())
     if path == "/openapi/v3":
         return json_response(200, openapi.v3_index())
