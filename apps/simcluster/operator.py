@@ -15,6 +15,7 @@ recreate a deleted PodGroup from the job's *current* metadata.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -37,39 +38,58 @@ LABEL_REPLICA_INDEX: Final = "replica-index"
 LABEL_VERSION: Final = "version"
 CLUSTERD_DOMAIN: Final = f"clusterd-grpc-svc.{k.MINDX_NAMESPACE}.svc.cluster.local"
 
-# Validation issue code → the Warning Event reason ascendjob_validate.go records (§1.2).
+# Validation issue code → the Warning Event reason ``ascendjob_validate.go`` records. The operator
+# stops at its first failure, in this order: basic info (``validateBasicInfo``, :64-92), framework
+# (:98-110), then per replica (``checkReplicaSpecs``, :143-194). ``restartPolicy`` is not checked
+# by the operator (the CRD schema's enum rejects bad values at the API server).
 OPERATOR_REASONS: Final = {
-    "manifest_missing_framework": "InvalidFramework",
+    "manifest_missing_replica_specs": "InvalidSpecs",  # ascendjob_validate.go:65-70
+    "manifest_invalid_success_policy": "InvalidSuccessPolicy",  # :72-79
+    "manifest_missing_framework": "InvalidFramework",  # :100-106
     "manifest_invalid_framework": "InvalidFramework",
-    "manifest_invalid_replica_type": "InvalidReplicaType",
-    "manifest_missing_replica_specs": "InvalidReplicaSpec",
-    "manifest_replicas_out_of_range": "InvalidReplicaSpec",
-    "manifest_leader_replicas": "InvalidReplicaSpec",
-    "manifest_missing_leader": "InvalidReplicaSpec",
-    "manifest_invalid_restart_policy": "InvalidReplicaSpec",
-    "manifest_missing_containers": "InvalidContainer",
+    "manifest_invalid_replica_type": "InvalidReplicaType",  # :246-258
+    "manifest_replicas_out_of_range": "InvalidReplicaSpec",  # :122-141
+    "manifest_missing_containers": "InvalidReplicaSpec",  # validContainerNum :112-120
+    "manifest_leader_replicas": "InvalidReplicaSpec",  # validateLeader :260-268
+    "manifest_empty_image": "InvalidContainer",  # validateContainer :196-222
     "manifest_missing_ascend_container": "InvalidContainer",
-    "manifest_empty_image": "InvalidContainer",
-    "manifest_invalid_success_policy": "InvalidSuccessPolicy",
+    # A leaderless PyTorch/TensorFlow job is InvalidReplicaType (:177-184); a leaderless MindSpore
+    # job asking for more than one NPU is InvalidReplicaSpec (:185-190): see _reason_for.
+    "manifest_missing_leader": "InvalidReplicaType",
 }
+_REASON_ORDER: Final = (
+    "InvalidSpecs",
+    "InvalidSuccessPolicy",
+    "InvalidQueue",
+    "InvalidFramework",
+    "InvalidReplicaType",
+    "InvalidReplicaSpec",
+    "InvalidContainer",
+)
+# Volcano's queue the operator looks up when schedulingPolicy is set (ascendjob_validate.go:81-89).
+QUEUE_RESOURCE: Final = ("scheduling.volcano.sh", "v1beta1", "queues")
+# ascend-operator/pkg/controllers/v1/consts.go:117-118: no backoffLimit stands for unlimited.
+UNSET_BACKOFF_LIMIT: Final = -1
 
-# Strategy → PyTorch HIGH_AVAILABILITY token / MindSpore MS_ENABLE_TFT token (env.go, §3.4).
+# Strategy → training-side token per framework (env.go addEnvByStrategy :400-488). A token of None
+# means the strategy switches the process-recover env on without adding a token.
 _PT_TOKEN: Final = {
     "recover": "recover",
+    "exit": "recover",  # env.go:410-411: exit is handled like recover
     "retry": "retry",
     "recover-in-place": "recover",
     "dump": "dump",
-    "exit": "recover",
     "elastic-training": "elastic-training",
 }
 _MS_TOKENS: Final = {
     "recover": ("ARF:1",),
-    "recover-in-place": ("ARF:1",),
     "exit": ("ARF:1",),
+    "recover-in-place": ("ARF:1",),
     "retry": ("UCE:1", "HCCE:1"),
     "dump": ("TTP:1",),
 }
-_SWITCHED: Final = ("recover", "retry", "recover-in-place", "dump", "exit")
+# Strategies that also set ELASTIC_PROCESS_RECOVER_ENABLE=1 (all but elastic-training, env.go:419-488).
+_ELASTIC_FLAG: Final = ("recover", "exit", "retry", "recover-in-place", "dump")
 
 
 def job_release(job: Mapping[str, Any]) -> str:
@@ -101,8 +121,10 @@ def build_podgroup(job: Mapping[str, Any]) -> dict[str, Any]:
     spec = job.get("spec", {}) or {}
     labels = dict(meta.get("labels") or {})
     annotations = dict(meta.get("annotations") or {})
-    # addPgProcessRecoverLabel (7.2.RC1+): recover-strategy present → process-recover-enable=on.
-    if k.ANNOTATION_RECOVER_STRATEGY in annotations and release_at_least(job_release(job), "7.2"):
+    # addPgProcessRecoverLabel (job.go:479-491, from v7.2.RC1): the annotation's presence (any value)
+    # → process-recover-enable=on, only at creation, and not when the job has no labels at all
+    # (pg.Labels == nil returns early, job.go:480-482).
+    if labels and k.ANNOTATION_RECOVER_STRATEGY in annotations and release_at_least(job_release(job), "7.2"):
         labels[k.LABEL_PROCESS_RECOVER_ENABLE] = "on"
     scheduling = ((spec.get("runPolicy") or {}).get("schedulingPolicy")) or {}
     return {
@@ -186,58 +208,139 @@ def _port(container: Mapping[str, Any], name: str, default: int) -> int:
 
 
 # --- env injection ---------------------------------------------------------------------------------
-def _recover_strategies(job: Mapping[str, Any]) -> list[str]:
-    raw = ((job["metadata"].get("annotations")) or {}).get(k.ANNOTATION_RECOVER_STRATEGY)
-    if raw is None:
-        return []
-    return [name for name in str(raw).split(",") if name in _PT_TOKEN]
+def _raw_recover_strategy(job: Mapping[str, Any]) -> str:
+    """``getJobRecoverStrategy`` (job.go:493-501): the annotation as written, ``""`` when absent."""
+    return str(((job["metadata"].get("annotations")) or {}).get(k.ANNOTATION_RECOVER_STRATEGY) or "")
 
 
-def recovery_env(job: Mapping[str, Any]) -> list[dict[str, str]]:
-    """The recovery env ``env.go`` derives from ``recover-strategy`` for 7.2.RC1+ (§3.4)."""
+def _ms_braces(tokens: Any, release: str) -> str:
+    """MS_ENABLE_TFT's value: ``'{…}'`` with literal single quotes in 7.2-7.3 (v7.2.RC1 env.go:280,
+    v7.3.0 env.go:370), plain ``{…}`` from 26.0 (env.go:390)."""
+    body = ",".join(sorted(tokens))
+    return f"'{{{body}}}'" if release in ("7.2", "7.3") else f"{{{body}}}"
+
+
+def _ms_content(value: str) -> str:
+    """``extractMsRecoverContent`` (env.go:108-123): the text between the braces (and quotes)."""
+    value = value.strip()
+    for prefix, suffix in (("'{", "}'"), ("{", "}")):
+        if value.startswith(prefix) and value.endswith(suffix):
+            return value[len(prefix) : -len(suffix)].strip()
+    return value
+
+
+def _comma_set(value: str) -> set[str]:
+    return {part.strip() for part in value.split(",") if part.strip()}
+
+
+def process_recover_env(job: Mapping[str, Any], release: str) -> dict[str, str]:
+    """``doAddProcessRecoverEnv`` (env.go:375-398): the env derived from ``recover-strategy``.
+
+    The annotation is split on ``,`` without trimming, exactly like the Go code, so ``"retry, dump"``
+    contributes only ``retry``. PyTorch gets HIGH_AVAILABILITY + HCCL_ASYNC_ERROR_HANDLING=0 as
+    soon as the annotation is non-empty, even if no name in it is known (HIGH_AVAILABILITY is then
+    empty); MindSpore gets MS_ENABLE_TFT, MINDIO_FOR_MINDSPORE and MS_ENABLE_THM; TensorFlow never
+    calls it (setTensorflowEnv, env.go:274-313).
+    """
     labels = (job["metadata"].get("labels")) or {}
     framework = labels.get(k.LABEL_FRAMEWORK)
-    strategies = _recover_strategies(job)
-    hot_switch = labels.get(k.LABEL_SUB_HEALTHY_STRATEGY) == "hotSwitch"
-    pod_rescheduling = labels.get(k.LABEL_POD_RESCHEDULING) == "on"
-    env: list[dict[str, str]] = []
-    if framework == "mindspore":
-        strategies = [s for s in strategies if s != "elastic-training"]  # ignored for MindSpore (§3.3)
-        tokens = {token for s in strategies for token in _MS_TOKENS.get(s, ())}
-        if hot_switch:
-            tokens.add("ARF:1")
-        if strategies or hot_switch:
-            env += [
-                {"name": "MINDIO_FOR_MINDSPORE", "value": "1"},
-                {"name": "MS_ENABLE_THM", "value": "{HCCL_WATCHDOG:0}"},
-            ]
-        if pod_rescheduling:
+    raw = _raw_recover_strategy(job)
+    if not raw or framework not in ("pytorch", "mindspore"):
+        return {}
+    env: dict[str, str] = {}
+    tokens: set[str] = set()
+    for strategy in raw.split(","):
+        if strategy == "elastic-training":
+            if framework == "pytorch":  # addElasticTrainingEnv: PyTorch only (env.go:477-488)
+                env[k.ENV_PROCESS_RECOVER] = "on"
+                tokens.add("elastic-training")
+            continue
+        if strategy not in _ELASTIC_FLAG:
+            continue  # addEnvByStrategy default branch (env.go:414-416)
+        tokens.update((_PT_TOKEN[strategy],) if framework == "pytorch" else _MS_TOKENS[strategy])
+        env[k.ENV_PROCESS_RECOVER] = "on"
+        env[k.ENV_ELASTIC_PROCESS_RECOVER_ENABLE] = "1"
+        if strategy == "recover-in-place":  # addRecoverInPlaceEnv (env.go:448-461)
+            env[k.ENV_ENABLE_RESTART_FAULT_PROCESS] = "on"
+    if framework == "pytorch":
+        env["HCCL_ASYNC_ERROR_HANDLING"] = "0"
+        env["HIGH_AVAILABILITY"] = ",".join(sorted(tokens))
+    else:
+        if labels.get(k.LABEL_POD_RESCHEDULING) == "on":  # env.go:387-389
             tokens.add("RSC:1")
-        if tokens:
-            env.append({"name": "MS_ENABLE_TFT", "value": "{" + ",".join(sorted(tokens)) + "}"})
-    elif framework == "pytorch":
-        tokens = {_PT_TOKEN[s] for s in strategies}
-        if hot_switch:
-            tokens.add("recover")
-        if tokens:
-            env += [
-                {"name": "HCCL_ASYNC_ERROR_HANDLING", "value": "0"},
-                {"name": "HIGH_AVAILABILITY", "value": ",".join(sorted(tokens))},
-            ]
-    if any(s in _SWITCHED for s in strategies) or hot_switch:
-        env += [
-            {"name": k.ENV_PROCESS_RECOVER, "value": "on"},
-            {"name": k.ENV_ELASTIC_PROCESS_RECOVER_ENABLE, "value": "1"},
-        ]
-    elif "elastic-training" in strategies:
-        env.append({"name": k.ENV_PROCESS_RECOVER, "value": "on"})
-    if "recover-in-place" in strategies:
-        env.append({"name": k.ENV_ENABLE_RESTART_FAULT_PROCESS, "value": "on"})
+        env["MS_ENABLE_TFT"] = _ms_braces(tokens, release)
+        env["MINDIO_FOR_MINDSPORE"] = "1"
+        env["MS_ENABLE_THM"] = "{HCCL_WATCHDOG:0}"
     return env
 
 
-def injected_env(job: Mapping[str, Any], slot: PodSlot, clusterd_ip: str) -> list[dict[str, str]]:
-    """Everything the operator appends to the ``ascend`` container's env for this pod (§1.4, §3.4)."""
+def _add_with_dedup(env: list[dict[str, str]], name: str, value: str, release: str) -> None:
+    """``addEnvValueWithDedup`` (env.go:42-66, from v7.3): merge HIGH_AVAILABILITY / MS_ENABLE_TFT
+    token sets, overwrite other names, append when absent."""
+    for entry in env:
+        if entry.get("name") != name:
+            continue
+        old = str(entry.get("value", ""))
+        if name == "HIGH_AVAILABILITY":
+            entry["value"] = ",".join(sorted(_comma_set(old) | _comma_set(value)))
+        elif name == "MS_ENABLE_TFT":
+            entry["value"] = _ms_braces(
+                _comma_set(_ms_content(old)) | _comma_set(_ms_content(value)), release
+            )
+        else:
+            entry["value"] = value
+        return
+    env.append({"name": name, "value": value})
+
+
+def add_recovery_env(job: Mapping[str, Any], env: list[dict[str, str]], release: str) -> None:
+    """Append the recovery env to ``env`` (the container's env so far, user entries included) in the
+    order setPytorchEnv / setMindSporeEnv call the helpers (env.go:204-272). Nothing before 7.2."""
+    if not release_at_least(release, "7.2"):
+        return
+    labels = (job["metadata"].get("labels")) or {}
+    framework = labels.get(k.LABEL_FRAMEWORK)
+    # Appended without de-duplication (addEnvValue, env.go:33-38): hand-set copies show up twice.
+    env.extend({"name": n, "value": v} for n, v in sorted(process_recover_env(job, release).items()))
+    # addMSPodScheduleEnv (env.go:337-347): {RSC:1} only when no MS_ENABLE_TFT is there yet.
+    if (
+        framework == "mindspore"
+        and labels.get(k.LABEL_POD_RESCHEDULING) == "on"
+        and not any(e.get("name") == "MS_ENABLE_TFT" for e in env)
+    ):
+        env.append({"name": "MS_ENABLE_TFT", "value": _ms_braces({"RSC:1"}, release)})
+    if labels.get(k.LABEL_SUB_HEALTHY_STRATEGY) != "hotSwitch":
+        return
+    if not release_at_least(release, "7.3"):
+        # v7.2.RC1 env.go:244-256: PyTorch only, plain appends.
+        if framework == "pytorch":
+            env += [
+                {"name": k.ENV_PROCESS_RECOVER, "value": "on"},
+                {"name": k.ENV_ELASTIC_PROCESS_RECOVER_ENABLE, "value": "1"},
+                {"name": "HIGH_AVAILABILITY", "value": "recover"},
+            ]
+        return
+    # addSubHealthyEnv (env.go:349-365): merged into what is there.
+    if framework == "pytorch":
+        _add_with_dedup(env, "HIGH_AVAILABILITY", "recover", release)
+    elif framework == "mindspore":
+        _add_with_dedup(env, "MS_ENABLE_TFT", _ms_braces({"ARF:1"}, release), release)
+        _add_with_dedup(env, "MINDIO_FOR_MINDSPORE", "1", release)
+    else:
+        return
+    _add_with_dedup(env, k.ENV_PROCESS_RECOVER, "on", release)
+    _add_with_dedup(env, k.ENV_ELASTIC_PROCESS_RECOVER_ENABLE, "1", release)
+
+
+def recovery_env(job: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The recovery env the operator adds for the job's release, for a container without env."""
+    env: list[dict[str, str]] = []
+    add_recovery_env(job, env, job_release(job))
+    return env
+
+
+def base_env(job: Mapping[str, Any], slot: PodSlot, clusterd_ip: str) -> list[dict[str, str]]:
+    """The operator's common + framework env for this pod (env.go setCommonEnv and set*Env)."""
     meta = job["metadata"]
     labels = meta.get("labels") or {}
     framework = labels.get(k.LABEL_FRAMEWORK)
@@ -249,8 +352,10 @@ def injected_env(job: Mapping[str, Any], slot: PodSlot, clusterd_ip: str) -> lis
         {"name": "MINDX_SERVER_IP", "value": clusterd_ip},
         {"name": "MINDX_SERVER_DOMAIN", "value": CLUSTERD_DOMAIN},
         {"name": "HostNetwork", "value": str(host_network).lower()},
-        {"name": "REPLICA_TYPE", "value": slot.role.lower()},
     ]
+    if release_at_least(job_release(job), "26.0"):
+        # setCommonEnv (env.go:182, from v26.0): the replica type as written, e.g. "Master".
+        env.append({"name": "REPLICA_TYPE", "value": slot.role})
     slots = pod_slots(job)
     leader = slots[0] if slots else slot
     leader_template = (specs.get(leader.role) or {}).get("template") or {}
@@ -279,8 +384,13 @@ def injected_env(job: Mapping[str, Any], slot: PodSlot, clusterd_ip: str) -> lis
             {"name": "MS_WORKER_NUM", "value": str(workers)},
             {"name": "NPU_POD", "value": str(local > 0).lower()},
         ]
-    if release_at_least(job_release(job), "7.2"):
-        env += recovery_env(job)
+    return env
+
+
+def injected_env(job: Mapping[str, Any], slot: PodSlot, clusterd_ip: str) -> list[dict[str, str]]:
+    """Everything the operator appends to an ``ascend`` container without env of its own."""
+    env = base_env(job, slot, clusterd_ip)
+    add_recovery_env(job, env, job_release(job))
     return env
 
 
@@ -295,8 +405,10 @@ def build_pod(
     containers = spec.get("containers") or []
     ascend = next((c for c in containers if c.get("name") == k.CONTAINER_NAME), None)
     if ascend is not None:
-        # Appended without de-duplication, exactly like env.go: hand-set copies show up twice.
-        ascend["env"] = list(ascend.get("env") or []) + injected_env(job, slot, clusterd_ip)
+        # Appended after the user's env (addEnvValue, env.go:33-38): hand-set copies show up twice.
+        env = list(ascend.get("env") or []) + base_env(job, slot, clusterd_ip)
+        add_recovery_env(job, env, job_release(job))
+        ascend["env"] = env
     for container in containers:
         _stringify_quantities(container)
     spec["nodeName"] = node
@@ -378,6 +490,45 @@ def with_condition(status: Mapping[str, Any] | None, new: dict[str, str]) -> lis
     return [*conditions, new]
 
 
+# --- create-time reads ------------------------------------------------------------------------------
+class FaultRetryTimesError(ValueError):
+    """``fault-retry-times`` is set but not an integer: the operator drops the create event."""
+
+
+def read_backoff_limit(job: Mapping[str, Any]) -> int:
+    """``ascendJobCreateFunc`` (ascendjob_controller.go:373-380): ``spec.runPolicy.backoffLimit`` if
+    set (it wins), else label ``fault-retry-times`` (:389-402), else -1 (unlimited, consts.go:118).
+
+    Raises FaultRetryTimesError for a non-numeric label (strconv.Atoi fails, :394-398).
+    """
+    backoff = ((job.get("spec") or {}).get("runPolicy") or {}).get("backoffLimit")
+    if isinstance(backoff, int) and not isinstance(backoff, bool):
+        return backoff
+    value = ((job.get("metadata") or {}).get("labels") or {}).get(k.LABEL_FAULT_RETRY_TIMES)
+    if not value:
+        return UNSET_BACKOFF_LIMIT
+    if not _ATOI.fullmatch(str(value)):
+        raise FaultRetryTimesError(f"fault-retry-times {value!r} is not an integer")
+    return int(str(value))
+
+
+_ATOI: Final = re.compile(r"[+-]?[0-9]+")  # what strconv.Atoi accepts (no spaces, no underscores)
+
+# job UID → backoff limit the operator read when it saw the job's create event. Module level so
+# ClusterD (same process) can read it without a reference to the operator; cleared on delete
+# (onOwnerDeleteFunc, ascendjob_controller.go:404-420).
+_BACKOFF_LIMITS: dict[str, int] = {}
+_BACKOFF_LOCK = threading.Lock()
+
+
+def backoff_limit_at_creation(uid: str) -> int | None:
+    """The restart budget the operator holds for the job: what ``backoffLimit`` / ``fault-retry-times``
+    said when the job was created (later patches of the AscendJob do not change it). ``-1`` means
+    unlimited; ``None`` means the operator has not seen the job (or it was deleted)."""
+    with _BACKOFF_LOCK:
+        return _BACKOFF_LIMITS.get(uid)
+
+
 # --- node pool ---------------------------------------------------------------------------------------
 class NodePool:
     """Hands out simulated node names and pod IPs (display only: nothing ever connects to them)."""
@@ -409,6 +560,7 @@ class SimOperator:
         self._stop = threading.Event()
         self._lock = threading.RLock()
         self._known: dict[str, str] = {}  # job uid → "<ns>/<name>" of jobs set up (or rejected)
+        self._dropped: set[str] = set()  # uids whose create event was dropped (bad fault-retry-times)
         self._informers: list[Informer] = []
 
     def start(self) -> None:
@@ -437,15 +589,45 @@ class SimOperator:
         if not uid:
             return
         if event_type == "DELETED":
+            with _BACKOFF_LOCK:
+                _BACKOFF_LIMITS.pop(uid, None)
             self._teardown(job)
             return
         with self._lock:
             if uid in self._known:
-                return
-            self._known[uid] = f"{job['metadata'].get('namespace')}/{job['metadata']['name']}"
+                if uid not in self._dropped or event_type != "MODIFIED":
+                    return
+                # The create event was filtered out, but an update event still enqueues the job and
+                # Reconcile runs normally (no UpdateFunc predicate, ascendjob_controller.go:255-256).
+                self._dropped.discard(uid)
+                log.info("job %s updated after its create event was dropped: reconciling", uid)
+            else:
+                self._known[uid] = f"{job['metadata'].get('namespace')}/{job['metadata']['name']}"
+                # controller-runtime delivers a create event for every job on (re)start too, so the
+                # budget is re-read then from the job as it is (ascendjob_controller.go:361-386).
+                if not self._on_create(job):
+                    return
         if _has_condition(job, "Created") or _has_condition(job, "Failed"):
             return  # set up by an earlier run of the simulator
         self.reconcile_new_job(job)
+
+    def _on_create(self, job: dict[str, Any]) -> bool:
+        """``ascendJobCreateFunc``: store the budget; False when the create event is dropped."""
+        uid = job["metadata"]["uid"]
+        with _BACKOFF_LOCK:
+            _BACKOFF_LIMITS[uid] = UNSET_BACKOFF_LIMIT  # set before the label is parsed (:374)
+        try:
+            limit = read_backoff_limit(job)
+        except FaultRetryTimesError as exc:
+            # ascendjob_controller.go:377-380: logged, the predicate returns false, nothing is
+            # created and no event or condition is written until the job is next updated.
+            log.error("failed to get fault-retry-times, error: %s", exc)
+            with self._lock:
+                self._dropped.add(uid)
+            return False
+        with _BACKOFF_LOCK:
+            _BACKOFF_LIMITS[uid] = limit
+        return True
 
     def _on_podgroup(self, event_type: str, podgroup: dict[str, Any]) -> None:
         if event_type != "DELETED":
@@ -470,9 +652,11 @@ class SimOperator:
         namespace, name = meta.get("namespace", "default"), meta["name"]
         problems = self.validation_problems(job)
         if problems:
-            for reason, message in problems:
-                self.kube.event(job, reason, message, type_="Warning")
-            text = "; ".join(f"{reason}: {message}" for reason, message in problems)
+            # validateJob stops at the first failure: one Warning Event (ascendjob_validate.go:34-38)
+            # and JobValidFailed "<reason>: <message>" (ascendjob_controller.go:148-155).
+            reason, message = problems[0]
+            self.kube.event(job, reason, message, type_="Warning")
+            text = f"{reason}: {message}"
             self.kube.patch_job_status(
                 namespace,
                 name,
@@ -502,10 +686,32 @@ class SimOperator:
 
         problems = []
         for issue in validate_manifest(job):
-            reason = OPERATOR_REASONS.get(issue.code)
+            reason = _reason_for(job, issue.code)
             if issue.severity == "error" and reason:
                 problems.append((reason, issue.message))
-        return problems
+        queue = self._missing_queue(job)
+        if queue is not None:
+            problems.append(
+                (
+                    "InvalidQueue",
+                    f'check queue<{queue}> failed, err: queues "{queue}" not found, maybe it is not create',
+                )
+            )
+        return sorted(problems, key=lambda p: _REASON_ORDER.index(p[0]))
+
+    def _missing_queue(self, job: dict[str, Any]) -> str | None:
+        """The Volcano queue named in ``schedulingPolicy`` when it does not exist (:81-89)."""
+        policy = ((job.get("spec") or {}).get("runPolicy") or {}).get("schedulingPolicy")
+        if not isinstance(policy, dict):
+            return None
+        queue = str(policy.get("queue") or "")
+        try:
+            self.kube.custom.get_cluster_custom_object(*QUEUE_RESOURCE, queue or "-")
+        except ApiException as exc:
+            if exc.status == 404:
+                return queue
+            raise
+        return None
 
     def create_pods(self, job: dict[str, Any], version: int, only_ranks: set[int] | None = None) -> list[str]:
         """Create (or recreate) the job's pods; returns their names."""
@@ -529,7 +735,28 @@ class SimOperator:
                 },
             )
             created.append(body["metadata"]["name"])
+            self._pod_started_events(job, body, node)
         return created
+
+    def _pod_started_events(self, job: dict[str, Any], body: dict[str, Any], node: str) -> None:
+        """What ``kubectl describe`` shows for a new pod: the operator's SuccessfulCreatePod on the job
+        (kubeflow/common pod control), then Volcano's Scheduled and the kubelet's container events."""
+        namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
+        self.kube.event(job, "SuccessfulCreatePod", f"Created pod: {name}")
+        uid = self.kube.core.read_namespaced_pod(name, namespace).metadata.uid
+        ref = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "uid": uid},
+        }
+        image = ascend_container({"spec": body["spec"]}).get("image", "")
+        for reason, message, component in (
+            ("Scheduled", f"Successfully assigned {namespace}/{name} to {node}", "volcano"),
+            ("Pulled", f'Container image "{image}" already present on machine', "kubelet"),
+            ("Created", f"Created container {k.CONTAINER_NAME}", "kubelet"),
+            ("Started", f"Started container {k.CONTAINER_NAME}", "kubelet"),
+        ):
+            self.kube.event(ref, reason, message, component=component)
 
     def mark_running(self, job: dict[str, Any], message: str) -> None:
         namespace, name = job["metadata"].get("namespace", "default"), job["metadata"]["name"]
@@ -574,6 +801,14 @@ class SimOperator:
         for pod in self.kube.list_job_pods(namespace, meta["name"]):
             self.kube.delete_pod(namespace, pod["metadata"]["name"])
         self.kube.delete_podgroup(namespace, podgroup_name(job))
+
+
+def _reason_for(job: Mapping[str, Any], code: str) -> str | None:
+    reason = OPERATOR_REASONS.get(code)
+    labels = (job.get("metadata") or {}).get("labels") or {}
+    if code == "manifest_missing_leader" and labels.get(k.LABEL_FRAMEWORK) == "mindspore":
+        return "InvalidReplicaSpec"  # ascendjob_validate.go:185-190
+    return reason
 
 
 def _has_condition(job: Mapping[str, Any], type_: str) -> bool:

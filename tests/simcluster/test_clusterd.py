@@ -309,3 +309,25 @@ def test_bad_fault_input_raises_clear_errors(sim) -> None:
 def test_unknown_rank_names_the_job(sim, kube) -> None:
     with pytest.raises(UnknownJobError, match="no pod rank 7"):
         sim.inject_fault("default", "cd-uce", rank=7)
+
+
+def test_backoff_limit_is_the_one_read_at_creation(sim, kube) -> None:
+    """The operator keeps ``backoffLimit`` from its create handler
+    (component/ascend-operator/pkg/controllers/v1/ascendjob_controller.go:374-376) and checks pod
+    versions against that record (job.go:79-80): raising it on the running job changes nothing."""
+    job = create_job(kube, make_job("cd-budget-late", strategies=None, backoff_limit=1))
+    kube.custom.patch_namespaced_custom_object(
+        "mindxdl.gitee.com",
+        "v1",
+        "default",
+        "ascendjobs",
+        "cd-budget-late",
+        {"spec": {"runPolicy": {"backoffLimit": 100}}},
+    )
+    sim.inject_fault("default", "cd-budget-late", rank=1, fault_type="node")
+    sim.inject_fault("default", "cd-budget-late", rank=1, fault_type="node")
+    assert sim.wait_idle(20)
+    job = kube.get_job("default", "cd-budget-late")
+    assert job["spec"]["runPolicy"]["backoffLimit"] == 100
+    assert job["status"]["conditions"][-1]["type"] == "Failed"
+    assert "budget" in job["status"]["conditions"][-1]["message"]

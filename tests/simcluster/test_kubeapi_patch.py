@@ -75,7 +75,12 @@ def test_patch_content_types(api_client: client.ApiClient, custom: client.Custom
     }
     code, out = _patch(api_client, path, apply_body, "application/apply-patch+yaml")
     assert code == 400 and out["reason"] == "BadRequest"  # fieldManager is required
+    # spec.replicas is owned by the earlier json-patch's manager: a conflict unless forced (issue 17).
     code, out = _patch(api_client, path, apply_body, "application/apply-patch+yaml", "?fieldManager=test")
+    assert code == 409 and out["reason"] == "Conflict" and ".spec.replicas" in out["message"]
+    code, out = _patch(
+        api_client, path, apply_body, "application/apply-patch+yaml", "?fieldManager=test&force=true"
+    )
     assert code == 200 and out["spec"]["replicas"] == 6 and out["spec"]["tags"] == ["c"]
     code, out = _patch(api_client, path, "spec: {}", "text/plain")
     assert code == 415 and out["reason"] == "UnsupportedMediaType"

@@ -40,6 +40,7 @@ from apps.simcluster.operator import (
     ANNOTATION_RANK_INDEX,
     LABEL_VERSION,
     SimOperator,
+    backoff_limit_at_creation,
     condition,
     job_key,
     npus_per_pod,
@@ -411,10 +412,17 @@ class ClusterD:
         return run.execute()
 
     def restart_budget(self, job: Mapping[str, Any]) -> int | None:
-        """Reschedules left: ``runPolicy.backoffLimit`` and the ``fault-retry-times`` remain count."""
+        """Reschedules left: the operator's limit and the ``fault-retry-times`` remain count.
+
+        The operator reads ``backoffLimit`` (else ``fault-retry-times``) once, in its create handler
+        (component/ascend-operator/pkg/controllers/v1/ascendjob_controller.go:361-386) and checks pod
+        versions against that record (job.go:79-80), so a later patch of the AscendJob changes nothing.
+        """
         uid = job["metadata"]["uid"]
         limits: list[int] = []
-        backoff = ((job.get("spec") or {}).get("runPolicy") or {}).get("backoffLimit")
+        backoff = backoff_limit_at_creation(uid)
+        if backoff is None:  # the operator has not seen the job: fall back to what the job says
+            backoff = ((job.get("spec") or {}).get("runPolicy") or {}).get("backoffLimit")
         if isinstance(backoff, int) and backoff > 0:
             limits.append(backoff - self._reschedules.get(uid, 0))
         retry_times = _int_label(job, k.LABEL_FAULT_RETRY_TIMES)

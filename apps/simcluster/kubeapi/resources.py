@@ -138,8 +138,22 @@ PODGROUPS = ResourceType(
     has_generation=True,
     builtin=False,
 )
+# Volcano's cluster-scoped queues: the operator checks that the job's queue exists
+# (ascend-operator ascendjob_validate.go:81-89); the emulator starts with Volcano's "default".
+QUEUES = ResourceType(
+    "scheduling.volcano.sh",
+    "v1beta1",
+    "queues",
+    "queue",
+    "Queue",
+    namespaced=False,
+    short_names=("q", "queue-v1beta1"),
+    has_status=True,
+    has_generation=True,
+    builtin=False,
+)
 
-ALL: tuple[ResourceType, ...] = (NAMESPACES, PODS, CONFIGMAPS, EVENTS, ASCENDJOBS, PODGROUPS)
+ALL: tuple[ResourceType, ...] = (NAMESPACES, PODS, CONFIGMAPS, EVENTS, ASCENDJOBS, PODGROUPS, QUEUES)
 
 # (group, version) -> plural -> ResourceType; core is group "".
 BY_GROUP_VERSION: dict[tuple[str, str], dict[str, ResourceType]] = {}

@@ -24,11 +24,13 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from . import errors, resources
+from apps.simcluster import openapi, podlogs, printing
+
+from . import errors, resources, ssa
 from .errors import ApiError
 from .faults import WRITE_METHODS, FaultInjector, WriteTally
 from .patch import PatchDecodeError, PatchError, json_patch, merge_patch
-from .resources import NAMESPACES, PODS, ResourceType
+from .resources import EVENTS, NAMESPACES, PODS, ResourceType
 from .selectors import FieldSelector, LabelSelector, SelectorError, _check_key, _check_value
 from .store import ADDED, DELETED, MODIFIED, Store, decode_continue, dumps, encode_continue
 from .watch import Watcher, error_line, run_watch
@@ -150,7 +152,11 @@ def parse_path(path: str, host: str) -> Target | dict[str, Any]:
         if rt is None or (rt.namespaced and tail):
             raise errors.path_not_found()
         namespace = None if rt.namespaced else ""
-    if len(tail) > 2 or (len(tail) == 2 and (tail[1] != "status" or not rt.has_status)):
+    if len(tail) > 2 or (
+        len(tail) == 2
+        and not (tail[1] == "status" and rt.has_status)
+        and not (tail[1] == "log" and rt is PODS)
+    ):
         raise errors.path_not_found()
     return Target(rt, namespace, tail[0] if tail else None, tail[1] if len(tail) == 2 else None)
 
@@ -262,6 +268,142 @@ def validate_meta(rt: ResourceType, meta: dict[str, Any]) -> None:
         raise errors.invalid(rt.kind, rt.group, name, causes)
 
 
+def _default_queue() -> dict[str, Any]:
+    """The queue Volcano creates at install time; jobs name it in ``schedulingPolicy.queue``."""
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {
+            "name": "default",
+            "uid": str(uuid.uuid4()),
+            "creationTimestamp": now_rfc3339(),
+            "generation": 1,
+        },
+        "spec": {"reclaimable": True, "weight": 1},
+        "status": {"state": "Open"},
+    }
+
+
+# --- OpenAPI, tables, field validation ---------------------------------------------------------------
+
+
+def openapi_response(request: web.Request) -> web.Response:
+    if request.method not in ("GET", "HEAD"):
+        raise errors.method_not_allowed()
+    path = request.path.rstrip("/")
+    if path == "/openapi/v2":
+        accept = request.headers.get("Accept", "")
+        if "protobuf" in accept and "json" not in accept:
+            # client-go's OpenAPISchema asks for gnostic's protobuf only.
+            resp = web.Response(body=openapi.v2_protobuf(), status=200)
+            resp.headers["Content-Type"] = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+            return resp
+        return json_response(200, openapi.v2_document())
+    if path == "/openapi/v3":
+        return json_response(200, openapi.v3_index())
+    parts = path.split("/")[3:]
+    if parts[:1] == ["api"] and len(parts) == 2:
+        raw = openapi.v3_document("", parts[1])
+    elif parts[:1] == ["apis"] and len(parts) == 3:
+        raw = openapi.v3_document(parts[1], parts[2])
+    else:
+        raw = None
+    if raw is None:
+        raise errors.path_not_found()
+    return json_response(
+        200, raw, headers={"Cache-Control": "public, immutable"} if request.query.get("hash") else None
+    )
+
+
+def as_table(request: web.Request, t: Target, resp: web.Response) -> web.Response:
+    """Re-render a GET/list answer as a meta.k8s.io Table when the client asked for one."""
+    accept = request.headers.get("Accept")
+    if not printing.wants_table(accept) or resp.status != 200:
+        return resp
+    doc = json.loads(resp.body)  # type: ignore[arg-type]
+    items = doc.get("items") if t.name is None else [doc]
+    list_meta = (
+        doc.get("metadata", {})
+        if t.name is None
+        else {"resourceVersion": doc["metadata"].get("resourceVersion")}
+    )
+    table = printing.table(
+        items or [],
+        t.rt.kind,
+        crd_printer_columns=openapi.printer_columns(t.rt),
+        list_meta={
+            k: v for k, v in list_meta.items() if k in ("resourceVersion", "continue", "remainingItemCount")
+        },
+        include_object=request.query.get("includeObject", "Metadata"),
+        api_version=printing.table_version(accept),
+    )
+    return json_response(200, dumps(table))
+
+
+def table_line_transform(request: web.Request, rt: ResourceType) -> Any:
+    """For ``kubectl get -w``: every watch event's object becomes a one-row Table."""
+    accept = request.headers.get("Accept")
+    if not printing.wants_table(accept):
+        return None
+    include = request.query.get("includeObject", "Metadata")
+    version = printing.table_version(accept)
+    columns = openapi.printer_columns(rt)
+
+    def transform(line: bytes) -> bytes:
+        event = json.loads(line)
+        obj = event.get("object") or {}
+        if event.get("type") in ("ADDED", "MODIFIED", "DELETED") and obj.get("kind") == rt.kind:
+            event["object"] = printing.table(
+                [obj],
+                rt.kind,
+                crd_printer_columns=columns,
+                list_meta={"resourceVersion": obj["metadata"].get("resourceVersion")},
+                include_object=include,
+                api_version=version,
+            )
+        return dumps(event) + b"\n"
+
+    return transform
+
+
+_DIRECTIVES = ("Ignore", "Warn", "Strict")
+
+
+def field_validation(rt: ResourceType, obj: dict[str, Any], query: Any, headers: dict[str, str]) -> None:
+    """``?fieldValidation=`` as the apiserver applies it (default Warn): unknown fields → 400 under
+    Strict, a ``Warning`` header under Warn; CRD type / required errors → 422 always."""
+    directive = query.get("fieldValidation") or "Warn"
+    if directive not in _DIRECTIVES:
+        raise errors.bad_request(
+            f'fieldValidation: Unsupported value: "{directive}": supported values: "Ignore", "Strict", "Warn"'
+        )
+    problems = openapi.check(rt, obj)
+    if problems.invalid:
+        name = (obj.get("metadata") or {}).get("name", "")
+        raise errors.invalid(rt.kind, rt.group, name, problems.invalid)
+    if not problems.unknown:
+        return
+    if directive == "Strict":
+        text = ", ".join(f'unknown field "{p}"' for p in problems.unknown)
+        raise errors.bad_request(
+            f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+            f"strict decoding error: {text}"
+        )
+    if directive == "Warn":
+        safe = [json.dumps(p, ensure_ascii=True)[1:-1].replace('"', "'") for p in problems.unknown[:20]]
+        headers["Warning"] = ", ".join(f'299 - "unknown field \\"{p}\\""' for p in safe)
+    if not rt.builtin and query.get("fieldValidation"):
+        # CRD pruning (structural schema). Only when the client chose a directive (kubectl always
+        # does): the emulator's generic API tests store schema-less fields in AscendJobs.
+        openapi.prune(obj, problems.unknown)
+
+
+def _with_headers(resp: web.Response, headers: dict[str, str]) -> web.Response:
+    for key, value in headers.items():
+        resp.headers[key] = value
+    return resp
+
+
 # --- the API server -----------------------------------------------------------------------------
 
 
@@ -277,8 +419,12 @@ class ApiServer:
         self.faults = faults
         self.bookmark_interval = bookmark_interval
         self.watch_queue_limit = watch_queue_limit
+        self._manager = "unknown"
+        # (namespace, pod name) → earlier incarnations of that pod, for ``logs --previous``.
+        self.pod_history: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for ns in ("default", "kube-system", "mindx-dl"):
             self.store.commit(NAMESPACES, ADDED, self._new_namespace(ns))
+        self.store.commit(resources.QUEUES, ADDED, _default_queue())
 
     @staticmethod
     def _new_namespace(name: str) -> dict[str, Any]:
@@ -323,6 +469,8 @@ class ApiServer:
         path, method = request.path, request.method
         if path.rstrip("/") in _META_PATHS or path.startswith("/_sim/"):
             return await self._meta(request)
+        if path == "/openapi" or path.startswith("/openapi/"):
+            return openapi_response(request)
         target: Target | dict[str, Any] | None = None
         failure: ApiError | None = None
         try:
@@ -399,11 +547,15 @@ class ApiServer:
 
     async def _dispatch(self, request: web.Request, t: Target) -> web.StreamResponse:
         method, query = request.method, request.query
+        # Handlers run on one loop without awaiting between read and commit, so this is safe.
+        self._manager = query.get("fieldManager") or ssa.manager_from_user_agent(
+            request.headers.get("User-Agent")
+        )
         if t.name is None:
             if method in ("GET", "HEAD"):
                 if _truthy(query.get("watch")):
                     return await self.watch(request, t)
-                return self.list(t, query)
+                return as_table(request, t, self.list(t, query))
             if t.namespace is None:
                 raise errors.method_not_allowed()
             if method == "POST":
@@ -411,8 +563,10 @@ class ApiServer:
             if method == "DELETE":
                 return self.delete_collection(t, await request.read(), query)
             raise errors.method_not_allowed()
+        if method in ("GET", "HEAD") and t.sub == "log":
+            return await podlogs.serve(request, self.store, t.namespace or "", t.name, self.pod_history)
         if method in ("GET", "HEAD"):
-            return json_response(200, self._existing(t).raw)
+            return as_table(request, t, json_response(200, self._existing(t).raw))
         if method == "PUT":
             return self.replace(t, await request.read(), query)
         if method == "PATCH":
@@ -502,11 +656,12 @@ class ApiServer:
         bookmarks = _truthy(query.get("allowWatchBookmarks"))
         rv_param = query.get("resourceVersion")
         watcher = Watcher(t.rt, t.namespace, labels, fields, self.watch_queue_limit)
+        watcher.transform = table_line_transform(request, t.rt)
         initial: list[bytes] = []
         if rv_param in (None, "", "0"):
             for s in self.store.current(t.rt, t.namespace):
                 if watcher.matches(s.obj):
-                    initial.append(b'{"type":"ADDED","object":' + s.raw + b"}\n")
+                    initial.append(watcher.render(b'{"type":"ADDED","object":' + s.raw + b"}\n"))
         else:
             rv = _rv_param(rv_param)
             try:
@@ -520,7 +675,7 @@ class ApiServer:
                     if change.rt is t.rt:
                         etype = watcher.event_type(change)
                         if etype is not None:
-                            initial.append(change.line(etype))
+                            initial.append(watcher.render(change.line(etype)))
         if not watcher.closed:
             self.store.watchers[t.rt].add(watcher)
         try:
@@ -571,10 +726,17 @@ class ApiServer:
 
     def create(self, t: Target, raw: bytes, query: Any) -> web.Response:
         body, meta = self._decode_object(t, raw, default_gvk=True)
-        return self._create_object(t, body, meta, query)
+        headers: dict[str, str] = {}
+        field_validation(t.rt, body, query, headers)
+        return _with_headers(self._create_object(t, body, meta, query), headers)
 
     def _create_object(
-        self, t: Target, body: dict[str, Any], meta: dict[str, Any], query: Any
+        self,
+        t: Target,
+        body: dict[str, Any],
+        meta: dict[str, Any],
+        query: Any,
+        applied: dict[str, Any] | None = None,
     ) -> web.Response:
         rt = t.rt
         assert t.namespace is not None
@@ -610,6 +772,10 @@ class ApiServer:
             body.setdefault("spec", {"finalizers": ["kubernetes"]})
         elif rt.has_status:
             body.pop("status", None)
+        if applied is not None:
+            ssa.record(None, body, self._manager, "Apply", rt.api_version, applied)
+        else:
+            ssa.record(None, body, self._manager, "Update", rt.api_version)
         if query.get("dryRun"):
             meta["resourceVersion"] = str(self.store.rv)
             return json_response(201, dumps(body))
@@ -625,7 +791,11 @@ class ApiServer:
                 f"the name of the object ({meta['name']}) does not match the name on the URL ({t.name})"
             )
         old = self._existing(t)
-        return self._update(t, old, body, "PUT", query)
+        headers: dict[str, str] = {}
+        if t.sub is None:
+            field_validation(t.rt, body, query, headers)
+            ssa.record(old.obj, body, self._manager, "Update", t.rt.api_version)
+        return _with_headers(self._update(t, old, body, "PUT", query), headers)
 
     def patch(self, t: Target, content_type: str, raw: bytes, query: Any) -> web.Response:
         rt = t.rt
@@ -665,9 +835,39 @@ class ApiServer:
             if meta.get("name", t.name) != t.name:
                 raise errors.bad_request("the name of the object does not match the name on the URL")
             meta["name"] = t.name
+            headers: dict[str, str] = {}
+            if t.sub is None:
+                field_validation(rt, applied, query, headers)
             if old is None:  # server-side apply creates missing objects
-                return self._create_object(t, applied, meta, query)
-            doc = merge_patch(old.copy(), applied)
+                body = json.loads(dumps(applied))
+                return _with_headers(self._create_object(t, body, body["metadata"], query, applied), headers)
+            if t.sub is None:
+                found = ssa.conflicts(old.obj, applied, self._manager)
+                if found and not _truthy(query.get("force")):
+                    raise ApiError(
+                        409,
+                        ssa.conflict_message(found, rt.api_version),
+                        reason="Conflict",
+                        details={
+                            "name": t.name,
+                            "group": rt.group,
+                            "kind": rt.plural,
+                            "causes": [
+                                {
+                                    "reason": "FieldManagerConflict",
+                                    "message": f'conflict with "{m}"',
+                                    "field": "." + ".".join(p),
+                                }
+                                for m, p in found
+                            ],
+                        },
+                    )
+                doc = ssa.apply(old.obj, applied, self._manager)
+                ssa.record(old.obj, doc, self._manager, "Apply", rt.api_version, applied)
+            else:
+                doc = merge_patch(old.copy(), applied)
+            meta = check_types(rt, doc)
+            return _with_headers(self._update(t, old, doc, "PATCH", query), headers)
         else:
             raise errors.unsupported_media_type(content_type)
         if old is None:
@@ -679,7 +879,11 @@ class ApiServer:
         meta = check_types(rt, doc)
         if meta.get("name") != t.name or (rt.namespaced and meta.get("namespace") != t.namespace):
             raise errors.bad_request("a patch may not change metadata.name or metadata.namespace")
-        return self._update(t, old, doc, "PATCH", query)
+        headers: dict[str, str] = {}
+        if t.sub is None:
+            field_validation(rt, doc, query, headers)
+            ssa.record(old.obj, doc, self._manager, "Update", rt.api_version)
+        return _with_headers(self._update(t, old, doc, "PATCH", query), headers)
 
     def _update(self, t: Target, old: Any, new: dict[str, Any], verb: str, query: Any) -> web.Response:
         """Shared PUT/PATCH path: preconditions, status isolation, generation, no-op detection."""
@@ -787,6 +991,8 @@ class ApiServer:
             obj.setdefault("status", {})["phase"] = "Terminating"
         change = self.store.commit(rt, DELETED, obj)
         self._committed("DELETE", t, t.name)
+        if rt is PODS:
+            self._pod_deleted(change.obj.obj)
         if rt.returns_deleted_object:
             return json_response(200, change.obj.raw)
         details: dict[str, Any] = {"name": t.name, "kind": rt.plural, "uid": om["uid"]}
@@ -804,6 +1010,45 @@ class ApiServer:
                 }
             ),
         )
+
+    def _pod_deleted(self, pod: dict[str, Any]) -> None:
+        """What the kubelet does when a pod goes: a ``Killing`` event, and (here) its log kept."""
+        meta = pod["metadata"]
+        now = now_rfc3339()
+        history = self.pod_history.setdefault((meta.get("namespace", ""), meta["name"]), [])
+        history.append(
+            {**pod, "metadata": {**meta, "deletionTimestamp": meta.get("deletionTimestamp") or now}}
+        )
+        del history[:-3]
+        for container in (pod.get("spec") or {}).get("containers") or []:
+            event = {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {
+                    "name": f"{meta['name']}.{uuid.uuid4().hex[:16]}",
+                    "namespace": meta.get("namespace", "default"),
+                    "uid": str(uuid.uuid4()),
+                    "creationTimestamp": now,
+                },
+                "involvedObject": {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "name": meta["name"],
+                    "namespace": meta.get("namespace", "default"),
+                    "uid": meta.get("uid"),
+                    "fieldPath": f"spec.containers{{{container.get('name')}}}",
+                },
+                "reason": "Killing",
+                "message": f"Stopping container {container.get('name')}",
+                "type": "Normal",
+                "source": {"component": "kubelet", "host": (pod.get("spec") or {}).get("nodeName", "")},
+                "firstTimestamp": now,
+                "lastTimestamp": now,
+                "count": 1,
+                "reportingComponent": "kubelet",
+            }
+            if self.store.get(NAMESPACES, "", meta.get("namespace", "default")) is not None:
+                self.store.commit(EVENTS, ADDED, event)
 
     def _purge_namespace(self, ns: str) -> None:
         # The namespace controller's cascade, done synchronously.

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -50,6 +51,11 @@ class Watcher:
         self.wakeup = asyncio.Event()
         self.overflowed = False
         self.closed = False
+        # Rewrites each event line, e.g. into a server-side printed Table (kubectl get -w).
+        self.transform: Callable[[bytes], bytes] | None = None
+
+    def render(self, line: bytes) -> bytes:
+        return self.transform(line) if self.transform is not None else line
 
     def matches(self, obj: dict[str, Any]) -> bool:
         if not self.labels.empty and not self.labels.matches(obj["metadata"].get("labels")):
@@ -69,7 +75,7 @@ class Watcher:
     def offer(self, change: Change) -> None:
         etype = self.event_type(change)
         if etype is not None:
-            self.push(change.line(etype))
+            self.push(self.render(change.line(etype)))
 
     def push(self, line: bytes) -> None:
         if self.overflowed or self.closed:

@@ -10,6 +10,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.events.ingest.runner import run_ingest
+from apps.jobs.clusters import cluster_register_default
 from apps.jobs.models import Cluster
 
 
@@ -28,6 +29,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         names: list[str] = options["cluster"]
+        cluster_register_default()  # like watch_jobs / demo_setup: $KUBECONFIG becomes the default cluster
         known = set(Cluster.objects.values_list("name", flat=True))
         unknown = sorted(set(names) - known)
         if unknown:

@@ -20,13 +20,23 @@ EXIT_UNKNOWN_JOB = 1
 EXIT_BAD_INPUT = 2
 
 
+FAULT_ENDPOINT_EXTENSION = "simcluster-fault-endpoint"
+
+
 def control_url_from_kubeconfig(path: str) -> str:
-    """The control endpoint of a simulated cluster: its API server URL with the port plus one."""
+    """The control endpoint of a simulated cluster: the URL ``manage.py simcluster`` records in the
+    kubeconfig's cluster extension, else (older kubeconfigs) the API server URL with the port plus one."""
     try:
         config = yaml.safe_load(Path(path).read_text())
-        server = config["clusters"][0]["cluster"]["server"]
+        cluster = config["clusters"][0]["cluster"]
+        server = cluster["server"]
     except (OSError, yaml.YAMLError, KeyError, IndexError, TypeError) as exc:
         raise CommandError(f"cannot read the API server URL from kubeconfig {path}: {exc}") from exc
+    for extension in cluster.get("extensions") or []:
+        if isinstance(extension, dict) and extension.get("name") == FAULT_ENDPOINT_EXTENSION:
+            url = (extension.get("extension") or {}).get("url")
+            if url:
+                return str(url)
     parts = urlsplit(server)
     if parts.port is None or parts.hostname is None:
         raise CommandError(f"kubeconfig {path} has no server port in {server!r}")
@@ -67,9 +77,9 @@ class Command(BaseCommand):
             raise CommandError(str(exc), returncode=EXIT_BAD_INPUT) from exc
         if options["rank"] < 0:
             raise CommandError("--rank must be >= 0", returncode=EXIT_BAD_INPUT)
-        url = options["control_url"] or control_url_from_kubeconfig(
-            options["kubeconfig"] or os.environ.get("KUBECONFIG") or str(DEFAULT_KUBECONFIG)
-        )
+        kubeconfig = options["kubeconfig"] or os.environ.get("KUBECONFIG") or str(DEFAULT_KUBECONFIG)
+        url = options["control_url"] or control_url_from_kubeconfig(kubeconfig)
+        _check_rank(kubeconfig, namespace, name, options["rank"])
         body = {
             "namespace": namespace,
             "job": name,
@@ -102,6 +112,37 @@ class Command(BaseCommand):
         self.stdout.write(
             f"injected {answer.get('id')} into {namespace}/{name} rank {options['rank']} "
             f"({options['fault_type']})"
+        )
+
+
+def _check_rank(kubeconfig: str, namespace: str, name: str, rank: int) -> None:
+    """Say which ranks the job has before asking the simulator (best effort: skipped when the API
+    server cannot be read through ``kubeconfig``)."""
+    from kubernetes.client.exceptions import ApiException
+
+    from apps.simcluster.kube import Kube
+    from apps.simcluster.operator import pod_slots
+
+    if not Path(kubeconfig).is_file():
+        return
+    try:
+        kube = Kube(kubeconfig)
+    except Exception:  # not a kubeconfig we can use: the control endpoint still answers
+        return
+    try:
+        job = kube.get_job(namespace, name)
+    except (ApiException, OSError, ValueError):
+        return
+    finally:
+        kube.close()
+    if job is None:
+        raise CommandError(f"unknown job {namespace}/{name}: no such AscendJob", returncode=EXIT_UNKNOWN_JOB)
+    count = len(pod_slots(job))
+    if not 0 <= rank < count:
+        ranks = f"ranks 0-{count - 1}" if count else "no pods"
+        raise CommandError(
+            f"--rank {rank} is out of range: job {namespace}/{name} has {ranks} ({count} pods)",
+            returncode=EXIT_BAD_INPUT,
         )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import socket
 import threading
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,26 @@ from django.core.management.base import BaseCommand, CommandError
 from apps.simcluster.runtime import SimCluster
 
 DEFAULT_KUBECONFIG = Path("var") / "simcluster.kubeconfig"
+
+
+def _check_ports(host: str, ports: dict[str, int]) -> None:
+    """Report a clash before anything starts: two flags on one port, or a port already in use."""
+    seen: dict[int, str] = {}
+    for flag, port in ports.items():
+        if port and port in seen:
+            raise CommandError(f"{flag} {port} is the same port as {seen[port]}; pick another", returncode=2)
+        if port:
+            seen[port] = flag
+    for flag, port in ports.items():
+        if not port:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind((host if host not in ("", "0.0.0.0") else "0.0.0.0", port))
+            except OSError as exc:
+                raise CommandError(
+                    f"{flag} {port} is not free on {host}: {exc.strerror}", returncode=2
+                ) from None
 
 
 class Command(BaseCommand):
@@ -26,7 +47,12 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=6443, help="Kubernetes API port (default 6443)")
         parser.add_argument("--grpc-port", type=int, default=8899, help="ClusterD gRPC port (default 8899)")
         parser.add_argument(
-            "--control-port", type=int, default=None, help="fault-injection HTTP port (default: API port + 1)"
+            "--control-port",
+            "--fault-port",
+            dest="control_port",
+            type=int,
+            default=0,
+            help="fault-injection HTTP port (default: a free port, printed at start)",
         )
         parser.add_argument(
             "--kubeconfig",
@@ -62,8 +88,12 @@ class Command(BaseCommand):
         if options["fault_rate_per_min"] < 0:
             raise CommandError("--fault-rate-per-min must be >= 0", returncode=2)
         control_port = options["control_port"]
-        if control_port is None:
-            control_port = options["port"] + 1 if options["port"] else 0
+        if not 0 <= control_port <= 65535:
+            raise CommandError("--fault-port must be a port number 0-65535", returncode=2)
+        _check_ports(
+            options["host"],
+            {"--port": options["port"], "--grpc-port": options["grpc_port"], "--fault-port": control_port},
+        )
         sim = SimCluster(
             clock_speed=options["clock_speed"],
             api_port=options["port"],
@@ -84,6 +114,7 @@ class Command(BaseCommand):
                 raise CommandError(f"cannot start the simulated cluster: {exc}") from exc
             if options["advertise_host"]:
                 _advertise(Path(sim.kubeconfig_path), options["advertise_host"])
+            _record_fault_endpoint(Path(sim.kubeconfig_path), sim.control_url)
             self.stdout.write(f"Kubernetes API   {sim.api_url}")
             self.stdout.write(f"kubeconfig       {Path(sim.kubeconfig_path).resolve()}")
             self.stdout.write(f"ClusterD gRPC    {sim.grpc_address}")
@@ -99,6 +130,23 @@ class Command(BaseCommand):
             sim.stop()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+
+
+def _record_fault_endpoint(kubeconfig: Path, url: str) -> None:
+    """Write the fault endpoint into the kubeconfig (a cluster extension, ignored by kubectl) so
+    ``sim_fault`` finds it whatever port it got."""
+    import yaml
+
+    from apps.simcluster.management.commands.sim_fault import FAULT_ENDPOINT_EXTENSION
+
+    if not url:
+        return
+    config = yaml.safe_load(kubeconfig.read_text())
+    for entry in config.get("clusters") or []:
+        cluster = entry.setdefault("cluster", {})
+        others = [e for e in cluster.get("extensions") or [] if e.get("name") != FAULT_ENDPOINT_EXTENSION]
+        cluster["extensions"] = [*others, {"name": FAULT_ENDPOINT_EXTENSION, "extension": {"url": url}}]
+    kubeconfig.write_text(yaml.safe_dump(config, sort_keys=False))
 
 
 def _advertise(kubeconfig: Path, host: str) -> None:
