@@ -212,13 +212,12 @@ def in_effect_briefs(jobs: list[TrainingJob]) -> dict[int, dict[str, Any]]:
 
     One query for the incarnations; only creation configs are compared (no rendering).
     """
-    ids = [job.pk for job in jobs]
+    uids = {job.pk: job.uid for job in jobs}
     incarnations: dict[int, JobIncarnation] = {}
-    for row in JobIncarnation.objects.filter(job_id__in=ids).order_by("job_id", "-first_seen_at"):
-        incarnations.setdefault(row.job_id, row)
-    for row in JobIncarnation.objects.filter(job_id__in=ids):
-        job_uid = next((j.uid for j in jobs if j.pk == row.job_id), "")
-        if job_uid and row.uid == job_uid:
+    for row in JobIncarnation.objects.filter(job_id__in=list(uids)).order_by("job_id", "-first_seen_at"):
+        # The row of the job's current uid, else its newest.
+        kept = incarnations.get(row.job_id)
+        if kept is None or (row.uid == uids[row.job_id] and kept.uid != uids[row.job_id]):
             incarnations[row.job_id] = row
     briefs: dict[int, dict[str, Any]] = {}
     for job in jobs:

@@ -413,7 +413,7 @@ class DashboardBrowserTests(ChannelsLiveServerTestCase):
         self.page.wait_for_function(
             "document.getElementById('out-patch').textContent.includes('recover-strategy: recover,dump')"
         )
-        self.assertIn("Takes effect now", self.page.inner_text("#effects"))
+        self.assertIn("When the job is (re)created", self.page.inner_text("#effects"))
         self.page.click("#ptab-launcher")
         self.assertTrue(self.page.is_visible("#out-launcher"))
         self.page.click("#ptab-diff")
