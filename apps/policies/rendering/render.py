@@ -57,7 +57,7 @@ def render(manifest: dict[str, Any], spec: PolicySpec) -> RenderResult:
         job_patch=_job_patch(keys, run_policy_patch, changes),
         configmap=configmap,
         artifacts=artifacts,
-        effects=_effects(plan, keys, changes, artifacts, _replicas(manifest) != _replicas(merged)),
+        effects=_effects(plan, keys, changes, artifacts, _replicas(manifest) != _replicas(merged), manifest),
         notes=_notes(plan, manifest),
     )
 
@@ -99,9 +99,10 @@ def _effects(
     changes: TemplateChanges,
     artifacts: Artifacts,
     templates_changed: bool,
+    manifest: dict[str, Any],
 ) -> tuple[Effect, ...]:
     """What each part of the policy changes and when that takes effect (``when.py`` decides)."""
-    effects = [*_metadata_effects(plan, keys)]
+    effects = [*_metadata_effects(plan, keys, manifest)]
     what = [e["name"] for e in desired_env(plan)] + [f"port {p['name']}" for p in desired_ports(plan)]
     if plan.uses_taskd:
         what.append(f"volume {TASKD_VOLUME_NAME} (ConfigMap {plan.configmap_name})")
@@ -155,8 +156,10 @@ def _effects(
     return tuple(effects)
 
 
-def _metadata_effects(plan: RenderPlan, keys: PolicyKeys) -> list[Effect]:
+def _metadata_effects(plan: RenderPlan, keys: PolicyKeys, manifest: dict[str, Any]) -> list[Effect]:
     """The recovery keys, split by who reads them and when (facts §1)."""
+    meta = manifest.get("metadata") if isinstance(manifest.get("metadata"), dict) else {}
+    present = {**(meta.get("labels") or {}), **(meta.get("annotations") or {})}
     at_creation: list[str] = []  # ClusterD's Init snapshot (copied to the PodGroup by the operator)
     by_operator: list[str] = []  # read by the operator in its job-create handler
     live: list[str] = []  # read by ClusterD at every fault
@@ -182,6 +185,8 @@ def _metadata_effects(plan: RenderPlan, keys: PolicyKeys) -> list[Effect]:
                     else f"no {key} (the operator sets it only with recover-strategy)"
                 )
             if key_when(section, key) == "live":
+                if value is None and key not in present:
+                    continue  # nothing to remove: a live key matters only when it changes
                 live.append(text)
                 names["live"].append(key)
             elif key == k.LABEL_FAULT_RETRY_TIMES:
