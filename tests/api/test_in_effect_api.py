@@ -92,3 +92,15 @@ def test_simulate_starts_from_the_in_effect_config_unless_after_recreation(
         "/api/v1/policies/simulate/", {"job": running.pk, "faults": faults, "as": "later"}, format="json"
     )
     assert wrong.status_code == 400 and wrong.json()["errors"][0]["field"] == "as"
+
+
+def test_preview_lists_every_key_with_when_it_takes_effect(world: World, running: TrainingJob) -> None:
+    body = {"spec": {"mindcluster_version": "26.1", "strategies": ["recover"], "backoff_limit": 4}}
+    answer = (
+        world.client("owner").post(f"/api/v1/jobs/{running.pk}/policy/preview/", body, format="json").json()
+    )
+    whens = {(k["section"], k["key"]): k["when"] for k in answer["keys"]}
+    assert whens["annotations", "recover-strategy"] == "recreate"
+    assert whens["annotations", "wait-reschedule-timeout"] == "live"
+    assert whens["spec", "runPolicy.backoffLimit"] == "recreate"
+    assert {e["when"] for e in answer["render"]["effects"]} >= {"recreate", "live", "pod-restart"}

@@ -220,6 +220,14 @@ class EffectSerializer(serializers.Serializer):
     keys = serializers.ListField(child=serializers.CharField(), help_text="Keys or files this part covers")
 
 
+class DesiredKeySerializer(serializers.Serializer):
+    object = serializers.CharField()
+    section = serializers.ChoiceField(choices=["labels", "annotations", "spec"])
+    key = serializers.CharField()
+    value = serializers.CharField(allow_null=True, help_text="null: removed")
+    when = serializers.ChoiceField(choices=list(WHENS))
+
+
 class RenderedSerializer(serializers.Serializer):
     manifest = serializers.DictField(
         child=AnyJsonField(), help_text="The AscendJob with the policy merged in"
@@ -245,6 +253,7 @@ class PreviewOutputSerializer(serializers.Serializer):
     spec = PolicySpecSerializer(allow_null=True)
     render = RenderedSerializer(allow_null=True)
     render_error = serializers.CharField(required=False)
+    keys = DesiredKeySerializer(many=True, required=False, help_text="Every key the policy sets or removes")
     live = LiveSerializer()
     diff = serializers.DictField(
         child=AnyJsonField(),
