@@ -10,7 +10,8 @@ from django.utils import timezone
 
 from apps.audit.services import audit_record
 from apps.cluster import constants as c
-from apps.jobs.models import Cluster, TrainingJob
+from apps.jobs.incarnations import incarnation_observe_job
+from apps.jobs.models import Cluster, JobIncarnation, TrainingJob
 from apps.policies.spec import DEFAULT_RELEASE, FRAMEWORKS, JobContext
 from apps.policies.validation import validate_policy
 
@@ -142,6 +143,9 @@ def job_adopt(*, cluster: Cluster, manifest: dict[str, Any]) -> tuple[TrainingJo
             if changed:
                 TrainingJob.objects.filter(pk=job.pk).update(**changed, updated_at=timezone.now())
                 job.refresh_from_db()
+        uid = str(meta.get("uid") or "")
+        if uid and not JobIncarnation.objects.filter(job=job, uid=uid).exclude(job_keys={}).exists():
+            incarnation_observe_job(job, manifest)
         if job.current_revision_id is None:
             spec, ignored = observed_spec(manifest, job.mindcluster_version)
             comment = "observed in the cluster" + (f"; ignored {', '.join(ignored)}" if ignored else "")

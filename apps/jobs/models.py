@@ -100,3 +100,41 @@ class TrainingJob(models.Model):
     def node_nums(self) -> int:
         """Total pods across replica roles (TaskD ``node_nums``)."""
         return sum(int(v) for v in self.replicas.values())
+
+
+class JobIncarnation(models.Model):
+    """What one incarnation (one uid) of a job was created with, as the cluster showed it.
+
+    MindCluster reads most recovery keys once: the operator when it creates the job and copies the
+    job's keys to the PodGroup, ClusterD at the job's first ``Init``. So what is *in effect* is read
+    here — the PodGroup as first seen (before any push of ours), the job's restart-budget keys as first
+    seen, ClusterD's Init snapshot when it is observable — never from what we wrote later.
+    """
+
+    job = models.ForeignKey(TrainingJob, on_delete=models.CASCADE, related_name="incarnations")
+    uid = models.CharField(max_length=64, help_text="metadata.uid of the AscendJob")
+    job_created_at = models.DateTimeField(null=True, blank=True, help_text="AscendJob creationTimestamp")
+    job_keys = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="backoffLimit and fault-retry-times as first seen (operator, at creation)",
+    )
+    podgroup_uid = models.CharField(max_length=64, blank=True)
+    podgroup_created_at = models.DateTimeField(null=True, blank=True)
+    podgroup_keys = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The PodGroup's labels/annotations as first seen (copied at creation)",
+    )
+    podgroup_seen_by = models.CharField(max_length=16, blank=True, help_text="ingester, push or preview")
+    init_keys = models.JSONField(default=dict, blank=True, help_text="ClusterD's Init snapshot, if observed")
+    init_at = models.DateTimeField(null=True, blank=True)
+    first_seen_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["job", "-first_seen_at"]
+        constraints = [models.UniqueConstraint(fields=["job", "uid"], name="uniq_incarnation_per_uid")]
+
+    def __str__(self) -> str:
+        return f"{self.job} uid={self.uid}"

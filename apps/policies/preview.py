@@ -15,8 +15,9 @@ from apps.cluster.errors import ClusterError
 from apps.core.jsonmerge import merge_patch_diff
 from apps.jobs.clusters import cluster_ref
 from apps.jobs.models import TrainingJob
+from apps.policies.desired import desired_state
 from apps.policies.push import key_differences
-from apps.policies.rendering import RenderResult, render
+from apps.policies.rendering import RenderResult
 from apps.policies.services import policy_validate_for_job
 
 log = logging.getLogger(__name__)
@@ -130,12 +131,14 @@ def policy_preview(*, job: TrainingJob, raw_spec: Any | None) -> dict[str, Any]:
         return answer
     manifest = live if live is not None else skeleton_manifest(job)
     try:
-        rendered = render(manifest, result.spec)
+        state = desired_state(manifest, result.spec)
+        rendered = state.rendered
     except Exception as exc:  # the live object may be shaped in ways rendering has not seen; say so
         log.exception("preview render failed for job %s", job.pk)
         answer["render_error"] = f"rendering failed on this manifest ({type(exc).__name__})"
         return answer
     answer["render"] = render_output(rendered)
+    answer["keys"] = [key.as_dict() for key in state.keys]  # each key with when it takes effect
     if live is not None:
         answer["diff"] = _diff(live, podgroup, rendered)
     return answer

@@ -27,6 +27,7 @@ from apps.cluster.errors import ClusterError
 from apps.core.jsonmerge import merge_patch_diff
 from apps.events.services import event_record
 from apps.jobs.clusters import cluster_ref
+from apps.jobs.incarnations import incarnation_observe_podgroup
 from apps.jobs.models import TrainingJob
 from apps.policies.models import PolicyRevision, PolicySync
 from apps.policies.rendering import RenderResult, render
@@ -284,6 +285,8 @@ def _push_podgroup(progress: _Progress, ref: kube.ClusterRef, rendered: RenderRe
             progress.versions["podgroup"] = "absent: the operator will copy the job's keys when it creates it"
             return
         raise
+    # What it was created with, before our first write to it (the in-effect view reads this).
+    incarnation_observe_podgroup(job, live, "push")
     patch = key_differences(live.get("metadata") or {}, podgroup_desired(rendered, progress.sync.generation))
     if not patch:
         progress.versions["podgroup"] = str(live["metadata"].get("resourceVersion", ""))

@@ -11,6 +11,7 @@ from apps.accounts.selectors import jobs_visible_to
 from apps.events.incident_services import restarts_over_time
 from apps.events.models import Incident, JobEvent, RestartBudget
 from apps.jobs.models import TrainingJob
+from apps.policies.in_effect import in_effect_briefs
 from apps.policies.models import PolicySync
 
 # The overview is for scanning, not for exporting: beyond this the filters narrow it down.
@@ -55,10 +56,16 @@ def job_summaries(user: AbstractBaseUser | AnonymousUser) -> list[dict[str, Any]
     wanted = {job.pk: job.last_incident_number for job in jobs if job.last_incident_number}
     candidates = Incident.objects.filter(job_id__in=list(wanted), number__in=set(wanted.values()))
     incidents = {i.job_id: i for i in candidates if wanted.get(i.job_id) == i.number} if wanted else {}
-    return [_summary(job, budgets.get(job.pk), incidents.get(job.pk)) for job in jobs]
+    briefs = in_effect_briefs(jobs)
+    return [_summary(job, budgets.get(job.pk), incidents.get(job.pk), briefs.get(job.pk)) for job in jobs]
 
 
-def _summary(job: TrainingJob, budget: RestartBudget | None, incident: Incident | None) -> dict[str, Any]:
+def _summary(
+    job: TrainingJob,
+    budget: RestartBudget | None,
+    incident: Incident | None,
+    in_effect: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     spec = job.current_revision.spec if job.current_revision else None
     restarts = (budget.reschedules_used + budget.process_restarts_used) if budget else 0
     return {
@@ -72,7 +79,8 @@ def _summary(job: TrainingJob, budget: RestartBudget | None, incident: Incident 
         "revision": job.current_revision.number if job.current_revision else None,
         "strategies": list(spec.get("strategies", [])) if spec else [],
         "platform_mode": bool(spec.get("platform_mode")) if spec else False,
-        "sync_state": getattr(job, "sync_state", None),
+        "sync_state": getattr(job, "sync_state", None),  # written, not in effect
+        "in_effect": in_effect,
         "restarts": restarts,
         "budget_exhausted": bool(budget and budget.exhausted),
         "last_incident": _incident_brief(incident) if incident else None,
@@ -98,7 +106,8 @@ def job_summaries_for_ids(user: AbstractBaseUser | AnonymousUser, ids: list[int]
     latest: dict[int, Incident] = {}
     for incident in Incident.objects.filter(job_id__in=ids).order_by("job_id", "-number"):
         latest.setdefault(incident.job_id, incident)
-    return [_summary(job, budgets.get(job.pk), latest.get(job.pk)) for job in jobs]
+    briefs = in_effect_briefs(jobs)
+    return [_summary(job, budgets.get(job.pk), latest.get(job.pk), briefs.get(job.pk)) for job in jobs]
 
 
 def recent_incidents(job_id: int) -> list[dict[str, Any]]:

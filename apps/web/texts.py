@@ -41,10 +41,28 @@ SUB_HEALTHY_TEXT: Final = {
 }
 
 EFFECT_WHEN_TEXT: Final = {
-    "live": "Takes effect now (PodGroup, read by ClusterD)",
-    "next-pod-creation": "When pods are next created",
-    "next-image-build": "At the next image build",
-    "next-start": "At the next start of training",
+    "recreate": "When the job is (re)created: read once by the operator and by ClusterD at the job's first "
+    "Init; on a running job this waits for the job to be recreated",
+    "live": "Read by ClusterD at every fault: in effect from the next fault once written",
+    "pod-restart": "When pods are next created (rescheduling, restart or recreation)",
+    "image-build": "At the next image build",
+    "training-start": "At the next start of training",
+}
+
+# What a pending key waits for, in words (design.md §4.4).
+WAITS_FOR_TEXT: Final = {
+    "recreate": "waits for the job to be recreated",
+    "pod-restart": "waits for its pods to be created again",
+    "image-build": "waits for the next image build",
+    "training-start": "waits for the next start of training",
+    "nothing": "read at every fault: in effect",
+}
+
+BASIS_TEXT: Final = {
+    "created-with": "the job was created with it",
+    "admission": "merged in at admission, when the job was created",
+    "observed": "observed on the job as it was created",
+    "unknown": "not observed yet",
 }
 
 

@@ -58,7 +58,12 @@ def _page(
 @require_GET
 def jobs_overview(request: HttpRequest) -> HttpResponse:
     """Every job the user may see, with strategies, sync state, restarts and the last incident."""
-    return _page(request, "web/jobs.html", "jobs", {"jobs": summaries.job_summaries(request.user)})
+    return _page(
+        request,
+        "web/jobs.html",
+        "jobs",
+        {"jobs": summaries.job_summaries(request.user), "basis": texts.BASIS_TEXT},
+    )
 
 
 def _visible_job(request: HttpRequest, job_id: int) -> Any:
@@ -90,6 +95,8 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
         "decision_actions": list(DECISION_ACTIONS),
         "fault_types": list(FAULT_TYPES),
         "effect_when": texts.EFFECT_WHEN_TEXT,
+        "waits_for": texts.WAITS_FOR_TEXT,
+        "basis": texts.BASIS_TEXT,
     }
     context = {
         "job": job,

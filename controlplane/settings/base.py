@@ -246,6 +246,8 @@ SPECTACULAR_SETTINGS = {
         "RoleEnum": "apps.accounts.models.Role",
         "SyncStateEnum": "apps.policies.models.PolicySync.State",
         "RevisionSourceEnum": "apps.policies.models.PolicyRevision.Source",
+        "JobFrameworkEnum": "apps.jobs.models.TrainingJob.Framework",
+        "JobSourceEnum": "apps.jobs.models.TrainingJob.Source",
         "EventSeverityEnum": "apps.events.models.JobEvent.Severity",
         "IssueSeverityEnum": ["error", "warning"],
         "PlatformStrategyEnum": "apps.policies.spec.PLATFORM_STRATEGIES",

@@ -413,7 +413,7 @@ class DashboardBrowserTests(ChannelsLiveServerTestCase):
         self.page.wait_for_function(
             "document.getElementById('out-patch').textContent.includes('recover-strategy: recover,dump')"
         )
-        self.assertIn("Takes effect now", self.page.inner_text("#effects"))
+        self.assertIn("When the job is (re)created", self.page.inner_text("#effects"))
         self.page.click("#ptab-launcher")
         self.assertTrue(self.page.is_visible("#out-launcher"))
         self.page.click("#ptab-diff")
@@ -423,10 +423,10 @@ class DashboardBrowserTests(ChannelsLiveServerTestCase):
         self.page.click("#ptab-patch")
         self.shot("job-policy")
 
-        # Apply: the page queues the push, the push runs, the page shows "applied".
+        # Apply: the page queues the push, the push runs, the page shows it "written" (never "applied").
         self.page.click("#save-apply")
         self.complete_push(job)
-        self.page.locator("#sync-detail .badge.applied").wait_for()
+        self.page.locator("#sync-detail .badge.written").wait_for()
         self.assertEqual(self.page.inner_text("#fact-revision"), "1")
         self.assertEqual(self.podgroup_annotations(job)[c.ANNOTATION_RECOVER_STRATEGY], "recover,dump")
         self.shot("job-policy-applied")
@@ -462,7 +462,7 @@ class DashboardBrowserTests(ChannelsLiveServerTestCase):
         self.tab_to("#save-apply")
         self.page.keyboard.press("Enter")
         self.complete_push(job)
-        self.page.locator("#sync-detail .badge.applied").wait_for()
+        self.page.locator("#sync-detail .badge.written").wait_for()
         spec = TrainingJob.objects.get(pk=job.pk).current_revision.spec
         self.assertEqual(spec["strategies"], ["recover", "dump"])
         self.assertTrue(spec["pod_rescheduling"])
@@ -616,6 +616,47 @@ class DashboardBrowserTests(ChannelsLiveServerTestCase):
         self.page.goto(self.url("/decisions/"))
         self.page.wait_for_selector("body[data-ready=true]")
         self.shot("decisions")
+
+    def test_in_effect_revision_and_what_waits_are_shown_in_the_header_and_what_changes(self) -> None:
+        """Issue #13: created with revision 1; revision 2 is written but waits for a recreation."""
+        from apps.jobs.incarnations import incarnation_observe_podgroup
+        from apps.policies.services import Actor, policy_revision_create
+
+        job = self.live_job("in-effect")
+        actor = Actor(name="pipeline")
+        policy_revision_create(
+            job=job, spec={"strategies": ["retry", "recover", "dump"]}, actor=actor, push=False
+        )
+        # The PodGroup as the operator created it from the job rendered for revision 1.
+        created = {
+            "metadata": {
+                "name": f"{job.name}-{job.uid}",
+                "uid": str(uuid.uuid4()),
+                "creationTimestamp": "2026-08-21T10:00:00Z",
+                "labels": {"fault-scheduling": "grace", "process-recover-enable": "on"},
+                "annotations": {"recover-strategy": "retry,recover,dump", c.ANNOTATION_POLICY_REVISION: "1"},
+            }
+        }
+        incarnation_observe_podgroup(job, created, "ingester")
+        policy_revision_create(job=job, spec={"strategies": ["dump"]}, actor=actor, push=False)
+        self.login()
+        self.page.goto(self.url(f"/jobs/{job.pk}/"))
+        header = self.page.locator("#fact-in-effect")
+        header.wait_for()
+        self.assertIn("revision 1 (the job was created with it)", header.inner_text())
+        waiting = self.page.locator('#job-in-effect li[data-waits-for="recreate"]')
+        waiting.wait_for()
+        self.assertIn("recover-strategy", waiting.inner_text())
+        self.assertIn("written, waits for the job to be recreated", waiting.inner_text())
+        # The push state is labelled as written, never as in effect.
+        self.assertIn("written", self.page.inner_text("#fact-sync"))
+        # The form's "What changes" says the same next to the preview.
+        form_view = self.page.locator('#form-in-effect li[data-waits-for="recreate"]')
+        form_view.wait_for()
+        self.assertIn("revision 2", form_view.inner_text())
+        self.assertIn("In effect: revision 1", self.page.inner_text("#form-in-effect"))
+        self.page.wait_for_selector('#effects li[data-when="recreate"]')
+        self.shot("job-in-effect")
 
     def test_what_if_panel_simulates_the_draft_policy(self) -> None:
         job = self.live_job()

@@ -294,12 +294,15 @@ def test_seed002_manager_py() -> None:
 
 def test_seed002_effects() -> None:
     effects = {(e.target, e.when) for e in render(seed_job(), SEED002_DUMP).effects}
+    # Issue #13: recovery keys are read once, at creation (facts §1); dump needs no live key.
     assert effects == {
-        ("podgroup", "live"),
-        ("pod-template", "next-pod-creation"),
-        ("image", "next-image-build"),
-        ("launcher", "next-start"),
-        ("training-script", "next-start"),
+        ("podgroup", "recreate"),
+        ("ascendjob", "recreate"),
+        ("pod-template", "pod-restart"),
+        ("configmap", "training-start"),
+        ("image", "image-build"),
+        ("launcher", "training-start"),
+        ("training-script", "training-start"),
     }
 
 
@@ -447,7 +450,7 @@ def test_job_rescheduling_only_changes_no_pod_template() -> None:
     assert result.labels == {"fault-scheduling": "grace"}
     assert result.annotations == {}
     assert result.configmap is None and result.artifacts.manager_py is None
-    assert [e.target for e in result.effects] == ["podgroup"]
+    assert [e.target for e in result.effects] == ["podgroup", "ascendjob"]  # both read at creation
     assert "No image changes" in result.artifacts.dockerfile
 
 
@@ -574,5 +577,5 @@ def test_taking_back_a_taskd_policy_is_a_pod_template_effect() -> None:
     previous = render(seed_job(), SEED002_DUMP).manifest
     result = render(previous, PolicySpec())
     effects = {e.target: e for e in result.effects}
-    assert effects["pod-template"].when == "next-pod-creation"
+    assert effects["pod-template"].when == "pod-restart"
     assert "takes back" in effects["pod-template"].summary

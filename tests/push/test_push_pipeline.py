@@ -82,7 +82,7 @@ def test_save_reaches_cluster_with_exactly_the_rendered_keys(
     cm = k8s.CoreV1Api(kube).read_namespaced_config_map(f"taskd-manager-{job.name}", job.namespace)
     assert "init_taskd_manager" in cm.data["manager.py"]
     assert sync.applied_resource_versions["ascendjob"] == live["metadata"]["resourceVersion"]
-    assert {e["when"] for e in sync.effects} >= {"live", "next-pod-creation"}
+    assert {e["when"] for e in sync.effects} >= {"live", "recreate", "pod-restart"}
     assert JobEvent.objects.filter(job=job, kind="policy.applied").count() == 1
     # Idempotent: pushing the same revision again writes nothing.
     before = emulator.faults.committed.count(namespace=job.namespace)

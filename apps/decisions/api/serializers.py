@@ -76,6 +76,17 @@ class SimulateInputSerializer(serializers.Serializer):
     supported = serializers.ListField(
         child=serializers.CharField(max_length=32), required=False, max_length=10
     )
+    as_ = serializers.ChoiceField(
+        choices=["in-effect", "after-recreation"],
+        required=False,
+        help_text="With job: start from the config the job runs with (in-effect, the default) or from the "
+        "draft/current revision as after a recreation",
+    )
+
+    def get_fields(self) -> dict[str, Any]:
+        fields = super().get_fields()
+        fields["as"] = fields.pop("as_")  # "as" is a Python keyword
+        return fields
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if "spec" not in attrs and "job" not in attrs:
@@ -115,3 +126,6 @@ class SimulateOutputSerializer(serializers.Serializer):
     faults = SimulatedFaultSerializer(many=True)
     end_state = serializers.DictField()
     warnings = serializers.ListField(child=serializers.DictField())
+    start = serializers.DictField(
+        required=False, help_text="With job: where the rehearsal started (as, revision, basis, config, note)"
+    )

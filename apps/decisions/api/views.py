@@ -29,6 +29,7 @@ from apps.decisions.services import DecisionError, decision_answer
 from apps.policies.services import policy_validate_for_job
 from apps.policies.validation import validate_policy
 from apps.policies.whatif import ScenarioError, parse_scenario, simulate
+from apps.policies.whatif_start import rehearsal_start
 
 STATES = [choice for choice, _ in Decision.State.choices]
 
@@ -125,6 +126,18 @@ class SimulateApi(APIView):
         values: dict[str, Any] = dict(data.validated_data)
         job = job_for_request(request, values["job"]) if "job" in values else None
         raw_spec = values.get("spec")
+        start = None
+        if job is not None:
+            # A saved job is rehearsed from what it runs with unless "after-recreation" is asked for.
+            start = rehearsal_start(job, raw_spec, values.get("as") or "in-effect")
+            raw_spec = start.spec
+        elif values.get("as") == "in-effect":
+            raise ApiError(
+                "'in-effect' needs a saved job: give 'job'",
+                code="invalid_choice",
+                field="as",
+                allowed=["after-recreation"],
+            )
         if raw_spec is None and job is not None:
             if job.current_revision is None:
                 raise ApiError(
@@ -151,4 +164,6 @@ class SimulateApi(APIView):
             ) from exc
         outcome = simulate(result.spec, scenario)
         outcome["warnings"] = [issue.to_dict() for issue in result.warnings]
+        if start is not None:
+            outcome["start"] = start.info
         return Response(outcome)

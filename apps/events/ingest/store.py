@@ -25,6 +25,7 @@ from apps.events.incidents import INCIDENT_KINDS
 from apps.events.ingest import (
     ascendjobs,
     clusterd_faults,
+    init_snapshot,
     k8s_events,
     podgroups,
     reschedule_reason,
@@ -35,6 +36,7 @@ from apps.events.models import JobEvent, ObservedObject, SourceKey
 from apps.events.services import event_store, job_lock
 from apps.jobs.adoption import job_adopt
 from apps.jobs.clusters import cluster_ref
+from apps.jobs.incarnations import incarnation_observe_init, incarnation_observe_podgroup
 from apps.jobs.models import Cluster, TrainingJob
 
 log = logging.getLogger(__name__)
@@ -214,10 +216,20 @@ class IngestStore:
     def apply_podgroup(self, event_type: str, obj: dict[str, Any], received_at: datetime) -> list[JobEvent]:
         if event_type == "DELETED":
             return []
-        _, state, stored = self.apply_object("podgroup", obj, podgroups.podgroup_observations, received_at)
+        previous, state, stored = self.apply_object(
+            "podgroup", obj, podgroups.podgroup_observations, received_at
+        )
+        if not previous:
+            self._observe_creation(obj)
         if self.decisions_enabled and state.get("platform"):
             self._observe_decision(obj)
         return stored
+
+    def _observe_creation(self, obj: dict[str, Any]) -> None:
+        """A PodGroup seen for the first time: the keys the operator copied at creation (in_effect)."""
+        job = self.resolve_job(podgroups.podgroup_job(obj))
+        if job is not None:
+            incarnation_observe_podgroup(job, obj, "ingester")
 
     def _observe_decision(self, obj: dict[str, Any]) -> None:
         from apps.decisions.services import decision_observe
@@ -244,6 +256,11 @@ class IngestStore:
     def apply_k8s_event(self, event_type: str, obj: dict[str, Any], received_at: datetime) -> list[JobEvent]:
         if event_type == "DELETED":
             return []  # Events expire; their history stays with us
+        snapshot = init_snapshot.init_snapshot_of(obj, received_at)
+        if snapshot is not None:
+            job = self.resolve_job(snapshot.job)
+            if job is not None:
+                incarnation_observe_init(job, snapshot.job.uid, snapshot.keys, snapshot.at)
         stored = [self.record(o) for o in k8s_events.event_observations(obj, received_at)]
         return [event for event in stored if event is not None]
 

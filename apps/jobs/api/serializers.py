@@ -9,6 +9,7 @@ from rest_framework import serializers
 from apps.cluster import constants as k
 from apps.core.api_inputs import StrictInputSerializer, dns_label_field
 from apps.jobs.models import Cluster, TrainingJob
+from apps.policies.api.serializers import InEffectSerializer
 from apps.policies.spec import DEFAULT_RELEASE, FRAMEWORKS, RELEASES
 
 MAX_REPLICAS = 20_000
@@ -74,6 +75,22 @@ _COLUMN_OF = {"cluster": "cluster__name", "current_revision": "current_revision_
 JOB_LIST_COLUMNS = tuple(_COLUMN_OF.get(name, name) for name in JobOutputSerializer.Meta.fields)
 _DATETIME = serializers.DateTimeField()
 _DATETIME_FIELDS = ("deleted_at", "created_at", "updated_at")
+
+
+class JobDetailOutputSerializer(JobOutputSerializer):
+    """One job, with what is in effect on it (design.md §4.4); lists leave it out (it reads history)."""
+
+    in_effect = InEffectSerializer(read_only=True)
+
+    class Meta(JobOutputSerializer.Meta):
+        fields = [*JobOutputSerializer.Meta.fields, "in_effect"]
+
+
+def job_detail_output(job: TrainingJob) -> dict[str, Any]:
+    """``job_output`` plus ``in_effect``."""
+    from apps.policies.in_effect import in_effect
+
+    return {**job_output(job), "in_effect": InEffectSerializer(in_effect(job)).data}
 
 
 def job_row_output(row: dict[str, Any]) -> dict[str, Any]:

@@ -19,8 +19,10 @@ from apps.jobs.api.filters import JobFilter
 from apps.jobs.api.serializers import (
     JOB_LIST_COLUMNS,
     ClusterOutputSerializer,
+    JobDetailOutputSerializer,
     JobOutputSerializer,
     JobRegisterInputSerializer,
+    job_detail_output,
     job_output,
     job_row_output,
 )
@@ -40,7 +42,9 @@ class ClusterListApi(generics.ListAPIView):
 
 @extend_schema_view(
     list=extend_schema(summary="Jobs this user may see", tags=["jobs"]),
-    retrieve=extend_schema(summary="One job", tags=["jobs"]),
+    retrieve=extend_schema(
+        summary="One job, with what is in effect on it", tags=["jobs"], responses=JobDetailOutputSerializer
+    ),
     create=extend_schema(
         summary="Register a job (editor on its namespace)",
         tags=["jobs"],
@@ -75,7 +79,7 @@ class JobViewSet(
         return job_for_request(self.request, int(self.kwargs["pk"]))
 
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return Response(job_output(self.get_object()))
+        return Response(job_detail_output(self.get_object()))
 
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         data = JobRegisterInputSerializer(data=request.data)

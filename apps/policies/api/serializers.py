@@ -16,6 +16,7 @@ from apps.core.api_errors import ErrorSerializer
 from apps.core.api_inputs import StrictInputSerializer
 from apps.core.parsers import json_safety_problem
 from apps.policies.models import PolicyRevision, PolicySync, Preset
+from apps.policies.rendering.when import WAITS_FOR, WHENS
 from apps.policies.spec import (
     BOUNDS,
     DECISION_ACTIONS,
@@ -119,6 +120,39 @@ class SyncOutputSerializer(serializers.ModelSerializer):
         ]
 
 
+class PendingSerializer(serializers.Serializer):
+    revision = serializers.IntegerField(min_value=1)
+    keys = serializers.ListField(child=serializers.CharField())
+    waits_for = serializers.ChoiceField(
+        choices=list(WAITS_FOR), help_text="nothing: read at every fault, in effect once written"
+    )
+    written = serializers.BooleanField(help_text="Whether the push of this revision has written it")
+
+
+class ProcessRecoverySerializer(serializers.Serializer):
+    on = serializers.BooleanField()
+    reason = serializers.CharField(allow_blank=True)
+
+
+class InEffectSerializer(serializers.Serializer):
+    """What the job actually runs with (design.md §4.4), read from what it was created with."""
+
+    revision = serializers.IntegerField(
+        allow_null=True, help_text="The revision whose creation-time keys the cluster runs with"
+    )
+    since = serializers.DateTimeField(allow_null=True)
+    basis = serializers.ChoiceField(choices=["created-with", "admission", "observed", "unknown"])
+    pending = PendingSerializer(many=True)
+    config = serializers.DictField(
+        child=AnyJsonField(), allow_null=True, help_text="The creation-time config as observed"
+    )
+    observed_from = serializers.ChoiceField(
+        choices=["clusterd-init", "podgroup-at-creation", "podgroup-before-first-push"], allow_null=True
+    )
+    process_recovery = ProcessRecoverySerializer(allow_null=True)
+    notes = serializers.ListField(child=serializers.CharField())
+
+
 class PolicyOutputSerializer(serializers.Serializer):
     """The current policy of a job."""
 
@@ -132,7 +166,10 @@ class PolicyOutputSerializer(serializers.Serializer):
     author = serializers.CharField(allow_blank=True)
     created_at = serializers.DateTimeField(allow_null=True)
     warnings = ErrorSerializer(many=True)
-    sync = SyncOutputSerializer(allow_null=True)
+    sync = SyncOutputSerializer(
+        allow_null=True, help_text="The latest push: what was written, not what is in effect"
+    )
+    in_effect = InEffectSerializer()
 
 
 class PolicyPutInputSerializer(StrictInputSerializer):
@@ -174,8 +211,21 @@ class LiveSerializer(serializers.Serializer):
 
 class EffectSerializer(serializers.Serializer):
     target = serializers.CharField()
-    when = serializers.CharField()
+    when = serializers.ChoiceField(
+        choices=list(WHENS),
+        help_text="live: read at every fault; recreate: read once when the job is created (waits for a "
+        "recreation on a running job); pod-restart; image-build; training-start",
+    )
     summary = serializers.CharField()
+    keys = serializers.ListField(child=serializers.CharField(), help_text="Keys or files this part covers")
+
+
+class DesiredKeySerializer(serializers.Serializer):
+    object = serializers.CharField()
+    section = serializers.ChoiceField(choices=["labels", "annotations", "spec"])
+    key = serializers.CharField()
+    value = serializers.CharField(allow_null=True, help_text="null: removed")
+    when = serializers.ChoiceField(choices=list(WHENS))
 
 
 class RenderedSerializer(serializers.Serializer):
@@ -203,6 +253,7 @@ class PreviewOutputSerializer(serializers.Serializer):
     spec = PolicySpecSerializer(allow_null=True)
     render = RenderedSerializer(allow_null=True)
     render_error = serializers.CharField(required=False)
+    keys = DesiredKeySerializer(many=True, required=False, help_text="Every key the policy sets or removes")
     live = LiveSerializer()
     diff = serializers.DictField(
         child=AnyJsonField(),

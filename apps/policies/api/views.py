@@ -25,6 +25,7 @@ from apps.core.api_errors import ApiError, ErrorResponseSerializer, RevisionConf
 from apps.jobs.models import TrainingJob
 from apps.policies.api import examples
 from apps.policies.api.serializers import (
+    InEffectSerializer,
     PolicyOutputSerializer,
     PolicyPutInputSerializer,
     PreviewInputSerializer,
@@ -33,6 +34,7 @@ from apps.policies.api.serializers import (
     RevisionOutputSerializer,
     SyncOutputSerializer,
 )
+from apps.policies.in_effect import in_effect
 from apps.policies.models import PolicyRevision, PolicySync, Preset
 from apps.policies.preview import policy_preview, with_release
 from apps.policies.push import sync_request_apply
@@ -72,6 +74,7 @@ def policy_body(job: TrainingJob, warnings: list[dict[str, Any]] | None = None) 
         "created_at": revision.created_at if revision else None,
         "warnings": warnings or [],
         "sync": SyncOutputSerializer(sync).data if sync else None,
+        "in_effect": InEffectSerializer(in_effect(job)).data,
     }
 
 

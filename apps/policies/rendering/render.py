@@ -23,6 +23,7 @@ from .manifest import (
 )
 from .plan import MINDSPORE, PYTORCH, RenderPlan
 from .result import Artifacts, Effect, RenderResult
+from .when import BACKOFF_LIMIT_KEY, PLATFORM_MODE_KEY, TARGET_WHEN, key_when
 
 
 def render(manifest: dict[str, Any], spec: PolicySpec) -> RenderResult:
@@ -56,7 +57,7 @@ def render(manifest: dict[str, Any], spec: PolicySpec) -> RenderResult:
         job_patch=_job_patch(keys, run_policy_patch, changes),
         configmap=configmap,
         artifacts=artifacts,
-        effects=_effects(plan, keys, changes, artifacts, _replicas(manifest) != _replicas(merged)),
+        effects=_effects(plan, keys, changes, artifacts, _replicas(manifest) != _replicas(merged), manifest),
         notes=_notes(plan, manifest),
     )
 
@@ -98,15 +99,10 @@ def _effects(
     changes: TemplateChanges,
     artifacts: Artifacts,
     templates_changed: bool,
+    manifest: dict[str, Any],
 ) -> tuple[Effect, ...]:
-    set_keys = [f"{key}={value!r}" for key, value in {**keys.labels, **keys.annotations}.items()]
-    removed = [*keys.removed_labels, *keys.removed_annotations]
-    summary = "PodGroup <job>-<uid> (ClusterD reads it at the next fault): "
-    summary += ("sets " + ", ".join(set_keys)) if set_keys else "sets no recovery keys"
-    if removed:
-        summary += "; removes " + ", ".join(removed)
-    effects = [Effect("podgroup", "live", summary)]
-
+    """What each part of the policy changes and when that takes effect (``when.py`` decides)."""
+    effects = [*_metadata_effects(plan, keys, manifest)]
     what = [e["name"] for e in desired_env(plan)] + [f"port {p['name']}" for p in desired_ports(plan)]
     if plan.uses_taskd:
         what.append(f"volume {TASKD_VOLUME_NAME} (ConfigMap {plan.configmap_name})")
@@ -115,21 +111,123 @@ def _effects(
         effects.append(
             Effect(
                 "pod-template",
-                "next-pod-creation",
+                TARGET_WHEN["pod-template"],
                 f"ascend container of {', '.join(changes.roles)}: {change}; running pods keep their old spec "
-                f"until they are next created (rescheduling or restart)",
+                f"until they are next created (rescheduling, restart or recreation of the job)",
+                tuple(what),
+            )
+        )
+    if artifacts.manager_py is not None:
+        effects.append(
+            Effect(
+                "configmap",
+                TARGET_WHEN["configmap"],
+                f"ConfigMap {plan.configmap_name}: manager.py and the launcher lines, read when training "
+                "starts",
+                ("manager.py",),
             )
         )
     if plan.needs_agent and plan.framework in (PYTORCH, MINDSPORE):
         effects.append(
-            Effect("image", "next-image-build", "rebuild the training image with Dockerfile.snippet")
+            Effect(
+                "image",
+                TARGET_WHEN["image"],
+                "rebuild the training image with Dockerfile.snippet",
+                ("Dockerfile.snippet",),
+            )
         )
-        effects.append(Effect("launcher", "next-start", "add launcher.sh to the training start script"))
+        effects.append(
+            Effect(
+                "launcher",
+                TARGET_WHEN["launcher"],
+                "add launcher.sh to the training start script",
+                ("launcher.sh",),
+            )
+        )
     if artifacts.training_flags:
         effects.append(
-            Effect("training-script", "next-start", "training flags/config from training-flags.txt")
+            Effect(
+                "training-script",
+                TARGET_WHEN["training-script"],
+                "training flags/config from training-flags.txt",
+                ("training-flags.txt",),
+            )
         )
     return tuple(effects)
+
+
+def _metadata_effects(plan: RenderPlan, keys: PolicyKeys, manifest: dict[str, Any]) -> list[Effect]:
+    """The recovery keys, split by who reads them and when (facts §1)."""
+    meta = manifest.get("metadata") if isinstance(manifest.get("metadata"), dict) else {}
+    present = {**(meta.get("labels") or {}), **(meta.get("annotations") or {})}
+    at_creation: list[str] = []  # ClusterD's Init snapshot (copied to the PodGroup by the operator)
+    by_operator: list[str] = []  # read by the operator in its job-create handler
+    live: list[str] = []  # read by ClusterD at every fault
+    names: dict[str, list[str]] = {"creation": [], "operator": [], "live": []}
+    for section, values, removed in (
+        ("labels", keys.labels, keys.removed_labels),
+        ("annotations", keys.annotations, keys.removed_annotations),
+    ):
+        for key, value in [*values.items(), *((key, None) for key in removed)]:
+            text = f"{key}={value!r}" if value is not None else f"no {key}"
+            if key == k.ANNOTATION_PLATFORM_STRATEGY:
+                at_creation.append("platform mode on" if value is not None else "platform mode off")
+                names["creation"].append(PLATFORM_MODE_KEY)
+                if value:  # the standing answer itself is read at each fault
+                    live.append(text)
+                    names["live"].append(key)
+                continue
+            if key == k.LABEL_PROCESS_RECOVER_ENABLE and not plan.hand_set_recovery_env:
+                # From 7.2 the operator sets it on the PodGroup it creates, from recover-strategy.
+                text = (
+                    f"{key}='on' (set by the operator from recover-strategy)"
+                    if plan.strategies
+                    else f"no {key} (the operator sets it only with recover-strategy)"
+                )
+            if key_when(section, key) == "live":
+                if value is None and key not in present:
+                    continue  # nothing to remove: a live key matters only when it changes
+                live.append(text)
+                names["live"].append(key)
+            elif key == k.LABEL_FAULT_RETRY_TIMES:
+                by_operator.append(text)
+                names["operator"].append(key)
+            else:
+                at_creation.append(text)
+                names["creation"].append(key)
+    if plan.spec.backoff_limit is not None:
+        by_operator.append(f"{BACKOFF_LIMIT_KEY}={plan.spec.backoff_limit}")
+    else:
+        by_operator.append(f"no {BACKOFF_LIMIT_KEY} (unlimited)")
+    names["operator"].append(BACKOFF_LIMIT_KEY)
+    effects = [
+        Effect(
+            "podgroup",
+            "recreate",
+            "read once, when the job is created: the operator copies these keys to PodGroup <job>-<uid> and "
+            "ClusterD snapshots them at the job's first Init; on a running job they wait for the job to be "
+            "recreated: " + ", ".join(at_creation),
+            tuple(names["creation"]),
+        ),
+        Effect(
+            "ascendjob",
+            "recreate",
+            "read by the operator only when it creates the job (the restart budget); on a running job they "
+            "wait for the job to be recreated: " + ", ".join(by_operator),
+            tuple(names["operator"]),
+        ),
+    ]
+    if live:
+        effects.append(
+            Effect(
+                "podgroup",
+                "live",
+                "read by ClusterD on the PodGroup at every fault, so they apply from the next fault: "
+                + ", ".join(live),
+                tuple(names["live"]),
+            )
+        )
+    return effects
 
 
 def _replicas(manifest: dict[str, Any]) -> Any:

@@ -5,8 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-EffectTarget = Literal["podgroup", "pod-template", "image", "launcher", "training-script"]
-EffectWhen = Literal["live", "next-pod-creation", "next-image-build", "next-start"]
+from .when import When
+
+EffectTarget = Literal[
+    "podgroup", "ascendjob", "pod-template", "configmap", "image", "launcher", "training-script"
+]
+EffectWhen = When
 
 # Artifact file names, as written by ``render_policy --artifacts DIR`` and served by the API.
 DOCKERFILE_FILE = "Dockerfile.snippet"
@@ -22,9 +26,10 @@ class Effect:
     target: EffectTarget
     when: EffectWhen
     summary: str
+    keys: tuple[str, ...] = ()  # the keys (or files) this part sets or removes
 
-    def to_dict(self) -> dict[str, str]:
-        return {"target": self.target, "when": self.when, "summary": self.summary}
+    def to_dict(self) -> dict[str, Any]:
+        return {"target": self.target, "when": self.when, "summary": self.summary, "keys": list(self.keys)}
 
 
 @dataclass(frozen=True)

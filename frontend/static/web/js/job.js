@@ -1,5 +1,6 @@
 // The job page: wires the policy form, history, what-if panel and the live view to one socket.
 import { History } from "./history.js";
+import { inEffectTitle, renderInEffect } from "./ineffect.js";
 import { renderBudget, renderChart, renderFaultGrid, renderIncidents } from "./insights.js";
 import { LiveConnection } from "./live.js";
 import { PolicyForm } from "./policy.js";
@@ -25,8 +26,25 @@ function showSummary(summary) {
 }
 
 function showSyncFact(sync) {
-  document.getElementById("fact-sync").replaceWith(Object.assign(badge(sync ? sync.state : "never pushed", sync && sync.state), { id: "fact-sync" }));
+  // The push state is what was *written*; it is never shown as "in effect" (design.md §4.4).
+  const text = sync ? (sync.state === "applied" ? `revision ${sync.revision} written` : `revision ${sync.revision} ${sync.state}`) : "never pushed";
+  const kind = sync ? (sync.state === "applied" ? "written" : sync.state) : "";
+  document.getElementById("fact-sync").replaceWith(Object.assign(badge(text, kind), { id: "fact-sync" }));
 }
+
+function showInEffect(inEffect) {
+  document.getElementById("fact-in-effect").textContent = inEffectTitle(inEffect);
+  renderInEffect(document.getElementById("job-in-effect"), inEffect);
+  form.showInEffect(inEffect);
+}
+
+const refreshInEffect = debounce(async () => {
+  try {
+    const { data } = await api("GET", `/api/v1/jobs/${jobId}/policy/`);
+    form.policy = { ...form.policy, in_effect: data.in_effect, sync: data.sync };
+    showInEffect(data.in_effect);
+  } catch (e) { /* the next policy event retries */ }
+}, 300);
 
 // --- tabs --------------------------------------------------------------------------------------
 const history = new History(boot, {
@@ -35,6 +53,7 @@ const history = new History(boot, {
       form.policy = policy;
       form.load(policy.spec);
       document.getElementById("fact-revision").textContent = policy.revision;
+      showInEffect(policy.in_effect);
       if (data.sync) form.track(data.sync);
     });
   },
@@ -49,11 +68,13 @@ const tabs = setupTabs(document.getElementById("job-tabs"), (id) => {
 const form = new PolicyForm(boot, {
   onSaved: (policy) => {
     document.getElementById("fact-revision").textContent = policy.revision;
+    showInEffect(policy.in_effect);
     if (history.loaded) history.load();
   },
-  onSync: showSyncFact,
+  onSync: (sync) => { showSyncFact(sync); if (["applied", "failed", "drifted"].includes(sync.state)) refreshInEffect(); },
 });
 showSyncFact(boot.policy.sync);
+showInEffect(boot.policy.in_effect);
 new WhatIf(boot, () => form.read());
 
 // --- live view ---------------------------------------------------------------------------------
@@ -87,7 +108,8 @@ const timeline = new Timeline({
   onEvents: (events) => {
     let incidentRelated = false;
     for (const event of events) {
-      if (event.kind.startsWith("policy.")) form.nudge();
+      if (event.kind.startsWith("policy.")) { form.nudge(); refreshInEffect(); }
+      if (event.kind === "job.phase_changed" || event.kind === "job.recreated") refreshInEffect();
       if (event.kind === "fault.detected") faultEvents.push(event);
       if (event.kind === "job.phase_changed" && event.data && event.data.phase) showSummary({ phase: event.data.phase, recovering: incidents.some((i) => !i.closed_at) });
       if (INCIDENT_FAMILIES.some((f) => event.kind.startsWith(f))) incidentRelated = true;

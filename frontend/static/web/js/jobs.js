@@ -1,5 +1,6 @@
 // Jobs overview: every visible job with strategies, sync state, restarts, last incident and a live
 // badge; filters in the URL (shareable, survive reload); live updates from the websocket.
+import { inEffectCell } from "./ineffect.js";
 import { LiveConnection } from "./live.js";
 import { api, badge, bootstrap, debounce, fmtDateTime, h } from "./util.js";
 
@@ -50,7 +51,8 @@ function row(job) {
     h("td", {}, job.phase || "—"),
     h("td", {}, job.strategies.length ? job.strategies.map((s) => h("span", { class: "strategy-chip" }, s))
       : h("span", { class: "hint" }, job.revision ? "none" : "no policy")),
-    h("td", {}, job.sync_state ? badge(job.sync_state, job.sync_state) : h("span", { class: "hint" }, "—")),
+    h("td", { class: "in-effect-cell" }, ...inEffectCell(job.in_effect)),
+    h("td", {}, job.sync_state ? badge(job.sync_state === "applied" ? "written" : job.sync_state, job.sync_state === "applied" ? "written" : job.sync_state) : h("span", { class: "hint" }, "—")),
     h("td", {}, String(job.restarts), job.budget_exhausted ? [" ", badge("budget used up", "err")] : null),
     h("td", {}, incident ? [`#${incident.number} `, badge(incident.outcome, incident.outcome), " ",
       h("span", { class: "hint" }, fmtDateTime(incident.opened_at))] : h("span", { class: "hint" }, "none")));
@@ -60,7 +62,7 @@ function render() {
   const f = currentFilters();
   const shown = jobs.filter((job) => matches(job, f));
   tbody.replaceChildren(...shown.map(row));
-  if (!shown.length) tbody.append(h("tr", {}, h("td", { colspan: 8, class: "empty" }, jobs.length ? "No job matches these filters." : "No jobs yet. Jobs appear when they are adopted from a cluster or registered through the API.")));
+  if (!shown.length) tbody.append(h("tr", {}, h("td", { colspan: 9, class: "empty" }, jobs.length ? "No job matches these filters." : "No jobs yet. Jobs appear when they are adopted from a cluster or registered through the API.")));
   const recovering = shown.filter((j) => j.recovering).length;
   document.getElementById("job-count").textContent = `${shown.length} of ${jobs.length} jobs shown${recovering ? `, ${recovering} recovering` : ""}.`;
   const params = new URLSearchParams(Object.entries(f).filter(([, v]) => v && v !== false).map(([k, v]) => [k, String(v)]));

@@ -1,5 +1,6 @@
 // The policy form: the whole spec (design.md §4.1), validated as you type by the server's validator,
 // previewed (patches, artifacts, effects, diff with the live objects), saved as a revision and pushed.
+import { renderInEffect } from "./ineffect.js";
 import { ApiError, api, badge, copyText, debounce, h, setupTabs, toYaml } from "./util.js";
 
 const NUMBER_FIELDS = ["fault_retry_times", "max_restarts", "monitor_interval", "wait_reschedule_timeout", "ttp_port",
@@ -310,16 +311,23 @@ export class PolicyForm {
     this.showEffects(render.effects || [], render.notes || []);
   }
 
+  /** Above "What changes": the revision in effect on the job and what waits for what, in words. */
+  showInEffect(inEffect) {
+    const container = document.getElementById("form-in-effect");
+    if (container) renderInEffect(container, inEffect);
+  }
+
   showEffects(effects, notes) {
     const container = document.getElementById("effects");
     container.replaceChildren();
-    const order = ["live", "next-pod-creation", "next-image-build", "next-start"];
+    const order = ["recreate", "live", "pod-restart", "image-build", "training-start"];
     for (const when of order) {
       const items = effects.filter((e) => e.when === when);
       if (!items.length) continue;
       container.append(h("h4", {}, this.boot.effect_when[when] || when),
         h("ul", {}, ...items.map((e) => h("li", { dataset: { when } }, h("span", { class: "badge" }, e.target), " ", e.summary))));
     }
+    this.showInEffect(this.policy && this.policy.in_effect);
     if (!effects.length) container.append(h("p", { class: "hint" }, "No changes to the cluster."));
     if (notes.length) container.append(h("details", {}, h("summary", {}, `Notes (${notes.length})`), h("ul", {}, ...notes.map((n) => h("li", {}, n)))));
   }
@@ -419,10 +427,13 @@ export class PolicyForm {
       const index = steps.indexOf(li.dataset.step);
       li.className = index < reached - 1 || sync.state === "applied" ? "done" : index === reached - 1 ? "current" : "";
       if (sync.state === "failed" && li.dataset.step === "applied") { li.className = "failed"; li.textContent = "Failed"; }
-      else if (li.dataset.step === "applied") li.textContent = "Applied";
+      else if (li.dataset.step === "applied") li.textContent = "Written";
     }
     const detail = document.getElementById("sync-detail");
-    const parts = [`Revision ${sync.revision}: `, badge(sync.state, sync.state)];
+    // "applied" means written to the cluster; what is in effect is shown apart (in_effect).
+    const written = sync.state === "applied";
+    const parts = [`Revision ${sync.revision}: `, badge(written ? "written" : sync.state, written ? "written" : sync.state)];
+    if (written) parts.push(" to the cluster (what is in effect is shown under What changes)");
     if (sync.attempts) parts.push(` after ${sync.attempts} attempt${sync.attempts > 1 ? "s" : ""}`);
     if (sync.duration_ms) parts.push(` in ${Math.round(sync.duration_ms)} ms`);
     if (sync.last_error) parts.push(h("span", { class: `issue ${sync.state === "failed" ? "error" : "warning"}`, role: sync.state === "failed" ? "alert" : null, style: "display:block" }, sync.last_error));

@@ -1,4 +1,5 @@
-// What-if panel (issue #8): replay faults against the draft policy with POST /policies/simulate/.
+// What-if panel (issues #8, #13): replay faults with POST /policies/simulate/, from the config the job
+// runs with and from the draft after a recreation, side by side.
 import { api, badge, fmtMs, h, toYaml } from "./util.js";
 
 const OUTCOMES = [
@@ -52,14 +53,35 @@ export class WhatIf {
 
   async run() {
     this.result.replaceChildren(h("p", { class: "hint" }, "Simulating…"));
-    try {
-      const { data } = await api("POST", "/api/v1/policies/simulate/", { spec: this.draft(), faults: this.faults() });
-      this.render(data);
-    } catch (error) {
-      const message = error.status === 404 ? "The simulator is not available on this server yet." : error.message;
-      this.result.replaceChildren(h("p", { class: "issue error", role: "alert" }, `Simulation failed: ${message}`),
-        ...(error.errors || []).filter((e) => e.field).map((e) => h("p", { class: "issue error" }, `${e.field}: ${e.message}`)));
-    }
+    const faults = this.faults();
+    const job = this.boot.job.id;
+    // Side by side: what the job would do now (the config it was created with, which ClusterD keeps
+    // until the job is recreated), and what the draft would do after a recreation.
+    const runs = [
+      { as: "in-effect", title: "In effect now", body: { job, as: "in-effect", faults } },
+      { as: "after-recreation", title: "After recreation, with the draft", body: { job, as: "after-recreation", spec: this.draft(), faults } },
+    ];
+    const columns = await Promise.all(runs.map(async (run) => {
+      try {
+        const { data } = await api("POST", "/api/v1/policies/simulate/", run.body);
+        return this.column(run, data);
+      } catch (error) {
+        const message = error.status === 404 ? "The simulator is not available on this server yet." : error.message;
+        return h("section", { class: "whatif-column", dataset: { as: run.as } }, h("h3", {}, run.title),
+          h("p", { class: "issue error", role: "alert" }, `Simulation failed: ${message}`),
+          ...(error.errors || []).filter((e) => e.field).map((e) => h("p", { class: "issue error" }, `${e.field}: ${e.message}`)));
+      }
+    }));
+    this.result.replaceChildren(...columns);
+  }
+
+  column(run, data) {
+    const start = data.start || {};
+    const from = run.as === "in-effect"
+      ? `From ${start.revision ? `revision ${start.revision}` : "the observed config"}${start.note ? `: ${start.note}` : ""}`
+      : (start.note || "");
+    return h("section", { class: "whatif-column", dataset: { as: run.as }, "aria-label": run.title },
+      h("h3", {}, run.title), h("p", { class: "hint" }, from), ...this.render(data));
   }
 
   render(data) {
@@ -73,7 +95,7 @@ export class WhatIf {
           h("td", { class: "mono" }, s.label_changes && Object.keys(s.label_changes).length ? toYaml(s.label_changes) : ""),
           h("td", {}, s.budget_change ? JSON.stringify(s.budget_change) : ""), h("td", {}, s.recover_status || ""),
           h("td", {}, s.duration_s !== undefined && s.duration_s !== null ? fmtMs(s.duration_s * 1000) : "")))))));
-    this.result.replaceChildren(...parts,
-      data.end_state ? h("details", { open: true }, h("summary", {}, "End state"), h("pre", {}, toYaml(data.end_state))) : null);
+    return [...parts,
+      data.end_state ? h("details", { open: true }, h("summary", {}, "End state"), h("pre", {}, toYaml(data.end_state))) : null].filter(Boolean);
   }
 }

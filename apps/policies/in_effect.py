@@ -1,0 +1,238 @@
+"""What is in effect on a job (design.md §4.4): read from what the cluster was created with.
+
+MindCluster reads most recovery keys once — the operator when it creates the job and its PodGroup,
+ClusterD at the job's first ``Init`` (facts §1) — so "written" is not "in effect". This module
+compares the config the job's current incarnation was created with (``JobIncarnation``: ClusterD's
+Init snapshot where observed, else the PodGroup as first seen) with every revision, and says which
+revision that config is, and for each newer revision which keys wait for what.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from apps.cluster import constants as c
+from apps.jobs.models import JobIncarnation, TrainingJob
+from apps.policies.desired import (
+    PLATFORM_MODE,
+    Config,
+    DesiredState,
+    artifact_changes,
+    config_changes,
+    config_from_keys,
+    creation_config_of,
+    desired_state,
+    live_changes,
+)
+from apps.policies.models import PolicyRevision, PolicySync
+from apps.policies.rendering.when import BACKOFF_LIMIT_KEY
+from apps.policies.spec import PolicySpec
+from apps.policies.validation import validate_policy
+
+MAX_PENDING_REVISIONS = 10
+WRITTEN_STATES = (PolicySync.State.APPLIED, PolicySync.State.DRIFTED)
+PROCESS_OFF_REASON = (
+    "process-level recovery is off until the job is recreated: its PodGroup was created without "
+    "process-recover-enable=on (the operator sets it only when the job has recover-strategy at creation, "
+    "component/ascend-operator/pkg/controllers/v1/job.go:479-491), so ClusterD refuses process-level "
+    "recovery at Init (ProcessRecoverEnableOff, component/clusterd/pkg/application/recover/"
+    "fault_recover_service.go:550-555) whatever is pushed later"
+)
+
+
+def current_incarnation(job: TrainingJob) -> JobIncarnation | None:
+    rows = JobIncarnation.objects.filter(job=job)
+    if job.uid:
+        found = rows.filter(uid=job.uid).first()
+        if found is not None:
+            return found
+    return rows.order_by("-first_seen_at").first()
+
+
+def observed_config(incarnation: JobIncarnation) -> tuple[Config | None, str]:
+    """The creation config of an incarnation and where it was read; (None, "") if not observed."""
+    job_keys = incarnation.job_keys or {}
+    if incarnation.init_keys:
+        keys, source = incarnation.init_keys, "clusterd-init"
+    elif incarnation.podgroup_uid:
+        keys = incarnation.podgroup_keys
+        source = (
+            "podgroup-before-first-push" if incarnation.podgroup_seen_by == "push" else "podgroup-at-creation"
+        )
+    else:
+        return None, ""
+    labels = dict(keys.get("labels") or {})
+    if job_keys.get(c.LABEL_FAULT_RETRY_TIMES) is not None:
+        labels[c.LABEL_FAULT_RETRY_TIMES] = str(job_keys[c.LABEL_FAULT_RETRY_TIMES])
+    return config_from_keys(labels, dict(keys.get("annotations") or {}), job_keys.get("backoffLimit")), source
+
+
+def _revision_annotation(incarnation: JobIncarnation) -> int | None:
+    """The revision the job carried when it was created (copied by the operator to the PodGroup)."""
+    for keys in (incarnation.podgroup_keys, (incarnation.job_keys or {})):
+        raw = (keys.get("annotations") or {}).get(c.ANNOTATION_POLICY_REVISION)
+        if raw and str(raw).isdigit():
+            return int(raw)
+    return None
+
+
+def _spec(revision: PolicyRevision) -> PolicySpec | None:
+    return validate_policy(revision.spec).spec
+
+
+def process_recovery_on(config: Config) -> bool:
+    """Init accepts the job when process-recover-enable is on or subHealthy is hotSwitch (:550-555)."""
+    return config.get(c.LABEL_PROCESS_RECOVER_ENABLE) == "on" or (
+        config.get(c.LABEL_SUB_HEALTHY_STRATEGY) == "hotSwitch"
+    )
+
+
+def match_revision(
+    config: Config, revisions: list[PolicyRevision], hint: int | None
+) -> tuple[PolicyRevision | None, bool]:
+    """The revision whose creation config is ``config``: the annotated one if it agrees, else the newest."""
+    by_number = {r.number: r for r in revisions}
+    if hint is not None and hint in by_number:
+        spec = _spec(by_number[hint])
+        if spec is not None and creation_config_of(spec) == config:
+            return by_number[hint], True
+    for revision in sorted(revisions, key=lambda r: -r.number):
+        spec = _spec(revision)
+        if spec is not None and creation_config_of(spec) == config:
+            return revision, False
+    return None, False
+
+
+def in_effect(job: TrainingJob) -> dict[str, Any]:
+    """``in_effect`` of design.md §4.4 plus config, observed_from, process_recovery and notes."""
+    revisions = list(PolicyRevision.objects.filter(job=job).order_by("number"))
+    incarnation = current_incarnation(job)
+    config, observed_from = observed_config(incarnation) if incarnation else (None, "")
+    answer: dict[str, Any] = {
+        "revision": None,
+        "since": None,
+        "basis": "unknown",
+        "pending": [],
+        "config": _config_out(config),
+        "observed_from": observed_from or None,
+        "process_recovery": None,
+        "notes": [],
+    }
+    current = job.current_revision
+    if config is None or incarnation is None:
+        answer["notes"].append(
+            "not observed yet: the job has no PodGroup we have seen (the operator copies the job's keys "
+            "to it when it schedules the job), so what it runs with is unknown"
+        )
+        if current is not None:
+            answer["pending"] = _pending(job, [current], None, None, {})
+        return answer
+    answer["since"] = incarnation.init_at or incarnation.podgroup_created_at or incarnation.job_created_at
+    revision, annotated = match_revision(config, revisions, _revision_annotation(incarnation))
+    if revision is not None:
+        answer["revision"] = revision.number
+        answer["basis"] = (
+            ("admission" if revision.source == PolicyRevision.Source.ADMISSION else "created-with")
+            if annotated
+            else "observed"
+        )
+    else:
+        answer["basis"] = "observed"
+        answer["notes"].append(
+            "the job runs with recovery keys that no revision of its policy has (see config)"
+        )
+    on = process_recovery_on(config)
+    answer["process_recovery"] = {"on": on, "reason": "" if on else PROCESS_OFF_REASON}
+    if not on:
+        answer["notes"].append(PROCESS_OFF_REASON)
+    newer = [r for r in revisions if revision is None or r.number > revision.number]
+    if revision is None:
+        newer = [current] if current is not None else []
+    answer["pending"] = _pending(job, newer[-MAX_PENDING_REVISIONS:], revision, config, {})
+    if current is not None and not on and (current.spec.get("strategies") or []):
+        answer["notes"].append(
+            f"revision {current.number} configures strategies {', '.join(current.spec['strategies'])}: "
+            "they are written to the job but none of them can run until the job is recreated"
+        )
+    return answer
+
+
+def _pending(
+    job: TrainingJob,
+    revisions: Iterable[PolicyRevision],
+    baseline: PolicyRevision | None,
+    config: Config | None,
+    cache: dict[int, DesiredState | None],
+) -> list[dict[str, Any]]:
+    from apps.policies.preview import skeleton_manifest
+
+    manifest = skeleton_manifest(job)
+
+    def state(revision: PolicyRevision) -> DesiredState | None:
+        if revision.number not in cache:
+            spec = _spec(revision)
+            cache[revision.number] = desired_state(manifest, spec, revision.number) if spec else None
+        return cache[revision.number]
+
+    base = state(baseline) if baseline is not None else None
+    written = set(
+        PolicySync.objects.filter(job=job, state__in=WRITTEN_STATES).values_list("generation", flat=True)
+    )
+    pending: list[dict[str, Any]] = []
+    for revision in revisions:
+        target = state(revision)
+        if target is None:
+            continue
+        is_written = revision.number in written
+        entry = {"revision": revision.number, "written": is_written}
+        recreate = config_changes(config or {}, target.creation_config)
+        if recreate:
+            pending.append({**entry, "keys": recreate, "waits_for": "recreate"})
+        live = live_changes(base, target)
+        if live:
+            # Read at every fault: in effect as soon as it is written.
+            pending.append({**entry, "keys": live, "waits_for": "nothing"})
+        for when, names in artifact_changes(base, target).items():
+            pending.append({**entry, "keys": names, "waits_for": when})
+    return pending
+
+
+def _config_out(config: Config | None) -> dict[str, Any] | None:
+    if config is None:
+        return None
+    out = {key: value for key, value in config.items() if key not in (PLATFORM_MODE, BACKOFF_LIMIT_KEY)}
+    out["platform_mode"] = config.get(PLATFORM_MODE) == "on"
+    out["backoff_limit"] = int(config[BACKOFF_LIMIT_KEY]) if config.get(BACKOFF_LIMIT_KEY) else None
+    return out
+
+
+def in_effect_briefs(jobs: list[TrainingJob]) -> dict[int, dict[str, Any]]:
+    """Per job, a cheap summary for lists: in effect, waiting for a recreation, or unknown.
+
+    One query for the incarnations; only creation configs are compared (no rendering).
+    """
+    uids = {job.pk: job.uid for job in jobs}
+    incarnations: dict[int, JobIncarnation] = {}
+    for row in JobIncarnation.objects.filter(job_id__in=list(uids)).order_by("job_id", "-first_seen_at"):
+        # The row of the job's current uid, else its newest.
+        kept = incarnations.get(row.job_id)
+        if kept is None or (row.uid == uids[row.job_id] and kept.uid != uids[row.job_id]):
+            incarnations[row.job_id] = row
+    briefs: dict[int, dict[str, Any]] = {}
+    for job in jobs:
+        incarnation = incarnations.get(job.pk)
+        config = observed_config(incarnation)[0] if incarnation else None
+        current = job.current_revision
+        if config is None:
+            briefs[job.pk] = {"state": "unknown", "process_recovery": None, "waits_for": []}
+            continue
+        spec = _spec(current) if current is not None else None
+        differs = config_changes(config, creation_config_of(spec)) if spec is not None else []
+        briefs[job.pk] = {
+            "state": "waiting" if differs else "in-effect",
+            "process_recovery": process_recovery_on(config),
+            "waits_for": ["recreate"] if differs else [],
+            "keys": differs,
+        }
+    return briefs

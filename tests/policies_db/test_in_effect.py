@@ -1,0 +1,315 @@
+"""In effect, not written (design.md §4.4): the `when` of every key, and `in_effect` from what a job
+was created with — created-with, observed, unknown, adopted without recover-strategy, pending recreate.
+
+The cluster side is given as the objects the ingester and the push observe (PodGroups and AscendJobs
+as first seen); the end-to-end tests in tests/push/test_in_effect_e2e.py drive the built-in cluster.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from apps.cluster import constants as c
+from apps.events.ingest.init_snapshot import init_snapshot_of, snapshot_keys
+from apps.jobs.adoption import job_adopt
+from apps.jobs.incarnations import incarnation_observe_init, incarnation_observe_podgroup
+from apps.jobs.models import Cluster, TrainingJob
+from apps.policies.desired import desired_state
+from apps.policies.in_effect import in_effect, in_effect_briefs
+from apps.policies.models import PolicyRevision, PolicySync
+from apps.policies.preview import skeleton_manifest
+from apps.policies.rendering import render
+from apps.policies.rendering.when import key_when
+from apps.policies.services import Actor, policy_revision_create
+from apps.policies.validation import validate_policy
+
+pytestmark = pytest.mark.django_db
+ADMIN = Actor(name="test")
+
+
+# --- when each key takes effect (facts §1) ---------------------------------------------------------
+@pytest.mark.parametrize(
+    ("section", "key", "when", "source"),
+    [
+        # ClusterD Init snapshot: component/clusterd/pkg/domain/common/utils.go:100-140
+        ("annotations", "recover-strategy", "recreate", "utils.go:107-113"),
+        ("labels", "fault-scheduling", "recreate", "utils.go:114-117"),
+        ("labels", "pod-rescheduling", "recreate", "utils.go:118-120"),
+        ("labels", "subHealthyStrategy", "recreate", "utils.go:130-138"),
+        ("labels", "process-recover-enable", "recreate", "utils.go:124-129; job.go:479-491"),
+        ("annotations", "ProcessRecoverStrategy", "recreate", "utils.go:106 (presence)"),
+        # ascend-operator job-create handler: ascendjob_controller.go:361-401
+        ("labels", "fault-retry-times", "recreate", "ascendjob_controller.go:389-401"),
+        ("spec", "runPolicy.backoffLimit", "recreate", "ascendjob_controller.go:375-380"),
+        # read at every fault
+        ("annotations", "wait-reschedule-timeout", "live", "controller.go:1668-1675"),
+        ("annotations", "ProcessResultFault", "live", "fault_recover_platform_plugin.go"),
+        ("annotations", "RankTableReady", "live", "fault_recover_platform_plugin.go:141-175"),
+    ],
+)
+def test_when_of_every_key(section: str, key: str, when: str, source: str) -> None:
+    assert key_when(section, key) == when, source
+
+
+def test_platform_strategy_value_is_live_but_its_presence_is_creation_time() -> None:
+    assert key_when("annotations", "ProcessRecoverStrategy", presence_changes=False) == "live"
+    assert key_when("annotations", "ProcessRecoverStrategy", presence_changes=True) == "recreate"
+
+
+def _spec(**fields: Any) -> Any:
+    result = validate_policy({"mindcluster_version": "26.1", **fields})
+    assert result.spec is not None, result.errors
+    return result.spec
+
+
+def test_render_effects_use_the_new_vocabulary_with_keys() -> None:
+    job = TrainingJob(name="llama", namespace="ns", replicas={"Master": 1, "Worker": 1}, npus_per_pod=8)
+    rendered = render(
+        skeleton_manifest(job),
+        _spec(strategies=["retry", "recover"], pod_rescheduling=True, backoff_limit=3, fault_retry_times=2),
+    )
+    by = {(e.target, e.when): e for e in rendered.effects}
+    assert set(by) == {
+        ("podgroup", "recreate"),
+        ("ascendjob", "recreate"),
+        ("podgroup", "live"),
+        ("pod-template", "pod-restart"),
+        ("configmap", "training-start"),
+        ("image", "image-build"),
+        ("launcher", "training-start"),
+        ("training-script", "training-start"),
+    }
+    assert {"recover-strategy", "pod-rescheduling", "fault-scheduling"} <= set(
+        by["podgroup", "recreate"].keys
+    )
+    assert set(by["ascendjob", "recreate"].keys) == {"fault-retry-times", "runPolicy.backoffLimit"}
+    assert by["podgroup", "live"].keys == ("wait-reschedule-timeout",)
+    assert "TTP_PORT" in by["pod-template", "pod-restart"].keys
+    assert all(e.when != "live" or e.target == "podgroup" for e in rendered.effects)
+
+
+def test_desired_state_stamps_the_revision_and_knows_each_keys_when() -> None:
+    job = TrainingJob(name="llama", namespace="ns", replicas={"Master": 1}, npus_per_pod=8)
+    state = desired_state(skeleton_manifest(job), _spec(strategies=["recover"]), revision=7)
+    assert state.manifest["metadata"]["annotations"][c.ANNOTATION_POLICY_REVISION] == "7"
+    whens = {(k.section, k.key): k.when for k in state.keys}
+    assert whens["annotations", "recover-strategy"] == "recreate"
+    assert whens["annotations", "wait-reschedule-timeout"] == "live"
+    assert whens["spec", "runPolicy.backoffLimit"] == "recreate"
+    assert state.creation_config["process-recover-enable"] == "on"  # the operator adds it from 7.2
+
+
+# --- in_effect ---------------------------------------------------------------------------------------
+@pytest.fixture
+def job() -> TrainingJob:
+    cluster = Cluster.objects.create(name=f"sim-{uuid.uuid4().hex[:6]}")
+    return TrainingJob.objects.create(
+        cluster=cluster,
+        namespace="team-a",
+        name="llama",
+        uid=str(uuid.uuid4()),
+        framework="pytorch",
+        replicas={"Master": 1, "Worker": 1},
+        npus_per_pod=8,
+        mindcluster_version="26.1",
+    )
+
+
+def podgroup(job: TrainingJob, labels: dict[str, str], annotations: dict[str, str]) -> dict[str, Any]:
+    """A PodGroup as the operator creates it: the job's keys copied, recover-strategy → enable=on."""
+    labels = dict(labels)
+    if c.ANNOTATION_RECOVER_STRATEGY in annotations:
+        labels[c.LABEL_PROCESS_RECOVER_ENABLE] = "on"  # job.go:479-491
+    return {
+        "metadata": {
+            "name": f"{job.name}-{job.uid}",
+            "namespace": job.namespace,
+            "uid": str(uuid.uuid4()),
+            "creationTimestamp": "2026-08-21T10:00:00Z",
+            "labels": labels,
+            "annotations": annotations,
+            "ownerReferences": [{"kind": "AscendJob", "name": job.name, "uid": job.uid}],
+        }
+    }
+
+
+def applied(job: TrainingJob, number: int) -> None:
+    PolicySync.objects.filter(job=job, generation=number).update(state=PolicySync.State.APPLIED)
+
+
+def test_unknown_before_the_podgroup_is_seen(job: TrainingJob) -> None:
+    policy_revision_create(job=job, spec={"strategies": ["retry"]}, actor=ADMIN)
+    view = in_effect(job)
+    assert view["revision"] is None and view["basis"] == "unknown"
+    assert view["pending"] and view["pending"][0]["revision"] == 1
+    assert "not observed yet" in view["notes"][0]
+
+
+def test_created_with_our_revision_annotation(job: TrainingJob) -> None:
+    policy_revision_create(job=job, spec={"strategies": ["retry", "dump"]}, actor=ADMIN)
+    pg = podgroup(
+        job,
+        {"fault-scheduling": "grace"},
+        {"recover-strategy": "retry,dump", c.ANNOTATION_POLICY_REVISION: "1"},
+    )
+    assert incarnation_observe_podgroup(job, pg, "ingester")
+    view = in_effect(job)
+    assert (view["revision"], view["basis"]) == (1, "created-with")
+    assert view["since"] is not None and view["pending"] == []
+    assert view["process_recovery"] == {"on": True, "reason": ""}
+    assert view["observed_from"] == "podgroup-at-creation"
+
+
+def test_admission_basis(job: TrainingJob) -> None:
+    policy_revision_create(
+        job=job, spec={"strategies": ["recover"]}, actor=ADMIN, source=PolicyRevision.Source.ADMISSION
+    )
+    pg = podgroup(
+        job, {"fault-scheduling": "grace"}, {"recover-strategy": "recover", c.ANNOTATION_POLICY_REVISION: "1"}
+    )
+    incarnation_observe_podgroup(job, pg, "ingester")
+    assert in_effect(job)["basis"] == "admission"
+
+
+def test_newer_revision_on_a_running_job_waits_for_recreate(job: TrainingJob) -> None:
+    policy_revision_create(job=job, spec={"strategies": ["retry", "dump"]}, actor=ADMIN)
+    incarnation_observe_podgroup(
+        job,
+        podgroup(
+            job,
+            {"fault-scheduling": "grace"},
+            {"recover-strategy": "retry,dump", c.ANNOTATION_POLICY_REVISION: "1"},
+        ),
+        "ingester",
+    )
+    policy_revision_create(
+        job=job,
+        spec={"strategies": ["retry", "recover", "dump"], "wait_reschedule_timeout": 120},
+        actor=ADMIN,
+    )
+    applied(job, 2)
+    # The push writes the new keys to the PodGroup afterwards: a later sight does not change history.
+    later = podgroup(job, {"fault-scheduling": "grace"}, {"recover-strategy": "retry,recover,dump"})
+    later["metadata"]["uid"] = str(job.incarnations.get().podgroup_uid)
+    assert not incarnation_observe_podgroup(job, later, "push")
+    view = in_effect(job)
+    assert (view["revision"], view["basis"]) == (1, "created-with")
+    waits = {(p["revision"], p["waits_for"]): p for p in view["pending"]}
+    assert waits[2, "recreate"]["keys"] == ["recover-strategy"]
+    assert waits[2, "recreate"]["written"] is True
+    assert waits[2, "nothing"]["keys"] == ["wait-reschedule-timeout"]  # live: in effect once written
+    assert waits[2, "training-start"]["keys"]  # the launcher/flags change too
+    brief = in_effect_briefs([TrainingJob.objects.select_related("current_revision").get(pk=job.pk)])[job.pk]
+    assert brief["state"] == "waiting" and brief["keys"] == ["recover-strategy"]
+
+
+def test_platform_mode_switch_waits_for_recreate(job: TrainingJob) -> None:
+    policy_revision_create(job=job, spec={"strategies": ["retry", "recover", "dump"]}, actor=ADMIN)
+    incarnation_observe_podgroup(
+        job,
+        podgroup(job, {"fault-scheduling": "grace"}, {"recover-strategy": "retry,recover,dump"}),
+        "ingester",
+    )
+    policy_revision_create(
+        job=job, spec={"strategies": ["retry", "recover", "dump"], "platform_mode": True}, actor=ADMIN
+    )
+    view = in_effect(job)
+    assert view["basis"] == "observed" and view["revision"] == 1
+    recreate = [p for p in view["pending"] if p["waits_for"] == "recreate"]
+    assert recreate and recreate[0]["keys"] == ["ProcessRecoverStrategy (presence: platform mode)"]
+
+
+def adopted_manifest(name: str, namespace: str, uid: str, annotations: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": c.ASCENDJOB_API_VERSION,
+        "kind": c.ASCENDJOB_KIND,
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": uid,
+            "creationTimestamp": "2026-08-21T09:00:00Z",
+            "labels": {"framework": "pytorch", "fault-scheduling": "grace"},
+            "annotations": annotations,
+        },
+        "spec": {
+            "replicaSpecs": {
+                "Master": {"replicas": 1, "template": {"spec": {"containers": [{"name": "ascend"}]}}},
+            }
+        },
+    }
+
+
+def test_adopted_without_recover_strategy_says_process_recovery_is_off_even_after_a_push() -> None:
+    cluster = Cluster.objects.create(name=f"sim-{uuid.uuid4().hex[:6]}")
+    uid = str(uuid.uuid4())
+    job, created = job_adopt(cluster=cluster, manifest=adopted_manifest("old", "team-b", uid, {}))
+    assert created and job.current_revision.source == PolicyRevision.Source.OBSERVED
+    # The operator created its PodGroup from a job without recover-strategy: no process-recover-enable.
+    incarnation_observe_podgroup(job, podgroup(job, {"fault-scheduling": "grace"}, {}), "ingester")
+    view = in_effect(job)
+    assert (view["revision"], view["basis"]) == (1, "observed")
+    assert view["process_recovery"]["on"] is False
+    # The user now sets strategies and the push writes them: still off, and said plainly.
+    policy_revision_create(job=job, spec={"strategies": ["recover", "dump"]}, actor=ADMIN)
+    applied(job, 2)
+    view = in_effect(TrainingJob.objects.get(pk=job.pk))
+    assert view["revision"] == 1 and view["process_recovery"]["on"] is False
+    assert "process-level recovery is off until the job is recreated" in view["process_recovery"]["reason"]
+    assert any("none of them can run until the job is recreated" in n for n in view["notes"])
+    recreate = next(p for p in view["pending"] if p["waits_for"] == "recreate")
+    assert recreate["revision"] == 2 and "recover-strategy" in recreate["keys"]
+    assert "process-recover-enable" in recreate["keys"]
+
+
+def test_keys_no_revision_has_are_observed_without_a_revision(job: TrainingJob) -> None:
+    policy_revision_create(job=job, spec={"strategies": ["retry"]}, actor=ADMIN)
+    grace = {"fault-scheduling": "grace"}
+    incarnation_observe_podgroup(job, podgroup(job, grace, {"recover-strategy": "dump"}), "ingester")
+    view = in_effect(job)
+    assert view["revision"] is None and view["basis"] == "observed"
+    assert view["config"]["recover-strategy"] == "dump"
+
+
+def test_clusterd_init_snapshot_wins_over_the_podgroup(job: TrainingJob) -> None:
+    policy_revision_create(job=job, spec={"strategies": ["retry"]}, actor=ADMIN)
+    policy_revision_create(job=job, spec={"strategies": ["recover"]}, actor=ADMIN)
+    grace = {"fault-scheduling": "grace"}
+    incarnation_observe_podgroup(job, podgroup(job, grace, {"recover-strategy": "recover"}), "push")
+    assert in_effect(job)["revision"] == 2
+    incarnation_observe_init(
+        job,
+        job.uid,
+        {"labels": {**grace, "process-recover-enable": "on"}, "annotations": {"recover-strategy": "retry"}},
+        None,
+    )
+    view = in_effect(job)
+    assert (view["revision"], view["observed_from"]) == (1, "clusterd-init")
+
+
+def test_init_snapshot_event_parser_accepts_pairs_and_json() -> None:
+    keys = snapshot_keys(
+        "recover-strategy=retry,recover; fault-scheduling=grace; "
+        "process-recover-enable=on; platform-mode=false"
+    )
+    assert keys == {
+        "labels": {"fault-scheduling": "grace", "process-recover-enable": "on"},
+        "annotations": {"recover-strategy": "retry,recover"},
+    }
+    as_json = snapshot_keys('config at Init: {"recover-strategy": ["dump"], "platform-mode": true}')
+    assert as_json == {
+        "labels": {},
+        "annotations": {"recover-strategy": "dump", "ProcessRecoverStrategy": ""},
+    }
+    from django.utils import timezone
+
+    event = {
+        "reason": "RecoverConfigSnapshot",
+        "involvedObject": {"kind": "PodGroup", "namespace": "ns", "name": f"job-{uuid.uuid4()}"},
+        "message": "recover-strategy=retry",
+    }
+    found = init_snapshot_of(event, timezone.now())
+    assert found is not None and found.job.name == "job" and found.job.uid
+    assert init_snapshot_of({**event, "reason": "FaultDetected"}, timezone.now()) is None
