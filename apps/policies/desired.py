@@ -67,10 +67,14 @@ class DesiredState:
 
 
 def normalize_strategies(raw: str | None) -> str | None:
-    """``recover-strategy`` as ClusterD keeps it: known names, priority order (utils.go:107-123)."""
+    """``recover-strategy`` as ClusterD keeps it: known names, priority order (utils.go:107-123).
+
+    ClusterD splits on commas without trimming, so ``"retry, dump"`` keeps only ``retry``; and it
+    always adds ``exit`` (utils.go:122), so ``exit`` says nothing about a config and is left out.
+    """
     if not raw:
         return None
-    names = {name.strip() for name in raw.split(",") if name.strip() in STRATEGY_PRIORITY}
+    names = {name for name in raw.split(",") if name in STRATEGY_PRIORITY and name != "exit"}
     return ",".join(sorted(names, key=STRATEGY_PRIORITY.__getitem__)) or None
 
 
@@ -85,7 +89,12 @@ def config_from_keys(
         c.ANNOTATION_RECOVER_STRATEGY: normalize_strategies(annotations.get(c.ANNOTATION_RECOVER_STRATEGY)),
         c.LABEL_FAULT_SCHEDULING: scheduling if scheduling in ("grace", "force") else None,
         c.LABEL_POD_RESCHEDULING: "on" if labels.get(c.LABEL_POD_RESCHEDULING) == "on" else None,
-        c.LABEL_SUB_HEALTHY_STRATEGY: labels.get(c.LABEL_SUB_HEALTHY_STRATEGY) or None,
+        # Absent and "ignore" act alike: ClusterD only acts on graceExit / hotSwitch (utils.go:130-138).
+        c.LABEL_SUB_HEALTHY_STRATEGY: (
+            None
+            if labels.get(c.LABEL_SUB_HEALTHY_STRATEGY) in (None, "", "ignore")
+            else labels[c.LABEL_SUB_HEALTHY_STRATEGY]
+        ),
         # ClusterD flips it between on and pause during a fallback; both mean "created on".
         c.LABEL_PROCESS_RECOVER_ENABLE: "on" if enable in ("on", "pause") else None,
         PLATFORM_MODE: "on" if c.ANNOTATION_PLATFORM_STRATEGY in annotations else None,

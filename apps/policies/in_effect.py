@@ -54,7 +54,7 @@ def observed_config(incarnation: JobIncarnation) -> tuple[Config | None, str]:
     """The creation config of an incarnation and where it was read; (None, "") if not observed."""
     job_keys = incarnation.job_keys or {}
     if incarnation.init_keys:
-        keys, source = incarnation.init_keys, "clusterd-init"
+        keys, source = _with_podgroup_scheduling(incarnation), "clusterd-init"
     elif incarnation.podgroup_uid:
         keys = incarnation.podgroup_keys
         source = (
@@ -66,6 +66,20 @@ def observed_config(incarnation: JobIncarnation) -> tuple[Config | None, str]:
     if job_keys.get(c.LABEL_FAULT_RETRY_TIMES) is not None:
         labels[c.LABEL_FAULT_RETRY_TIMES] = str(job_keys[c.LABEL_FAULT_RETRY_TIMES])
     return config_from_keys(labels, dict(keys.get("annotations") or {}), job_keys.get("backoffLimit")), source
+
+
+def _with_podgroup_scheduling(incarnation: JobIncarnation) -> dict[str, Any]:
+    """The Init snapshot, with the PodGroup's own ``fault-scheduling`` where ClusterD cannot tell.
+
+    ClusterD turns grace and force alike into ``job-rescheduling`` (utils.go:114-118); which of the
+    two it was matters to Volcano, so the PodGroup's value is kept when both say "on".
+    """
+    init = incarnation.init_keys or {}
+    labels = dict(init.get("labels") or {})
+    seen = ((incarnation.podgroup_keys or {}).get("labels") or {}).get(c.LABEL_FAULT_SCHEDULING)
+    if labels.get(c.LABEL_FAULT_SCHEDULING) in ("grace", "force") and seen in ("grace", "force"):
+        labels[c.LABEL_FAULT_SCHEDULING] = seen
+    return {"labels": labels, "annotations": dict(init.get("annotations") or {})}
 
 
 def _revision_annotation(incarnation: JobIncarnation) -> int | None:

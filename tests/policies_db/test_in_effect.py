@@ -7,6 +7,7 @@ as first seen); the end-to-end tests in tests/push/test_in_effect_e2e.py drive t
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -313,3 +314,29 @@ def test_init_snapshot_event_parser_accepts_pairs_and_json() -> None:
     found = init_snapshot_of(event, timezone.now())
     assert found is not None and found.job.name == "job" and found.job.uid
     assert init_snapshot_of({**event, "reason": "FaultDetected"}, timezone.now()) is None
+
+
+def test_init_snapshot_of_the_built_in_clusterd_event() -> None:
+    """The built-in ClusterD publishes its Init snapshot (GetRecoverBaseInfo,
+    component/clusterd/pkg/domain/common/utils.go:100-140) as ``InitSuccess``: its strategy list has
+    the rescheduling switches as pseudo-strategies and always ``exit`` (utils.go:114-123)."""
+    from apps.simcluster.clusterd.controller import INIT_MESSAGE_PREFIX
+
+    config = {
+        "strategies": ["retry", "recover", "pod-rescheduling", "job-rescheduling", "exit"],
+        "process-recover-enable": "on",
+        "platform-mode": False,
+        "subHealthyStrategy": "ignore",
+    }
+    keys = snapshot_keys(f"job(uid=u1){INIT_MESSAGE_PREFIX}{json.dumps(config, sort_keys=True)}")
+    assert keys == {
+        "labels": {
+            "fault-scheduling": "grace",
+            "pod-rescheduling": "on",
+            "process-recover-enable": "on",
+            "subHealthyStrategy": "ignore",
+        },
+        "annotations": {"recover-strategy": "retry,recover,exit"},
+    }
+    off = snapshot_keys(f"job(uid=u1){INIT_MESSAGE_PREFIX}" + json.dumps({**config, "strategies": ["exit"]}))
+    assert off is not None and off["labels"]["fault-scheduling"] == "off"

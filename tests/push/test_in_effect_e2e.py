@@ -152,12 +152,6 @@ def test_b_strategies_changed_while_running_wait_for_recreate(
         20,
         "the strategy ClusterD chose",
     )
-    if chosen.data.get("strategy") != "retry":
-        pytest.xfail(
-            "the simulated ClusterD on this branch reads recover-strategy from the live PodGroup at "
-            "each fault; H1's Init snapshot makes it keep the creation-time config (facts §1, "
-            "fault_recover_service.go:570-592)"
-        )
     assert chosen.data["strategy"] == "retry"
 
 

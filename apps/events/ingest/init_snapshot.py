@@ -22,7 +22,17 @@ from typing import Any
 from apps.cluster import constants as c
 from apps.events.ingest.observation import JobRef, best_time, parse_k8s_time, split_uid_suffix
 
-INIT_SNAPSHOT_REASONS = frozenset({"RecoverConfigSnapshot", "InitSnapshot", "JobInitSnapshot", "RecoverInit"})
+# ``InitSuccess`` / ``ProcessRecoverEnableOff`` (a refused Init, code 403) are what the built-in
+# ClusterD writes; the others are accepted for platforms that publish the snapshot their own way.
+INIT_SNAPSHOT_REASONS = frozenset(
+    {"InitSuccess", "ProcessRecoverEnableOff", "RecoverConfigSnapshot", "InitSnapshot", "JobInitSnapshot"}
+)
+# ClusterD's own strategy list carries the rescheduling switches as pseudo-strategies (utils.go:114-123).
+_JOB_RESCHEDULING = "job-rescheduling"
+_POD_RESCHEDULING = "pod-rescheduling"
+# fault-scheduling as ClusterD knows it: grace and force both add job-rescheduling, so the snapshot
+# cannot tell them apart; the reader keeps the PodGroup's own grace/force where it has one.
+RESCHEDULING_ON = "grace"
 _PAIR = re.compile(r"(?P<key>[A-Za-z][\w.-]*)\s*[=:]\s*(?P<value>[^;\n]*)")
 _TRUE = ("true", "on", "yes", "1")
 _LABEL_KEYS = {
@@ -63,9 +73,16 @@ def snapshot_keys(message: str) -> dict[str, dict[str, str]] | None:
     for key, value in pairs.items():
         if key in _LABEL_KEYS and value not in (None, ""):
             labels[_LABEL_KEYS[key]] = str(value)
+        elif key == "strategies" and isinstance(value, list):
+            # ClusterD's own list: process strategies plus the rescheduling pseudo-strategies and exit.
+            names = [str(name) for name in value]
+            process = [n for n in names if n not in (_JOB_RESCHEDULING, _POD_RESCHEDULING)]
+            annotations[c.ANNOTATION_RECOVER_STRATEGY] = ",".join(process)
+            labels[c.LABEL_FAULT_SCHEDULING] = RESCHEDULING_ON if _JOB_RESCHEDULING in names else "off"
+            if _POD_RESCHEDULING in names:
+                labels[c.LABEL_POD_RESCHEDULING] = "on"
         elif key in _STRATEGY_KEYS and value:
             text = ",".join(value) if isinstance(value, list) else str(value)
-            # ClusterD's own list adds job-rescheduling/pod-rescheduling/exit; keep process strategies.
             annotations[c.ANNOTATION_RECOVER_STRATEGY] = text
         elif key in _PLATFORM_KEYS and (key == c.ANNOTATION_PLATFORM_STRATEGY or str(value).lower() in _TRUE):
             annotations[c.ANNOTATION_PLATFORM_STRATEGY] = ""
