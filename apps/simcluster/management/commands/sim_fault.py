@@ -79,7 +79,10 @@ class Command(BaseCommand):
             raise CommandError("--rank must be >= 0", returncode=EXIT_BAD_INPUT)
         kubeconfig = options["kubeconfig"] or os.environ.get("KUBECONFIG") or str(DEFAULT_KUBECONFIG)
         url = options["control_url"] or control_url_from_kubeconfig(kubeconfig)
-        _check_rank(kubeconfig, namespace, name, options["rank"])
+        # With only --control-url given, the default kubeconfig may name another (or a stopped)
+        # cluster: check the rank range only against the cluster the user pointed at.
+        if not options["control_url"] or options["kubeconfig"] or os.environ.get("KUBECONFIG"):
+            _check_rank(kubeconfig, namespace, name, options["rank"])
         body = {
             "namespace": namespace,
             "job": name,
@@ -119,6 +122,7 @@ def _check_rank(kubeconfig: str, namespace: str, name: str, rank: int) -> None:
     """Say which ranks the job has before asking the simulator (best effort: skipped when the API
     server cannot be read through ``kubeconfig``)."""
     from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError as Urllib3Error
 
     from apps.simcluster.kube import Kube
     from apps.simcluster.operator import pod_slots
@@ -131,7 +135,7 @@ def _check_rank(kubeconfig: str, namespace: str, name: str, rank: int) -> None:
         return
     try:
         job = kube.get_job(namespace, name)
-    except (ApiException, OSError, ValueError):
+    except (ApiException, Urllib3Error, OSError, ValueError):  # unreachable: the endpoint decides
         return
     finally:
         kube.close()
