@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from apps.cluster import constants as k
 from apps.simcluster.clock import SimClock
-from apps.simcluster.clusterd import engine
+from apps.simcluster.clusterd import engine, platform
 from apps.simcluster.clusterd.engine import EngineInput, RankFault, RecoveryPolicy, Step, StepKind
 from apps.simcluster.hub import Hub
 from apps.simcluster.injector import FaultSpec, UnknownJobError
@@ -43,9 +43,6 @@ from apps.simcluster.taskd import TaskdManagers
 
 log = logging.getLogger(__name__)
 
-PLATFORM_POLL_S: Final = 3.0
-PLATFORM_TIMEOUT_S: Final = 300.0
-PLATFORM_ACCEPTED: Final = ("retry", "recover", "dump", "exit")
 VOLCANO_NAMESPACE: Final = "volcano-system"
 FAULT_NPU_CONFIGMAP: Final = "vcjob-fault-npu-cm"
 KEY_REMAIN_RETRY: Final = "remain-retry-times"
@@ -468,19 +465,23 @@ class _FaultRun:
         supported: frozenset[str] = frozenset()
         platform_choice: str | None = None
         timed_out = False
+        handshake = platform.start(self) if policy.platform_mode else None  # platform.py: the real order
         if policy.process_recovery_on and policy.process_strategies:
-            self.signal("stopTrain", ["stop_train"], timeout=900)
-            self.sleep(engine.PHASE_SECONDS["detect"])
-            self.signal("globalFault", ["on_global_rank"])
-            if policy.platform_mode:
-                platform_choice, timed_out = self.platform_handshake(rank_fault)
-            support, reasons = self.cd.taskd.supported_strategies(self.job)
-            supported = frozenset(support)
-            if reasons:
-                self.event(
-                    "TaskDStrategies",
-                    f"TaskD reports {sorted(supported) or 'nothing'}; " + "; ".join(reasons),
-                )
+            if handshake is None or handshake.wait_standing():  # 1: before anything is stopped or written
+                self.signal("stopTrain", ["stop_train"], timeout=900)
+                self.sleep(engine.PHASE_SECONDS["detect"])
+                faults = platform.confirm_faults([rank_fault], per_pod)
+                if handshake is None or handshake.confirm(faults):  # 2-3: before the globalFault signal
+                    self.signal("globalFault", ["on_global_rank"])
+                    support, reasons = self.cd.taskd.supported_strategies(self.job)
+                    supported = frozenset(support)
+                    if reasons:
+                        self.event(
+                            "TaskDStrategies",
+                            f"TaskD reports {sorted(supported) or 'nothing'}; " + "; ".join(reasons),
+                        )
+            if handshake is not None:
+                platform_choice, timed_out = handshake.choice, handshake.timed_out
         inputs = EngineInput(
             policy=policy,
             supported=supported,
@@ -490,7 +491,14 @@ class _FaultRun:
             spare_resources=self.cd.spare_resources,
             restart_budget=self.cd.restart_budget(self.job),
         )
-        steps = engine.plan(inputs, lambda strategy, attempt: self.spec.outcome(attempt, self.cd.rng))
+
+        def outcome(strategy: str, attempt: int) -> bool:
+            succeeds = self.spec.outcome(attempt, self.cd.rng)
+            if strategy == "recover" and handshake is not None and not handshake.timed_out:
+                return handshake.rank_table_ready() and succeeds  # 4: RankTableReady gates recover
+            return succeeds
+
+        steps = engine.plan(inputs, outcome)
         with self.cd._lock:
             self.cd.history.append((self.spec.id, steps))
         for step in steps:
@@ -498,57 +506,6 @@ class _FaultRun:
                 break
             self.run_step(step, inputs)
         return steps
-
-    def platform_handshake(self, rank_fault: RankFault) -> tuple[str | None, bool]:
-        """§6.4: write ProcessConfirmFault, then poll for the platform's strategy (3 s / 300 s)."""
-        confirm = f"{rank_fault.rank}:{0 if rank_fault.fault_type == engine.FAULT_UCE else 1}"
-        deadline = self.clock.deadline(PLATFORM_TIMEOUT_S)
-        written = False
-        while self.clock.monotonic() < deadline and not self.cd._stop.is_set():
-            annotations = (self.podgroup() or {}).get("metadata", {}).get("annotations") or {}
-            if not written:
-                if annotations.get(k.ANNOTATION_CONFIRM_FAULT):
-                    # The platform has not cleared the previous list: never overwrite it (code 509 path).
-                    with self.cd._lock:
-                        self.cd.confirm_refusals += 1
-                    if self.cd.confirm_refusals == 1 or self.cd.confirm_refusals % 20 == 0:
-                        self.event(
-                            "ConfirmFaultNotCleared",
-                            "ProcessConfirmFault still holds "
-                            f"{annotations[k.ANNOTATION_CONFIRM_FAULT]!r}; waiting for the platform to "
-                            "clear it",
-                            warning=True,
-                        )
-                    self.sleep(PLATFORM_POLL_S)
-                    continue
-                self.patch_podgroup(annotations={k.ANNOTATION_CONFIRM_FAULT: confirm})
-                self.event(
-                    "WaitingForPlatform",
-                    f"ProcessConfirmFault={confirm}; waiting up to "
-                    f"{int(PLATFORM_TIMEOUT_S)} s for ProcessRecoverStrategy",
-                )
-                written = True
-                continue
-            choice = annotations.get(k.ANNOTATION_PLATFORM_STRATEGY, "")
-            if choice in PLATFORM_ACCEPTED:
-                table_ready = annotations.get(k.ANNOTATION_RANK_TABLE_READY)
-                if choice == "recover" and table_ready is not None and table_ready != "true":
-                    self.sleep(PLATFORM_POLL_S)  # RankTable mode: wait until the platform regenerated it
-                    continue
-                result = annotations.get(k.ANNOTATION_RESULT_FAULT, "")
-                self.event(
-                    "PlatformStrategy",
-                    f"platform chose {choice!r}" + (f"; ProcessResultFault={result}" if result else ""),
-                )
-                return choice, False
-            self.sleep(PLATFORM_POLL_S)
-        self.event(
-            "WaitPlatStrategyTimeout",
-            f"no ProcessRecoverStrategy within {int(PLATFORM_TIMEOUT_S)} s "
-            f"(code {engine.WAIT_PLATFORM_STRATEGY_TIMEOUT_CODE})",
-            warning=True,
-        )
-        return None, True
 
     def run_step(self, step: Step, inputs: EngineInput) -> None:
         kind = step.kind
