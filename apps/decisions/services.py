@@ -171,6 +171,8 @@ def is_standing(value: str | None) -> bool:
 def standing_ensure(*, job: TrainingJob, podgroup: dict[str, Any]) -> bool:
     """Write the standing answer when no question is open and it is missing, empty or stale.
 
+    A ``ProcessResultFault`` left without a question is removed at the same time.
+
     Preconditioned on the PodGroup's resourceVersion: if anything changed since this copy was read
     (ClusterD may be writing a question right now), a newer watch event decides instead.
     """
@@ -179,11 +181,15 @@ def standing_ensure(*, job: TrainingJob, podgroup: dict[str, Any]) -> bool:
     if annotations.get(c.ANNOTATION_CONFIRM_FAULT):
         return False
     wanted = standing_for(job, podgroup)
-    if annotations.get(c.ANNOTATION_PLATFORM_STRATEGY) == wanted:
+    leftover_result = c.ANNOTATION_RESULT_FAULT in annotations  # would answer the next question unasked
+    if annotations.get(c.ANNOTATION_PLATFORM_STRATEGY) == wanted and not leftover_result:
         return False
     if Decision.objects.filter(job=job, state__in=OPEN_STATES).exists():
         return False
-    patch: dict[str, Any] = {"annotations": {c.ANNOTATION_PLATFORM_STRATEGY: wanted}}
+    changes: dict[str, str | None] = {c.ANNOTATION_PLATFORM_STRATEGY: wanted}
+    if leftover_result:
+        changes[c.ANNOTATION_RESULT_FAULT] = None
+    patch: dict[str, Any] = {"annotations": changes}
     if meta.get("resourceVersion"):
         patch["resourceVersion"] = meta["resourceVersion"]
     try:
@@ -211,6 +217,12 @@ def decision_observe(*, job: TrainingJob, podgroup: dict[str, Any]) -> Decision 
         return open_decision
     if not confirm:
         standing_ensure(job=job, podgroup=podgroup)
+        return None
+    if c.ANNOTATION_RESULT_FAULT in annotations:
+        # A copy from before the last question was cleared (ClusterD patched the PodGroup after its
+        # status, and the watch delivers that copy after the clearing): a new question always comes
+        # without a result, since completing a decision removes it. Answering this stale copy would
+        # hand ClusterD a ready-made result for its next, different fault.
         return None
     return decision_open(
         job=job,

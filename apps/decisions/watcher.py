@@ -52,6 +52,7 @@ def handle_podgroup(cluster: Cluster, podgroup: dict[str, Any]) -> None:
         not annotations.get(c.ANNOTATION_CONFIRM_FAULT)
         and not annotations.get(c.ANNOTATION_RECOVER_STATUS)
         and is_standing(annotations.get(c.ANNOTATION_PLATFORM_STRATEGY))
+        and c.ANNOTATION_RESULT_FAULT not in annotations
     ):
         return  # no question, no outcome, and a standing answer in place: nothing to do
     job = job_for_podgroup(cluster, podgroup)
