@@ -510,15 +510,28 @@ def decision_complete(
             job=job,
             kind="decision.completed",
             source="decision",
-            message=f"ClusterD reported {outcome} for the {decision.strategy} decision",
+            message=(
+                f"ClusterD reported {outcome} for the {decision.strategy} decision"
+                if outcome != NO_STATUS
+                else f"ClusterD reported no outcome for the {decision.strategy} decision within "
+                f"{ABANDONED_AFTER_S // 60} min: question cleared, standing answer restored"
+            ),
             data={"decision": decision.pk, "outcome": outcome},
             dedupe_key=f"decision.completed:{decision.pk}",
         )
     return decision
 
 
+# ClusterD waits at most 300 s per step (const.go:161) and reports ProcessRecoverStatus as an attempt
+# ends; an answer with no status long after that was never used (ClusterD had given up with 508/509,
+# or the job is gone). Its question must still be cleared, or ClusterD refuses every later one (509).
+ABANDONED_AFTER_S = 900
+NO_STATUS = "none: ClusterD reported nothing"
+
+
 def decisions_sweep() -> int:
-    """Safety net after restarts: expire overdue questions and (re)write decided answers."""
+    """Safety net after restarts: expire overdue questions, (re)write decided answers, and clear
+    answers ClusterD never reported on (restoring the standing answer)."""
     from apps.decisions.tasks import write_decision
 
     count = 0
@@ -532,5 +545,11 @@ def decisions_sweep() -> int:
         "pk", flat=True
     ):
         write_decision.apply_async(kwargs={"decision_id": pk}, queue=settings.CELERY_PUSH_QUEUE)
+        count += 1
+    abandoned = timezone.now() - timedelta(seconds=ABANDONED_AFTER_S)
+    for decision in Decision.objects.filter(state=State.WRITTEN, written_at__lte=abandoned).select_related(
+        "job__cluster"
+    ):
+        decision_complete(decision=decision, outcome=NO_STATUS)
         count += 1
     return count

@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.utils import timezone
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from rest_framework.test import APIClient
 
 from apps.cluster import constants as c
 from apps.decisions.models import Decision
+from apps.decisions.services import ABANDONED_AFTER_S, NO_STATUS, decisions_sweep
 from apps.jobs.models import TrainingJob
 from apps.simcluster.runtime import SimCluster
 from tests.api.conftest import superuser_client
@@ -216,3 +219,45 @@ def test_a_late_answer_is_refused_with_409_and_the_default_goes_out(
     assert Decision.objects.get(pk=pending.pk).answered_by is None
     assert sim.wait_idle(20)
     assert not GAVE_UP & set(clusterd_reasons(sim, job))
+
+
+def test_an_answer_clusterd_never_used_is_cleared_by_the_sweep(
+    sim: SimCluster, platform_job: Callable[..., TrainingJob]
+) -> None:
+    # The decider was down for more than 300 s: ClusterD gave up (509) and its question stayed on the
+    # PodGroup; the answer written on restart is never reported on. Left alone, ClusterD would refuse
+    # every later question (fault_recover_platform_plugin.go:69-72).
+    job = platform_job()
+    api = k8s_config.new_client_from_config(config_file=sim.kubeconfig_path)
+    k8s.CustomObjectsApi(api).patch_namespaced_custom_object(
+        c.PODGROUP_GROUP,
+        c.PODGROUP_VERSION,
+        job.namespace,
+        c.PODGROUP_PLURAL,
+        f"{job.name}-{job.uid}",
+        {
+            "metadata": {
+                "annotations": {
+                    c.ANNOTATION_CONFIRM_FAULT: "8:1",
+                    c.ANNOTATION_RESULT_FAULT: "8:1",
+                    c.ANNOTATION_PLATFORM_STRATEGY: "exit",
+                }
+            }
+        },
+    )
+    old = timezone.now() - timedelta(seconds=ABANDONED_AFTER_S + 1)
+    decision = Decision.objects.create(
+        job=job,
+        podgroup=f"{job.name}-{job.uid}",
+        confirm_fault="8:1",
+        faults=[{"rank": 8, "type": "1"}],
+        state=Decision.State.WRITTEN,
+        strategy="exit",
+        decided_at=old,
+        written_at=old,
+    )
+    assert decisions_sweep() == 1
+    decision.refresh_from_db()
+    assert (decision.state, decision.outcome) == ("completed", NO_STATUS)
+    after = settled(sim, job)
+    assert after[c.ANNOTATION_PLATFORM_STRATEGY] == "recover"
