@@ -51,7 +51,15 @@ OPEN_STATES = (State.PENDING, State.DECIDED, State.WRITTEN)
 
 
 class DecisionError(ApplicationError):
-    pass
+    """The question is closed: already answered, or past its deadline (409)."""
+
+
+class DecisionChoiceError(ApplicationError):
+    """The answer is not one ClusterD could use for this question (400, with the allowed ones)."""
+
+    def __init__(self, message: str, allowed: list[str]) -> None:
+        super().__init__(message)
+        self.allowed = allowed
 
 
 def _spec(job: TrainingJob) -> PolicySpec | None:
@@ -229,11 +237,17 @@ def decision_observe(*, job: TrainingJob, podgroup: dict[str, Any]) -> Decision 
         podgroup_name=str(meta.get("name", "")),
         confirm_fault=confirm,
         rank_table=c.ANNOTATION_RANK_TABLE_READY in annotations,
+        standing=str(annotations.get(c.ANNOTATION_PLATFORM_STRATEGY, "")).strip().strip(","),
     )
 
 
 def decision_open(
-    *, job: TrainingJob, podgroup_name: str, confirm_fault: str, rank_table: bool = False
+    *,
+    job: TrainingJob,
+    podgroup_name: str,
+    confirm_fault: str,
+    rank_table: bool = False,
+    standing: str | None = None,
 ) -> Decision | None:
     """Store the question with its verdict, answer at once when a rule decided, then record it.
 
@@ -261,6 +275,7 @@ def decision_open(
             context={
                 "fault_types": sorted({CONFIRM_TYPE_NAMES.get(str(f["type"]), "normal") for f in faults}),
                 "rank_table": rank_table,
+                **({"standing": standing} if standing is not None else {}),
             },
             state=State.PENDING if ask else State.DECIDED,
             strategy="" if ask else strategy,
@@ -333,11 +348,28 @@ def _record(decision: Decision, kind: str, message: str) -> None:
     )
 
 
-def allowed_answers(decision: Decision) -> list[str]:
-    """Strategies a person may choose: ClusterD's accepted values that the policy configures."""
+def _configured(decision: Decision) -> set[str]:
     spec = _spec(decision.job)
-    configured = set(spec.strategies) if spec else set()
-    return [s for s in PLATFORM_STRATEGIES if s in configured or s == "exit"]
+    return set(spec.strategies) if spec else set()
+
+
+def allowed_answers(decision: Decision) -> list[str]:
+    """Strategies a person may choose: ClusterD's accepted values that the policy configures.
+
+    ``retry`` only where ClusterD can still use it. It sorted the faults before it asked: they stay on
+    the retry path only when the standing answer it found was retry (``supportRetryStrategy``,
+    ``controller.go:364-370``, via ``takeRetryFault2NormalFault`` at :1006) and every fault is
+    retry-type, UCE "0" or HCCL "2"; otherwise ``firstChooseStrategy`` (:1096-1101) never picks retry
+    and the answer would end in exit.
+    """
+    configured = _configured(decision)
+    allowed = [s for s in PLATFORM_STRATEGIES if s in configured or s == "exit"]
+    standing = decision.context.get("standing") if isinstance(decision.context, dict) else None
+    if standing is not None:  # known for every question observed on a PodGroup
+        retry_path = standing == "retry" and all(str(f.get("type")) in ("0", "2") for f in decision.faults)
+        if not retry_path:
+            allowed = [s for s in allowed if s != "retry"]
+    return allowed
 
 
 def decision_answer(
@@ -371,7 +403,14 @@ def _answer_pending(
     """Record a person's answer (inside the caller's transaction); the write follows on commit."""
     allowed = allowed_answers(decision)
     if strategy not in allowed:
-        raise DecisionError(f"{strategy!r} is not allowed here; choose one of: {', '.join(allowed)}")
+        why = (
+            " (ClusterD put these faults off its retry path before it asked: retry would end in exit)"
+            if strategy == "retry" and "retry" in _configured(decision)
+            else ""
+        )
+        raise DecisionChoiceError(
+            f"{strategy!r} is not allowed here{why}; choose one of: {', '.join(allowed)}", allowed
+        )
     decision.state = State.DECIDED
     decision.strategy = strategy
     decision.decided_by = f"user:{user.get_username()}"

@@ -94,3 +94,33 @@ def test_an_answer_after_the_deadline_is_a_409_and_the_default_is_written(world:
     decision.refresh_from_db()
     assert (decision.state, decision.strategy, decision.decided_by) == ("decided", "dump", "default:deadline")
     assert decision.answered_by is None
+
+
+@pytest.mark.parametrize(
+    ("standing", "confirm", "retry_allowed"),
+    [
+        ("retry", "0:0,8:2", True),  # retry path: standing retry and only UCE/HCCL faults
+        ("recover", "0:0,8:0", False),  # sorted onto the normal path before ClusterD asked
+        ("retry", "0:0,8:1", False),  # a normal fault among them: firstChooseStrategy never retries
+    ],
+)
+def test_retry_is_offered_only_where_clusterd_can_still_use_it(
+    world: World, standing: str, confirm: str, retry_allowed: bool
+) -> None:
+    # controller.go:364-370 (supportRetryStrategy reads the standing answer), :1006 (faults sorted
+    # before ProcessConfirmFault is written), :1096-1101 (retry needs no normal fault)
+    policy_revision_create(
+        job=world.job, spec={**PLATFORM, "default_strategy": "retry"}, actor=Actor(name="t"), push=False
+    )
+    question = podgroup(world, ProcessRecoverStrategy=standing, ProcessConfirmFault=confirm)
+    decision = decision_observe(job=world.job, podgroup=question)
+    assert decision is not None and decision.state == "pending"  # two ranks → the "ask" rule
+    client = world.client("owner")
+    allowed = client.get(f"/api/v1/decisions/{decision.pk}/").json()["allowed"]
+    assert ("retry" in allowed) is retry_allowed
+    if not retry_allowed:
+        answer = client.post(f"/api/v1/decisions/{decision.pk}/", {"strategy": "retry"}, format="json")
+        assert answer.status_code == 400, answer.json()
+        error = answer.json()["errors"][0]
+        assert error["code"] == "invalid_choice" and error["field"] == "strategy"
+        assert error["allowed"] == allowed
