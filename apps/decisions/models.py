@@ -12,13 +12,15 @@ class Decision(models.Model):
     class State(models.TextChoices):
         PENDING = "pending"  # waiting for a person, until the deadline
         DECIDED = "decided"  # strategy chosen, not yet written to the PodGroup
-        WRITTEN = "written"  # ProcessRecoverStrategy written; ClusterD is recovering
-        COMPLETED = "completed"  # ProcessRecoverStatus reported; keys cleared for the next fault
+        WRITTEN = "written"  # ProcessResultFault + final ProcessRecoverStrategy written; ClusterD recovers
+        COMPLETED = "completed"  # ProcessRecoverStatus reported; question cleared, standing answer back
         FAILED = "failed"  # could not be written (job gone, cluster refuses)
 
     job = models.ForeignKey("jobs.TrainingJob", on_delete=models.CASCADE, related_name="decisions")
     podgroup = models.CharField(max_length=320)
-    confirm_fault = models.CharField(max_length=2000, help_text="ProcessConfirmFault as ClusterD wrote it")
+    # Text, not a bounded string: a whole-node fault on a large job names thousands of ranks, and the
+    # answer (ProcessResultFault) repeats the list; a cut list would drop ranks from the recovery.
+    confirm_fault = models.TextField(help_text="ProcessConfirmFault as ClusterD wrote it, never truncated")
     faults = models.JSONField(default=list, help_text='[{"rank": 3, "type": "0"}, ...]')
     context = models.JSONField(default=dict, help_text="What the rules saw: fault types, levels, repeats")
     state = models.CharField(max_length=12, choices=State.choices, default=State.PENDING, db_index=True)
@@ -48,7 +50,8 @@ class Decision(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.job} {self.confirm_fault} → {self.strategy or '?'} ({self.state})"
+        ranks = self.confirm_fault if len(self.confirm_fault) <= 60 else f"{self.confirm_fault[:57]}..."
+        return f"{self.job} {ranks} → {self.strategy or '?'} ({self.state})"
 
     @property
     def latency_ms(self) -> float | None:

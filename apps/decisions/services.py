@@ -1,14 +1,22 @@
-"""Answering ClusterD's "which strategy now?" in platform mode (mindcluster.md §6.4).
+"""Answering ClusterD's "which strategy now?" in platform mode, in the order the real ClusterD asks.
 
-Flow, all idempotent so any step can be repeated after a crash:
-1. ``decision_observe`` sees a PodGroup with ``ProcessRecoverStrategy`` present and a non-empty
-   ``ProcessConfirmFault`` → opens one decision for the job, evaluates the policy's rules;
-   a rule that asks a person leaves it ``pending`` until ``deadline_at``.
-2. ``decision_write`` (a Celery task) writes ``ProcessResultFault`` and ``ProcessRecoverStrategy``
-   (and ``RankTableReady`` where the PodGroup carries that key) with a resourceVersion precondition.
-3. When ClusterD reports ``ProcessRecoverStatus``, the question is completed and the keys are
-   cleared (``ProcessRecoverStrategy`` back to empty, never removed: removing it would switch
-   platform mode off), so ClusterD can confirm the next fault.
+The handshake (``component/clusterd/pkg/application/recover/fault_recover_platform_plugin.go`` and
+``controller.go:664-676, 815-837, 1219-1232`` in Ascend/mind-cluster; mindcluster-source-facts.md §2):
+
+0. Between faults ``ProcessRecoverStrategy`` holds a *standing answer* (retry/recover/dump: the
+   policy's ``default_strategy``). ClusterD waits for one at every fault before it does anything and
+   fails with code 508 after 300 s, so ``standing_ensure`` writes it whenever it is missing, empty
+   or stale and no question is open. Rendering puts it on the AscendJob so it is there from creation.
+1. ClusterD writes ``ProcessConfirmFault`` → ``decision_observe`` opens one decision for the job and
+   evaluates the policy's rules; a rule that asks a person leaves it ``pending`` until ``deadline_at``.
+2. ``decision_write`` writes ``ProcessResultFault`` (the rank list, never cut), the final
+   ``ProcessRecoverStrategy`` (exit allowed now) and ``RankTableReady=true`` in one patch. ClusterD
+   waits for the *key* ``ProcessResultFault`` to exist, then re-reads the strategy.
+3. When ClusterD reports ``ProcessRecoverStatus``, the decision is completed: ``ProcessConfirmFault``
+   is emptied (ClusterD refuses to ask again until it is), ``ProcessResultFault`` removed (its mere
+   presence would answer the next question) and the standing answer restored — never "".
+
+All steps are idempotent, so any of them can be repeated after a crash.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from apps.events.models import JobEvent
 from apps.events.services import event_record
 from apps.jobs.clusters import cluster_ref
 from apps.jobs.models import TrainingJob
+from apps.policies.rendering.keys import STANDING_ANSWERS, standing_answer
 from apps.policies.spec import PLATFORM_STRATEGIES, PolicySpec
 from apps.policies.validation import validate_policy
 
@@ -42,7 +51,15 @@ OPEN_STATES = (State.PENDING, State.DECIDED, State.WRITTEN)
 
 
 class DecisionError(ApplicationError):
-    pass
+    """The question is closed: already answered, or past its deadline (409)."""
+
+
+class DecisionChoiceError(ApplicationError):
+    """The answer is not one ClusterD could use for this question (400, with the allowed ones)."""
+
+    def __init__(self, message: str, allowed: list[str]) -> None:
+        super().__init__(message)
+        self.allowed = allowed
 
 
 def _spec(job: TrainingJob) -> PolicySpec | None:
@@ -140,29 +157,97 @@ def _facts(job: TrainingJob, faults: list[dict[str, Any]], spec: PolicySpec) -> 
     )
 
 
+def standing_for(job: TrainingJob, podgroup: dict[str, Any] | None = None) -> str:
+    """The standing answer for a job: its policy's, else the first the PodGroup's strategies allow.
+
+    A PodGroup keeps platform mode for the job's whole life even if the policy later drops it (ClusterD
+    snapshots it at ``Init``), so a job without a platform-mode policy still gets a valid answer.
+    """
+    spec = _spec(job)
+    if spec is not None and spec.platform_mode:
+        return standing_answer(spec)
+    annotations = ((podgroup or {}).get("metadata") or {}).get("annotations") or {}
+    configured = str(annotations.get(c.ANNOTATION_RECOVER_STRATEGY, "")).split(",")
+    return next((s for s in STANDING_ANSWERS if s in configured), "recover")
+
+
+def is_standing(value: str | None) -> bool:
+    """What ClusterD accepts before it asks: trimmed of spaces then commas (plugin.go:30-39)."""
+    return value is not None and value.strip().strip(",") in STANDING_ANSWERS
+
+
+def standing_ensure(*, job: TrainingJob, podgroup: dict[str, Any]) -> bool:
+    """Write the standing answer when no question is open and it is missing, empty or stale.
+
+    A ``ProcessResultFault`` left without a question is removed at the same time.
+
+    Preconditioned on the PodGroup's resourceVersion: if anything changed since this copy was read
+    (ClusterD may be writing a question right now), a newer watch event decides instead.
+    """
+    meta = podgroup.get("metadata") or {}
+    annotations = meta.get("annotations") or {}
+    if annotations.get(c.ANNOTATION_CONFIRM_FAULT):
+        return False
+    wanted = standing_for(job, podgroup)
+    leftover_result = c.ANNOTATION_RESULT_FAULT in annotations  # would answer the next question unasked
+    if annotations.get(c.ANNOTATION_PLATFORM_STRATEGY) == wanted and not leftover_result:
+        return False
+    if Decision.objects.filter(job=job, state__in=OPEN_STATES).exists():
+        return False
+    changes: dict[str, str | None] = {c.ANNOTATION_PLATFORM_STRATEGY: wanted}
+    if leftover_result:
+        changes[c.ANNOTATION_RESULT_FAULT] = None
+    patch: dict[str, Any] = {"annotations": changes}
+    if meta.get("resourceVersion"):
+        patch["resourceVersion"] = meta["resourceVersion"]
+    try:
+        name = str(meta.get("name", ""))
+        kube.patch_podgroup(cluster_ref(job.cluster), job.namespace, name, {"metadata": patch})
+    except ClusterError as exc:
+        if not exc.conflict:
+            log.warning("could not write the standing answer of %s: %s", meta.get("name"), exc.message)
+        return False
+    return True
+
+
 def decision_observe(*, job: TrainingJob, podgroup: dict[str, Any]) -> Decision | None:
     """React to a PodGroup's platform-mode keys; returns the decision touched, if any."""
     meta = podgroup.get("metadata") or {}
     annotations = meta.get("annotations") or {}
     if c.ANNOTATION_PLATFORM_STRATEGY not in annotations:
-        return None  # platform mode is off for this job
+        return None  # platform mode is off for this job (its presence at creation turns it on)
     status = annotations.get(c.ANNOTATION_RECOVER_STATUS, "")
     confirm = annotations.get(c.ANNOTATION_CONFIRM_FAULT, "")
     open_decision = Decision.objects.filter(job=job, state__in=OPEN_STATES).first()
     if open_decision is not None and open_decision.state == State.WRITTEN and status:
-        return decision_complete(decision=open_decision, outcome=status)
-    if open_decision is not None or not confirm:
+        return decision_complete(decision=open_decision, outcome=status, podgroup=podgroup)
+    if open_decision is not None:
         return open_decision
+    if not confirm:
+        standing_ensure(job=job, podgroup=podgroup)
+        return None
+    if c.ANNOTATION_RESULT_FAULT in annotations:
+        # A copy from before the last question was cleared (ClusterD patched the PodGroup after its
+        # status, and the watch delivers that copy after the clearing): a new question always comes
+        # without a result, since completing a decision removes it. Answering this stale copy would
+        # hand ClusterD a ready-made result for its next, different fault.
+        return None
     return decision_open(
         job=job,
         podgroup_name=str(meta.get("name", "")),
         confirm_fault=confirm,
         rank_table=c.ANNOTATION_RANK_TABLE_READY in annotations,
+        standing=str(annotations.get(c.ANNOTATION_PLATFORM_STRATEGY, "")).strip().strip(","),
     )
 
 
 def decision_open(
-    *, job: TrainingJob, podgroup_name: str, confirm_fault: str, rank_table: bool = False
+    *,
+    job: TrainingJob,
+    podgroup_name: str,
+    confirm_fault: str,
+    rank_table: bool = False,
+    standing: str | None = None,
 ) -> Decision | None:
     """Store the question with its verdict, answer at once when a rule decided, then record it.
 
@@ -185,11 +270,12 @@ def decision_open(
         decision = Decision.objects.create(
             job=job,
             podgroup=podgroup_name,
-            confirm_fault=confirm_fault[:2000],
+            confirm_fault=confirm_fault,
             faults=faults,
             context={
                 "fault_types": sorted({CONFIRM_TYPE_NAMES.get(str(f["type"]), "normal") for f in faults}),
                 "rank_table": rank_table,
+                **({"standing": standing} if standing is not None else {}),
             },
             state=State.PENDING if ask else State.DECIDED,
             strategy="" if ask else strategy,
@@ -262,43 +348,87 @@ def _record(decision: Decision, kind: str, message: str) -> None:
     )
 
 
-def allowed_answers(decision: Decision) -> list[str]:
-    """Strategies a person may choose: ClusterD's accepted values that the policy configures."""
+def _configured(decision: Decision) -> set[str]:
     spec = _spec(decision.job)
-    configured = set(spec.strategies) if spec else set()
-    return [s for s in PLATFORM_STRATEGIES if s in configured or s == "exit"]
+    return set(spec.strategies) if spec else set()
+
+
+def allowed_answers(decision: Decision) -> list[str]:
+    """Strategies a person may choose: ClusterD's accepted values that the policy configures.
+
+    ``retry`` only where ClusterD can still use it. It sorted the faults before it asked: they stay on
+    the retry path only when the standing answer it found was retry (``supportRetryStrategy``,
+    ``controller.go:364-370``, via ``takeRetryFault2NormalFault`` at :1006) and every fault is
+    retry-type, UCE "0" or HCCL "2"; otherwise ``firstChooseStrategy`` (:1096-1101) never picks retry
+    and the answer would end in exit.
+    """
+    configured = _configured(decision)
+    allowed = [s for s in PLATFORM_STRATEGIES if s in configured or s == "exit"]
+    standing = decision.context.get("standing") if isinstance(decision.context, dict) else None
+    if standing is not None:  # known for every question observed on a PodGroup
+        retry_path = standing == "retry" and all(str(f.get("type")) in ("0", "2") for f in decision.faults)
+        if not retry_path:
+            allowed = [s for s in allowed if s != "retry"]
+    return allowed
 
 
 def decision_answer(
     *, decision_id: int, strategy: str, user: AbstractBaseUser, token_name: str = "", request_id: str = ""
 ) -> Decision:
-    """A person answers a pending question before its deadline."""
+    """A person answers a pending question before its deadline; a late answer is refused (409).
+
+    Past the deadline the policy's default is what ClusterD gets: it is written at once here (if the
+    expiry task has not done it yet), and the person is told which strategy went out instead.
+    """
+    late = False
     with transaction.atomic():
         decision = Decision.objects.select_for_update().select_related("job").get(pk=decision_id)
         if decision.state != State.PENDING:
             raise DecisionError(f"this decision is already {decision.state} ({decision.decided_by})")
-        allowed = allowed_answers(decision)
-        if strategy not in allowed:
-            raise DecisionError(f"{strategy!r} is not allowed here; choose one of: {', '.join(allowed)}")
-        decision.state = State.DECIDED
-        decision.strategy = strategy
-        decision.decided_by = f"user:{user.get_username()}"
-        decision.answered_by = user  # type: ignore[assignment]
-        decision.reason = f"answered by {user.get_username()}"
-        decision.decided_at = timezone.now()
-        decision.save()
-        _record(decision, "decision.answered", f"{user.get_username()} chose {strategy}")
-        audit_record(
-            actor=user,
-            token_name=token_name,
-            request_id=request_id,
-            action="decision.answer",
-            obj=decision,
-            before={"state": "pending"},
-            after={"strategy": strategy},
+        late = decision.deadline_at is not None and decision.deadline_at <= timezone.now()
+        if not late:
+            _answer_pending(decision, strategy, user, token_name=token_name, request_id=request_id)
+            return decision
+    expired = decision_expire(decision_id=decision_id) or decision
+    deadline = expired.deadline_at.isoformat() if expired.deadline_at else "?"
+    raise DecisionError(
+        f"too late: the deadline passed at {deadline}, so the default strategy "
+        f"{expired.strategy or '?'} was answered instead"
+    )
+
+
+def _answer_pending(
+    decision: Decision, strategy: str, user: AbstractBaseUser, *, token_name: str, request_id: str
+) -> None:
+    """Record a person's answer (inside the caller's transaction); the write follows on commit."""
+    allowed = allowed_answers(decision)
+    if strategy not in allowed:
+        why = (
+            " (ClusterD put these faults off its retry path before it asked: retry would end in exit)"
+            if strategy == "retry" and "retry" in _configured(decision)
+            else ""
         )
-        transaction.on_commit(lambda: _after_decided(decision))
-    return decision
+        raise DecisionChoiceError(
+            f"{strategy!r} is not allowed here{why}; choose one of: {', '.join(allowed)}", allowed
+        )
+    decision.state = State.DECIDED
+    decision.strategy = strategy
+    decision.decided_by = f"user:{user.get_username()}"
+    decision.answered_by = user  # type: ignore[assignment]
+    decision.reason = f"answered by {user.get_username()}"
+    decision.decided_at = timezone.now()
+    decision.save()
+    _record(decision, "decision.answered", f"{user.get_username()} chose {strategy}")
+    audit_record(
+        actor=user,
+        token_name=token_name,
+        request_id=request_id,
+        action="decision.answer",
+        obj=decision,
+        before={"state": "pending"},
+        after={"strategy": strategy},
+    )
+    transaction.on_commit(lambda: _after_decided(decision))
 
 
 def decision_expire(*, decision_id: int) -> Decision | None:
@@ -333,8 +463,15 @@ def decision_expire(*, decision_id: int) -> Decision | None:
 def decision_write(*, decision_id: int) -> Decision | None:
     """Write the answer to the PodGroup; safe to repeat.
 
-    A merge patch of only the platform's own keys, without a read first: ClusterD never writes
-    these keys, so there is nothing to lose and one round trip less while ClusterD waits.
+    One merge patch of only the platform's keys, without a read first, so ClusterD (polling every
+    3 s) sees the result, the strategy and the RankTable together:
+
+    - ``ProcessResultFault``: the confirmed ranks, whole (ClusterD waits for this key to exist);
+    - ``ProcessRecoverStrategy``: the final answer, which ClusterD re-reads once the result exists;
+    - ``RankTableReady=true`` always: ClusterD checks it before a recover and fails on any other value
+      (``fault_recover_platform_plugin.go:141-159``);
+    - ``ProcessRecoverStatus`` emptied: a status left from the previous fault must not be taken for
+      the outcome of this answer (ClusterD only writes it, after reading the answer).
     """
     decision = Decision.objects.select_related("job__cluster").filter(pk=decision_id).first()
     if decision is None or decision.state != State.DECIDED:
@@ -343,9 +480,9 @@ def decision_write(*, decision_id: int) -> Decision | None:
     annotations = {
         c.ANNOTATION_RESULT_FAULT: decision.confirm_fault,
         c.ANNOTATION_PLATFORM_STRATEGY: decision.strategy,
+        c.ANNOTATION_RANK_TABLE_READY: "true",
+        c.ANNOTATION_RECOVER_STATUS: "",
     }
-    if decision.context.get("rank_table") and decision.strategy == "recover":
-        annotations[c.ANNOTATION_RANK_TABLE_READY] = "true"
     try:
         kube.patch_podgroup(
             cluster_ref(job.cluster),
@@ -366,10 +503,19 @@ def decision_write(*, decision_id: int) -> Decision | None:
     return decision
 
 
-def decision_complete(*, decision: Decision, outcome: str) -> Decision:
-    """ClusterD reported the outcome: record it and clear the keys for the next question."""
+def decision_complete(
+    *, decision: Decision, outcome: str, podgroup: dict[str, Any] | None = None
+) -> Decision:
+    """ClusterD reported the outcome: record it, clear the question and restore the standing answer.
+
+    ``ProcessConfirmFault`` is emptied (ClusterD refuses to ask while it holds anything),
+    ``ProcessResultFault`` removed (ClusterD waits for the key to *exist*, so a leftover "" would
+    answer the next question unasked) and ``ProcessRecoverStrategy`` set back to the standing answer:
+    never "" — ClusterD would wait 300 s at the next fault and give up with code 508.
+    """
     job = decision.job
     ref = cluster_ref(job.cluster)
+    standing = standing_for(job, podgroup)
     for _ in range(settings.PUSH_MAX_CONFLICTS):
         try:
             live = kube.get_podgroup(ref, job.namespace, decision.podgroup)
@@ -382,7 +528,7 @@ def decision_complete(*, decision: Decision, outcome: str) -> Decision:
                         "annotations": {
                             c.ANNOTATION_CONFIRM_FAULT: "",
                             c.ANNOTATION_RESULT_FAULT: None,
-                            c.ANNOTATION_PLATFORM_STRATEGY: "",
+                            c.ANNOTATION_PLATFORM_STRATEGY: standing,
                             c.ANNOTATION_RECOVER_STATUS: "",
                         },
                         "resourceVersion": live["metadata"]["resourceVersion"],
@@ -403,15 +549,28 @@ def decision_complete(*, decision: Decision, outcome: str) -> Decision:
             job=job,
             kind="decision.completed",
             source="decision",
-            message=f"ClusterD reported {outcome} for the {decision.strategy} decision",
+            message=(
+                f"ClusterD reported {outcome} for the {decision.strategy} decision"
+                if outcome != NO_STATUS
+                else f"ClusterD reported no outcome for the {decision.strategy} decision within "
+                f"{ABANDONED_AFTER_S // 60} min: question cleared, standing answer restored"
+            ),
             data={"decision": decision.pk, "outcome": outcome},
             dedupe_key=f"decision.completed:{decision.pk}",
         )
     return decision
 
 
+# ClusterD waits at most 300 s per step (const.go:161) and reports ProcessRecoverStatus as an attempt
+# ends; an answer with no status long after that was never used (ClusterD had given up with 508/509,
+# or the job is gone). Its question must still be cleared, or ClusterD refuses every later one (509).
+ABANDONED_AFTER_S = 900
+NO_STATUS = "none: ClusterD reported nothing"
+
+
 def decisions_sweep() -> int:
-    """Safety net after restarts: expire overdue questions and (re)write decided answers."""
+    """Safety net after restarts: expire overdue questions, (re)write decided answers, and clear
+    answers ClusterD never reported on (restoring the standing answer)."""
     from apps.decisions.tasks import write_decision
 
     count = 0
@@ -425,5 +584,11 @@ def decisions_sweep() -> int:
         "pk", flat=True
     ):
         write_decision.apply_async(kwargs={"decision_id": pk}, queue=settings.CELERY_PUSH_QUEUE)
+        count += 1
+    abandoned = timezone.now() - timedelta(seconds=ABANDONED_AFTER_S)
+    for decision in Decision.objects.filter(state=State.WRITTEN, written_at__lte=abandoned).select_related(
+        "job__cluster"
+    ):
+        decision_complete(decision=decision, outcome=NO_STATUS)
         count += 1
     return count

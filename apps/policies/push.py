@@ -252,9 +252,10 @@ def podgroup_desired(rendered: RenderResult, generation: int) -> dict[str, dict[
 
 
 def same_value(section: str, key: str, live: dict[str, Any], desired: str | None) -> bool:
-    # Platform mode is switched on by the *presence* of ProcessRecoverStrategy; its value is the
-    # answer the decision service writes during a fault and must never be reset by a push.
-    if section == "annotations" and key == c.ANNOTATION_PLATFORM_STRATEGY and desired == "":
+    # Platform mode is switched on by the *presence* of ProcessRecoverStrategy; on the PodGroup its
+    # value belongs to the decider (the standing answer, or its answer during a fault) and must never
+    # be reset by a push. The push writes the standing answer only where the key is missing.
+    if section == "annotations" and key == c.ANNOTATION_PLATFORM_STRATEGY and desired is not None:
         return key in live
     return live.get(key) == desired
 

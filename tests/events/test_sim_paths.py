@@ -89,12 +89,12 @@ PATHS = [
         "uce",
         [True],
         # The answer (and so the outcome) is apps.decisions' rule evaluation: retry by rule when it
-        # answers, exit → rescheduling when ClusterD times out (code 508). Either way the question
+        # answers, exit → rescheduling when ClusterD times out (code 509). Either way the question
         # and the answer belong to the incident.
         [kinds.FAULT_DETECTED, kinds.DECISION_REQUESTED],
         None,
         None,
-        annotations={"ProcessRecoverStrategy": ""},
+        annotations={"ProcessRecoverStrategy": "retry"},  # a standing answer, else no question (508)
         in_incident=frozenset({kinds.DECISION_REQUESTED}),
     ),
 ]

@@ -465,8 +465,9 @@ def test_labels_for_retry_times_sub_health_and_platform_mode() -> None:
     result = render(seed_job(), spec)
     assert result.labels == {"fault-retry-times": "5", "subHealthyStrategy": "graceExit"}
     assert k.LABEL_FAULT_SCHEDULING in result.removed_labels
-    assert result.annotations[k.ANNOTATION_PLATFORM_STRATEGY] == ""
-    assert result.podgroup_patch["metadata"]["annotations"][k.ANNOTATION_PLATFORM_STRATEGY] == ""
+    # The standing answer (default_strategy), never "": ClusterD waits for retry/recover/dump (issue #13)
+    assert result.annotations[k.ANNOTATION_PLATFORM_STRATEGY] == "recover"
+    assert result.podgroup_patch["metadata"]["annotations"][k.ANNOTATION_PLATFORM_STRATEGY] == "recover"
     off = render(result.manifest, PolicySpec(strategies=("dump", "recover")))
     assert k.ANNOTATION_PLATFORM_STRATEGY not in off.manifest["metadata"]["annotations"]
     assert off.podgroup_patch["metadata"]["annotations"][k.ANNOTATION_PLATFORM_STRATEGY] is None

@@ -58,7 +58,7 @@ def policy_dicts(draw: st.DrawFn, framework: str = "pytorch") -> dict[str, Any]:
         "sub_healthy_strategy": draw(st.sampled_from(SUB_HEALTHY_VALUES)),
         "ttp_port": draw(st.sampled_from([8000, 8100]) | st.integers(30_000, 65_535)),
     }
-    answerable = [s for s in sort_strategies(strategies) if s in PLATFORM_STRATEGIES]
+    answerable = [s for s in sort_strategies(strategies) if s in PLATFORM_STRATEGIES and s != "exit"]
     if answerable and draw(st.booleans()):
         raw.update(platform_mode=True, default_strategy=draw(st.sampled_from(answerable)))
     return raw

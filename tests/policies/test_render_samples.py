@@ -78,7 +78,7 @@ def policies(release: str) -> list[dict[str, Any]]:
         base = {"mindcluster_version": release, "strategies": list(strategies), "fault_scheduling": "grace"}
         out.append(base)
         out.append({**base, "pod_rescheduling": True, "fault_retry_times": 3, "backoff_limit": 10})
-        answerable = [s for s in sort_strategies(strategies) if s in PLATFORM_STRATEGIES]
+        answerable = [s for s in sort_strategies(strategies) if s in PLATFORM_STRATEGIES and s != "exit"]
         if answerable:
             out.append(
                 {

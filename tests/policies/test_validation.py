@@ -91,7 +91,9 @@ POLICY_ROWS: list[tuple[str, Any, JobContext | None, str, str, str]] = [
     ("fault-scheduling-on", {"fault_scheduling": "on"}, None, "invalid_choice", "/fault_scheduling", E),
     ("sub-healthy-case", {"sub_healthy_strategy": "graceexit"}, None,
      "invalid_choice", "/sub_healthy_strategy", E),
-    ("default-ask", {"default_strategy": "ask"}, None, "invalid_choice", "/default_strategy", E),
+    # "ask" cannot be the standing answer ClusterD waits for before it asks (issue #13)
+    ("default-ask", {"default_strategy": "ask"}, None,
+     "standing_answer_not_accepted", "/default_strategy", E),
     ("fault-type-case", platform(["retry"], [{"match": {"fault_type": ["UCE"]}, "strategy": "retry"}]), None,
      "invalid_choice", R0 + "/match/fault_type/0", E),
     ("rule-strategy-typo", platform(["recover"], [{"strategy": "recovr"}]), None,
@@ -217,6 +219,13 @@ POLICY_ROWS: list[tuple[str, Any, JobContext | None, str, str, str]] = [
      None, "rule_strategy_not_configured", "/decision_rules/0/strategy", E),
     ("default-not-configured", platform(["retry"], []), None,
      "default_strategy_not_configured", "/default_strategy", E),
+    # fault_recover_platform_plugin.go:30-39: exit is no standing answer (only a final one)
+    ("default-exit-standing", platform(["recover"], [], default_strategy="exit"), None,
+     "standing_answer_not_accepted", "/default_strategy", E),
+    # controller.go:364-370 + 838-857: the retry path is chosen from the standing answer
+    ("retry-rule-recover-standing",
+     platform(["retry", "recover"], [{"match": {"fault_type": "uce"}, "strategy": "retry"}]), None,
+     "retry_answer_needs_standing_retry", "/decision_rules/0/strategy", W),
     ("platform-elastic", platform(["recover", "elastic-training"], []), None,
      "platform_cannot_choose", "/strategies", W),
     ("match-key-typo", platform(["recover"], [{"match": {"fault_types": ["uce"]}, "strategy": "ask"}]), None,

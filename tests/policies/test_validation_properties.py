@@ -147,7 +147,8 @@ def valid_policies(draw: st.DrawFn) -> dict[str, Any]:
     release = draw(st.sampled_from(RELEASES))
     available = [s for s in STRATEGIES if release_at_least(release, STRATEGY_SINCE[s])]
     strategies = draw(st.lists(st.sampled_from(available), unique=True, max_size=6))
-    platform_mode = bool(strategies) and draw(st.booleans())
+    # Platform mode needs a standing answer the policy configures: retry, recover or dump (issue #13).
+    platform_mode = any(s in ("retry", "recover", "dump") for s in strategies) and draw(st.booleans())
     sub_healthy = draw(
         st.sampled_from([v for v in SUB_HEALTHY_VALUES if v != "graceExit" or "dump" in strategies])
     )
@@ -168,7 +169,8 @@ def valid_policies(draw: st.DrawFn) -> dict[str, Any]:
     if platform_mode:
         answerable = [s for s in PLATFORM_STRATEGIES if s in strategies or s == "exit"]
         actions = [a for a in DECISION_ACTIONS if a in answerable or a == "ask"]
-        spec["default_strategy"] = draw(st.sampled_from(answerable))
+        # The default is also the standing answer: retry, recover or dump only (issue #13).
+        spec["default_strategy"] = draw(st.sampled_from([s for s in answerable if s != "exit"]))
         spec["decision_timeout_s"] = draw(st.integers(1, 290))
         spec["decision_rules"] = draw(st.lists(rules(actions), max_size=4))
     # Any other key may be left out (it then takes its default); these ones carry the constraints.

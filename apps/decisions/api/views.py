@@ -25,7 +25,7 @@ from apps.decisions.api.serializers import (
     SimulateOutputSerializer,
 )
 from apps.decisions.models import Decision
-from apps.decisions.services import DecisionError, decision_answer
+from apps.decisions.services import DecisionChoiceError, DecisionError, decision_answer
 from apps.policies.services import policy_validate_for_job
 from apps.policies.validation import validate_policy
 from apps.policies.whatif import ScenarioError, parse_scenario, simulate
@@ -79,6 +79,7 @@ class DecisionDetailApi(APIView):
         request=DecisionAnswerInputSerializer,
         responses={
             200: DecisionOutputSerializer,
+            400: OpenApiResponse(ErrorResponseSerializer, "Not a strategy ClusterD can use here"),
             403: OpenApiResponse(ErrorResponseSerializer, "Viewer only"),
             409: OpenApiResponse(ErrorResponseSerializer, "Already answered or past its deadline"),
         },
@@ -104,6 +105,8 @@ class DecisionDetailApi(APIView):
                 token_name=actor.token_name,
                 request_id=actor.request_id,
             )
+        except DecisionChoiceError as exc:
+            raise ApiError(str(exc), code="invalid_choice", field="strategy", allowed=exc.allowed) from exc
         except DecisionError as exc:
             raise ApiError(
                 str(exc), code="decision_closed", status_code=status.HTTP_409_CONFLICT, field="strategy"

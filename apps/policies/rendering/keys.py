@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apps.cluster import constants as k
+from apps.policies.spec import PolicySpec
 
 from .plan import RenderPlan
 
@@ -31,8 +32,22 @@ OWNED_ANNOTATIONS: frozenset[str] = frozenset(
     }
 )
 ON = "on"
-# ClusterD treats an empty ProcessRecoverStrategy as "ask the platform and wait" (§6.4).
-PLATFORM_WAITING = ""
+# What ClusterD accepts in ProcessRecoverStrategy before it asks (fault_recover_platform_plugin.go:30-39).
+STANDING_ANSWERS = ("retry", "recover", "dump")
+
+
+def standing_answer(spec: PolicySpec) -> str:
+    """The answer kept in ``ProcessRecoverStrategy`` between faults (platform mode).
+
+    ClusterD reads it at every fault before it stops training or asks anything, and waits up to 300 s
+    (then code 508) while it is not retry/recover/dump; its *presence* when the job is created is what
+    turns platform mode on (``component/clusterd/pkg/domain/common/utils.go:106``). Validation makes
+    ``default_strategy`` one of those three; an older revision saved with another value falls back to
+    the first configured one, so the answer is never empty.
+    """
+    if spec.default_strategy in STANDING_ANSWERS:
+        return spec.default_strategy
+    return next((s for s in STANDING_ANSWERS if s in spec.strategies), "recover")
 
 
 def owned_keys() -> tuple[frozenset[str], frozenset[str]]:
@@ -79,7 +94,7 @@ def policy_keys(plan: RenderPlan) -> PolicyKeys:
     if plan.waits_for_reschedule:
         annotations[k.ANNOTATION_WAIT_RESCHEDULE_TIMEOUT] = str(spec.wait_reschedule_timeout)
     if spec.platform_mode:
-        annotations[k.ANNOTATION_PLATFORM_STRATEGY] = PLATFORM_WAITING
+        annotations[k.ANNOTATION_PLATFORM_STRATEGY] = standing_answer(spec)
 
     removed_labels = tuple(sorted(OWNED_LABELS - labels.keys()))
     removed_annotations = tuple(sorted(OWNED_ANNOTATIONS - annotations.keys()))

@@ -10,7 +10,7 @@ from apps.taskd.manager_script import render_manager_py
 
 from . import artifacts as art
 from .configmap import taskd_configmap
-from .keys import PolicyKeys, policy_keys
+from .keys import PolicyKeys, policy_keys, standing_answer
 from .manifest import (
     TASKD_VOLUME_NAME,
     TemplateChanges,
@@ -270,8 +270,9 @@ def _notes(plan: RenderPlan, manifest: dict[str, Any]) -> tuple[str, ...]:
         )
     if plan.spec.platform_mode:
         notes.append(
-            f"Platform mode: at each fault ClusterD waits (3 s polls, up to 300 s) for the control plane to "
-            f"answer "
-            f"in the {k.ANNOTATION_PLATFORM_STRATEGY} PodGroup annotation."
+            f"Platform mode: {k.ANNOTATION_PLATFORM_STRATEGY}={standing_answer(plan.spec)} is the standing "
+            f"answer (default_strategy); it must be on the AscendJob when the job is created. At each fault "
+            f"ClusterD waits for it (3 s polls, up to 300 s), then asks with {k.ANNOTATION_CONFIRM_FAULT} "
+            f"and the control plane answers."
         )
     return tuple(notes)

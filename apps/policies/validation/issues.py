@@ -63,6 +63,8 @@ CODES: dict[str, str] = {
     "platform_strategy_unsupported": "ProcessRecoverStrategy accepts only retry, recover, dump or exit.",
     "rule_strategy_not_configured": "A rule answers with a strategy the policy does not configure.",
     "default_strategy_not_configured": "default_strategy is not configured, so ClusterD cannot use it.",
+    "standing_answer_not_accepted": "The standing answer (default_strategy) must be retry, recover or dump.",
+    "retry_answer_needs_standing_retry": "A rule answers retry but the standing answer is not retry.",
     "platform_cannot_choose": "A configured strategy the platform can never answer with.",
     "unknown_match_key": "A decision-rule match key the rule engine does not know.",
     "max_ranks_below_min_ranks": "A rule's max_ranks is smaller than its min_ranks; it never matches.",

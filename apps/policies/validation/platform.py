@@ -2,7 +2,8 @@
 
 In platform mode ClusterD asks the control plane which strategy to use (PodGroup annotation
 ``ProcessRecoverStrategy``) and uses a strategy only if it is configured in ``recover-strategy``
-AND equals the answer (mindcluster.md §6.4). The answer may only be retry, recover, dump or exit.
+AND equals the answer (mindcluster.md §6.4). The answer may only be retry, recover, dump or exit,
+and the standing answer kept there between faults (``default_strategy``) only retry, recover or dump.
 """
 
 from __future__ import annotations
@@ -315,7 +316,15 @@ def check_platform(
             _not_configured_message(f'Rule {where[-1]} answers "{rule.strategy}"', rule.strategy, strategies),
             _answerable(strategies),
         )
-    if default_strategy is not None and default_strategy != "exit" and default_strategy not in strategies:
+    if default_strategy == "exit":
+        out.error(
+            "standing_answer_not_accepted",
+            pointer("default_strategy"),
+            STANDING_WHY + ' "exit" is accepted only as the final answer, so every fault would wait '
+            "300 s and fail with code 508.",
+            _standing(strategies),
+        )
+    elif default_strategy is not None and default_strategy not in strategies:
         out.error(
             "default_strategy_not_configured",
             pointer("default_strategy"),
@@ -332,6 +341,70 @@ def check_platform(
             "ProcessRecoverStrategy cannot carry elastic-training, so it will never be used.",
         )
     _check_unreachable(rules, parsed.where if parsed else [], out)
+    _check_retry_answers(rules, parsed.where if parsed else [], default_strategy, strategies, out)
+
+
+def _check_retry_answers(
+    rules: list[DecisionRule],
+    where: list[tuple[str | int, ...]],
+    default_strategy: str | None,
+    strategies: list[str],
+    out: IssueCollector,
+) -> None:
+    """ClusterD routes a UCE/HCCL fault by the answer it finds BEFORE it asks.
+
+    ``takeRetryFault2NormalFault`` (``controller.go:838-857``) runs before ``ProcessConfirmFault`` is
+    written and keeps a fault on the retry path only if ``supportRetryStrategy`` holds, which in
+    platform mode means the standing answer is retry (``controller.go:364-370``). With another standing
+    answer the fault is already "normal", and a later "retry" answer finds nothing usable
+    (``firstChooseStrategy``, ``controller.go:1096-1119``): the job exits.
+    """
+    if default_strategy in (None, "retry") or "retry" not in strategies:
+        return
+    for rule, at in zip(rules, where, strict=True):
+        if rule.strategy == "retry":
+            out.warn(
+                "retry_answer_needs_standing_retry",
+                pointer(*at, "strategy"),
+                f'Rule {at[-1]} answers "retry", but the standing answer (default_strategy) is '
+                f'"{default_strategy}": ClusterD decides whether a UCE/HCCL fault takes the retry path '
+                "from the answer it finds before it asks, so this retry answer would end in exit. Set "
+                'default_strategy to "retry" (other answers still work after a standing retry).',
+                ["retry"],
+            )
+            return
+
+
+STANDING_WHY = (
+    "default_strategy is the standing answer the control plane keeps in ProcessRecoverStrategy: at "
+    "every fault, before it stops training or asks anything, ClusterD waits until that annotation is "
+    "retry, recover or dump (fault_recover_platform_plugin.go:19-57)."
+)
+STANDING_ANSWERS = ("retry", "recover", "dump")
+
+
+def read_default_strategy(raw: Any, out: IssueCollector) -> str | None:
+    """``default_strategy``: one of retry/recover/dump/exit; "ask" gets its own reason."""
+    if raw == "ask":
+        out.error(
+            "standing_answer_not_accepted",
+            pointer("default_strategy"),
+            STANDING_WHY + ' "ask" cannot stand there (nobody can answer before the fault): use a rule '
+            'with "strategy": "ask"; its question falls back to default_strategy at the deadline.',
+            list(STANDING_ANSWERS),
+        )
+        return None
+    return read_choice(
+        raw,
+        "default_strategy",
+        PLATFORM_STRATEGIES,
+        "ClusterD's ProcessRecoverStrategy accepts only these",
+        out,
+    )
+
+
+def _standing(strategies: list[str]) -> list[str]:
+    return [s for s in STANDING_ANSWERS if s in strategies]
 
 
 def _answerable(strategies: list[str]) -> list[str]:

@@ -9,7 +9,6 @@ from typing import Any
 from apps.policies.spec import (
     BOUNDS,
     FAULT_SCHEDULING_VALUES,
-    PLATFORM_STRATEGIES,
     SUB_HEALTHY_VALUES,
     JobContext,
     PolicySpec,
@@ -18,7 +17,7 @@ from apps.policies.spec import (
 
 from .fields import did_you_mean, is_int, read_bool, read_choice, read_int, read_release, read_strategies
 from .issues import IssueCollector, ValidationResult, describe, json_type, key_text, pointer
-from .platform import ParsedRules, check_platform, read_rules
+from .platform import ParsedRules, check_platform, read_default_strategy, read_rules
 from .rules import Draft, check_all
 
 FIELD_NAMES: tuple[str, ...] = tuple(f.name for f in fields(PolicySpec))
@@ -182,13 +181,7 @@ _READERS: dict[str, Callable[[Any, IssueCollector], Any]] = {
     "sub_healthy_strategy": lambda raw, out: read_choice(
         raw, "sub_healthy_strategy", SUB_HEALTHY_VALUES, "the subHealthyStrategy label takes only these", out
     ),
-    "default_strategy": lambda raw, out: read_choice(
-        raw,
-        "default_strategy",
-        PLATFORM_STRATEGIES,
-        "ClusterD's ProcessRecoverStrategy accepts only these",
-        out,
-    ),
+    "default_strategy": read_default_strategy,
     "backoff_limit": _read_backoff_limit,
     **{name: _bounded(name) for name in _WHY},
 }

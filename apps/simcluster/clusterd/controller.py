@@ -31,7 +31,7 @@ from typing import Any, Final
 
 from apps.cluster import constants as k
 from apps.simcluster.clock import SimClock
-from apps.simcluster.clusterd import engine
+from apps.simcluster.clusterd import engine, platform
 from apps.simcluster.clusterd.engine import EngineInput, RankFault, RecoveryPolicy, Step, StepKind
 from apps.simcluster.hub import Hub
 from apps.simcluster.injector import FaultSpec, UnknownJobError
@@ -52,9 +52,6 @@ from apps.simcluster.taskd import TaskdManagers
 
 log = logging.getLogger(__name__)
 
-PLATFORM_POLL_S: Final = 3.0
-PLATFORM_TIMEOUT_S: Final = 300.0
-PLATFORM_ACCEPTED: Final = ("retry", "recover", "dump", "exit")
 VOLCANO_NAMESPACE: Final = "volcano-system"
 FAULT_NPU_CONFIGMAP: Final = "vcjob-fault-npu-cm"
 KEY_REMAIN_RETRY: Final = "remain-retry-times"
@@ -627,22 +624,28 @@ class _FaultRun:
         timed_out = False
         table_ready = True
         if policy.init_accepted:
-            if policy.platform_mode:
-                # The standing answer is awaited before anything is stopped (controller.go:664-674).
-                platform_choice, timed_out = self.platform_handshake(self.active.rank_fault)
-            if not timed_out:
+            handshake = platform.start(self) if policy.platform_mode else None  # platform.py: the real order
+            # The standing answer is awaited before anything is stopped (controller.go:664-674).
+            if handshake is None or handshake.wait_standing():
                 self.signal("stopTrain", ["stop_train"], timeout=900)
                 self.sleep(engine.PHASE_SECONDS["detect"])
-                self.signal("globalFault", ["on_global_rank"])
-                support, reasons = self.cd.taskd.agent_report(self.job)
-                supported = frozenset(support)
-                if reasons:
-                    self.event(
-                        "TaskDStrategies",
-                        f"TaskD reports {sorted(supported) or 'nothing'}; " + "; ".join(reasons),
-                    )
-                if policy.platform_mode and platform_choice == "recover" and "recover" in policy.configured:
-                    table_ready = self.rank_table_ready()
+                faults = platform.confirm_faults(rank_faults, self.per_pod)
+                if handshake is None or handshake.confirm(faults):  # before the globalFault signal
+                    self.signal("globalFault", ["on_global_rank"])
+                    support, reasons = self.cd.taskd.agent_report(self.job)
+                    supported = frozenset(support)
+                    if reasons:
+                        self.event(
+                            "TaskDStrategies",
+                            f"TaskD reports {sorted(supported) or 'nothing'}; " + "; ".join(reasons),
+                        )
+            if handshake is not None:
+                platform_choice, timed_out = handshake.choice, handshake.timed_out
+                if not timed_out and platform_choice == "recover" and "recover" in policy.configured:
+                    # WaitRankTableReady gates a recover; on failure the answer is re-read
+                    # (controller.go:1219-1231).
+                    table_ready = handshake.rank_table_ready()
+                    platform_choice = handshake.choice
         inputs = EngineInput(
             policy=policy,
             supported=supported,
@@ -679,71 +682,6 @@ class _FaultRun:
         if scripted is not None:
             return scripted
         return self.spec.outcome(attempt, self.cd.rng)
-
-    def rank_table_ready(self) -> bool:
-        """WaitRankTableReady (fault_recover_platform_plugin.go:141-175): exactly "true" is ready; absent
-        → wait (3 s poll, 300 s); any other value → not ready at once."""
-        deadline = self.clock.deadline(PLATFORM_TIMEOUT_S)
-        while not self.cd._stop.is_set():
-            annotations = (self.podgroup() or {}).get("metadata", {}).get("annotations") or {}
-            value = annotations.get(k.ANNOTATION_RANK_TABLE_READY)
-            if value is not None:
-                return value == "true"
-            if self.clock.monotonic() >= deadline:
-                return False
-            self.sleep(PLATFORM_POLL_S)
-        return False
-
-    def platform_handshake(self, rank_fault: RankFault) -> tuple[str | None, bool]:
-        """§6.4: write ProcessConfirmFault, then poll for the platform's strategy (3 s / 300 s)."""
-        confirm = f"{rank_fault.rank}:{0 if rank_fault.fault_type == engine.FAULT_UCE else 1}"
-        deadline = self.clock.deadline(PLATFORM_TIMEOUT_S)
-        written = False
-        while self.clock.monotonic() < deadline and not self.cd._stop.is_set():
-            annotations = (self.podgroup() or {}).get("metadata", {}).get("annotations") or {}
-            if not written:
-                if annotations.get(k.ANNOTATION_CONFIRM_FAULT):
-                    # The platform has not cleared the previous list: never overwrite it (code 509 path).
-                    with self.cd._lock:
-                        self.cd.confirm_refusals += 1
-                    if self.cd.confirm_refusals == 1 or self.cd.confirm_refusals % 20 == 0:
-                        self.event(
-                            "ConfirmFaultNotCleared",
-                            "ProcessConfirmFault still holds "
-                            f"{annotations[k.ANNOTATION_CONFIRM_FAULT]!r}; waiting for the platform to "
-                            "clear it",
-                            warning=True,
-                        )
-                    self.sleep(PLATFORM_POLL_S)
-                    continue
-                self.patch_podgroup(annotations={k.ANNOTATION_CONFIRM_FAULT: confirm})
-                self.event(
-                    "WaitingForPlatform",
-                    f"ProcessConfirmFault={confirm}; waiting up to "
-                    f"{int(PLATFORM_TIMEOUT_S)} s for ProcessRecoverStrategy",
-                )
-                written = True
-                continue
-            choice = annotations.get(k.ANNOTATION_PLATFORM_STRATEGY, "")
-            if choice in PLATFORM_ACCEPTED:
-                table_ready = annotations.get(k.ANNOTATION_RANK_TABLE_READY)
-                if choice == "recover" and table_ready is not None and table_ready != "true":
-                    self.sleep(PLATFORM_POLL_S)  # RankTable mode: wait until the platform regenerated it
-                    continue
-                result = annotations.get(k.ANNOTATION_RESULT_FAULT, "")
-                self.event(
-                    "PlatformStrategy",
-                    f"platform chose {choice!r}" + (f"; ProcessResultFault={result}" if result else ""),
-                )
-                return choice, False
-            self.sleep(PLATFORM_POLL_S)
-        self.event(
-            "WaitPlatStrategyTimeout",
-            f"no ProcessRecoverStrategy within {int(PLATFORM_TIMEOUT_S)} s "
-            f"(code {engine.WAIT_PLATFORM_STRATEGY_TIMEOUT_CODE})",
-            warning=True,
-        )
-        return None, True
 
     def run_step(self, step: Step, inputs: EngineInput) -> None:
         kind = step.kind

@@ -1,0 +1,263 @@
+"""Platform mode in the real order, end to end (issue #13 item 5; mindcluster-source-facts.md §2).
+
+The simulated ClusterD follows ``component/clusterd/pkg/application/recover/`` of Ascend/mind-cluster
+(22bb3d98): it waits for a standing answer before anything else (``controller.go:664-676``), asks with
+``ProcessConfirmFault`` (``:815-822``), waits for the key ``ProcessResultFault`` and re-reads the answer
+(``:824-837``), and checks ``RankTableReady`` before a recover (``:1219-1232``). The product side is real:
+the rendered manifest, the decider's PodGroup watch, the decision service, the REST API, PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.utils import timezone
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from rest_framework.test import APIClient
+
+from apps.cluster import constants as c
+from apps.decisions.models import Decision
+from apps.decisions.services import ABANDONED_AFTER_S, NO_STATUS, decisions_sweep
+from apps.jobs.models import TrainingJob
+from apps.simcluster.runtime import SimCluster
+from tests.api.conftest import superuser_client
+from tests.decisions.platform_fixtures import (
+    POLICY,
+    _clean,
+    decider,
+    decision_for,
+    platform_job,
+    podgroup_of,
+    sim,
+)
+from tests.push.conftest import Worker, wait_for
+
+__all__ = ["_clean", "decider", "platform_job", "sim", "superuser_client"]  # fixtures used by name
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+# fault_recover_platform_plugin.go:30-35: what ClusterD accepts before it asks
+STANDING = ("retry", "recover", "dump")
+# The simulated ClusterD's reasons for the fault-retry way: 508 (code.go:75) and 509 (code.go:77).
+GAVE_UP = {
+    "WaitPlatStrategyTimeout",
+    "ConfirmFaultNotCleared",
+    "WaitProcessResultFaultTimeout",
+    "PlatformStrategyInvalid",
+}
+
+
+def annotations_of(sim: SimCluster, job: TrainingJob) -> dict[str, str]:
+    return dict(podgroup_of(sim, job)["metadata"].get("annotations") or {})
+
+
+def clusterd_reasons(sim: SimCluster, job: TrainingJob) -> list[str]:
+    api = k8s_config.new_client_from_config(config_file=sim.kubeconfig_path)
+    events = k8s.CoreV1Api(api).list_namespaced_event(job.namespace).items
+    mine = [e for e in events if e.involved_object.name == job.name and e.source.component == "clusterd"]
+    mine.sort(key=lambda e: int(e.metadata.resource_version))  # write order (timestamps are whole seconds)
+    return [e.reason for e in mine]
+
+
+def settled(sim: SimCluster, job: TrainingJob) -> dict[str, str]:
+    """Wait until the question is cleared and the standing answer is back; return the annotations."""
+    return wait_for(
+        lambda: (
+            (a := annotations_of(sim, job))
+            and not a.get(c.ANNOTATION_CONFIRM_FAULT)
+            and c.ANNOTATION_RESULT_FAULT not in a
+            and a.get(c.ANNOTATION_PLATFORM_STRATEGY) in STANDING
+            and a
+        ),
+        10,
+        "question cleared, standing answer restored",
+    )
+
+
+def test_the_standing_answer_is_rendered_and_on_the_podgroup_from_creation(
+    sim: SimCluster, platform_job: Callable[..., TrainingJob]
+) -> None:
+    job = platform_job({**POLICY, "default_strategy": "dump"})  # no decider running yet
+    api = k8s_config.new_client_from_config(config_file=sim.kubeconfig_path)
+    ascendjob = k8s.CustomObjectsApi(api).get_namespaced_custom_object(
+        c.ASCENDJOB_GROUP, c.ASCENDJOB_VERSION, job.namespace, c.ASCENDJOB_PLURAL, job.name
+    )
+    assert ascendjob["metadata"]["annotations"][c.ANNOTATION_PLATFORM_STRATEGY] == "dump"
+    # The operator copied it to the PodGroup at creation: platform mode on, a standing answer in place.
+    assert annotations_of(sim, job)[c.ANNOTATION_PLATFORM_STRATEGY] == "dump"
+
+
+def test_rules_answer_in_the_real_order_and_the_standing_answer_comes_back(
+    sim: SimCluster,
+    platform_job: Callable[..., TrainingJob],
+    decider: Callable[[], None],
+    worker_factory: Callable[..., Worker],
+) -> None:
+    worker_factory()
+    job = platform_job()
+    decider()
+    sim.inject_fault("default", job.name, rank=1, fault_type="uce", recovers=True)
+    decision = decision_for(job, {"completed"})
+    assert (decision.strategy, decision.decided_by) == ("retry", "rule:0")
+    assert decision.confirm_fault == "8:0"  # pod rank 1 x 8 NPUs, UCE type "0" (const.go:205)
+    assert decision.outcome == "retry-success"
+    after = settled(sim, job)
+    assert after[c.ANNOTATION_PLATFORM_STRATEGY] == "recover"  # the policy's default_strategy again
+    assert after[c.ANNOTATION_RANK_TABLE_READY] == "true"
+    assert sim.wait_idle(20)
+    reasons = clusterd_reasons(sim, job)
+    # Asked only after training was stopped, answered before the strategy was chosen.
+    assert reasons.index("FaultDetected") < reasons.index("WaitingForPlatform")
+    assert reasons.index("WaitingForPlatform") < reasons.index("PlatformStrategy")
+    assert reasons.index("PlatformStrategy") < reasons.index("StrategyChosen")
+    assert not GAVE_UP & set(reasons)
+
+
+def test_a_node_fault_asks_about_every_rank_of_the_pod_and_the_answer_repeats_them_all(
+    sim: SimCluster,
+    platform_job: Callable[..., TrainingJob],
+    decider: Callable[[], None],
+    worker_factory: Callable[..., Worker],
+) -> None:
+    worker_factory()
+    job = platform_job()
+    decider()
+    sim.inject_fault("default", job.name, rank=2, fault_type="node", recovers=True)
+    decision = decision_for(job, {"completed"})
+    assert decision.strategy == "dump" and decision.decided_by == "rule:1"
+    assert decision.confirm_fault == ",".join(f"{rank}:1" for rank in range(16, 24))
+    assert [f["rank"] for f in decision.faults] == list(range(16, 24))
+    assert sim.wait_idle(20)
+    assert not GAVE_UP & set(clusterd_reasons(sim, job))
+
+
+def test_the_decider_writes_a_standing_answer_where_it_is_missing(
+    sim: SimCluster,
+    platform_job: Callable[..., TrainingJob],
+    decider: Callable[[], None],
+    worker_factory: Callable[..., Worker],
+) -> None:
+    worker_factory()
+    job = platform_job()
+    # A PodGroup from an older render (ProcessRecoverStrategy=""): ClusterD would wait 300 s → 508.
+    api = k8s_config.new_client_from_config(config_file=sim.kubeconfig_path)
+    k8s.CustomObjectsApi(api).patch_namespaced_custom_object(
+        c.PODGROUP_GROUP,
+        c.PODGROUP_VERSION,
+        job.namespace,
+        c.PODGROUP_PLURAL,
+        f"{job.name}-{job.uid}",
+        {"metadata": {"annotations": {c.ANNOTATION_PLATFORM_STRATEGY: ""}}},
+    )
+    decider()
+    wait_for(
+        lambda: annotations_of(sim, job).get(c.ANNOTATION_PLATFORM_STRATEGY) == "recover",
+        10,
+        "the standing answer written",
+    )
+    sim.inject_fault("default", job.name, rank=1, fault_type="normal", recovers=True)
+    decision = decision_for(job, {"completed"})
+    assert decision.strategy == "recover" and decision.outcome == "recover-success"
+    assert sim.wait_idle(20)
+    assert not GAVE_UP & set(clusterd_reasons(sim, job))
+
+
+def test_a_person_answers_through_the_api_and_clusterd_uses_it(
+    sim: SimCluster,
+    platform_job: Callable[..., TrainingJob],
+    decider: Callable[[], None],
+    worker_factory: Callable[..., Worker],
+    superuser_client: APIClient,
+) -> None:
+    worker_factory()
+    job = platform_job({**POLICY, "decision_timeout_s": 60})
+    decider()
+    sim.inject_fault("default", job.name, rank=0, fault_type="normal", recovers=True)  # rank 0 → ask
+    pending = decision_for(job, {"pending"})
+    # While a person decides, the standing answer stays and ClusterD waits for the result key.
+    waiting = annotations_of(sim, job)
+    assert waiting[c.ANNOTATION_PLATFORM_STRATEGY] == "recover"
+    assert c.ANNOTATION_RESULT_FAULT not in waiting and waiting[c.ANNOTATION_CONFIRM_FAULT] == "0:1"
+    answer = superuser_client.post(f"/api/v1/decisions/{pending.pk}/", {"strategy": "dump"}, format="json")
+    assert answer.status_code == 200, answer.json()
+    done = decision_for(job, {"completed"})
+    assert done.strategy == "dump" and done.decided_by == "user:root"
+    assert done.outcome == "dump-success"
+    assert settled(sim, job)[c.ANNOTATION_PLATFORM_STRATEGY] == "recover"
+    assert sim.wait_idle(20)
+    assert "StrategyChosen" in clusterd_reasons(sim, job)
+    assert not GAVE_UP & set(clusterd_reasons(sim, job))
+
+
+def test_a_late_answer_is_refused_with_409_and_the_default_goes_out(
+    sim: SimCluster,
+    platform_job: Callable[..., TrainingJob],
+    decider: Callable[[], None],
+    superuser_client: APIClient,
+) -> None:
+    # No Celery worker: nothing expires the question on time, so it is still pending when the
+    # person answers after the deadline; the API must refuse and write the default itself.
+    job = platform_job({**POLICY, "decision_timeout_s": 1})
+    decider()
+    sim.inject_fault("default", job.name, rank=0, fault_type="normal", recovers=True)
+    pending = decision_for(job, {"pending"})
+    assert pending.deadline_at is not None
+    time.sleep(max(0.0, pending.deadline_at.timestamp() - time.time()) + 0.1)
+    late = superuser_client.post(f"/api/v1/decisions/{pending.pk}/", {"strategy": "dump"}, format="json")
+    assert late.status_code == 409, late.json()
+    error: dict[str, Any] = late.json()["errors"][0]
+    assert error["code"] == "decision_closed" and error["field"] == "strategy"
+    assert "too late" in error["message"] and "recover" in error["message"]
+    done = decision_for(job, {"completed"})
+    assert done.pk == pending.pk
+    assert (done.strategy, done.decided_by) == ("recover", "default:deadline")
+    assert Decision.objects.get(pk=pending.pk).answered_by is None
+    assert sim.wait_idle(20)
+    assert not GAVE_UP & set(clusterd_reasons(sim, job))
+
+
+def test_an_answer_clusterd_never_used_is_cleared_by_the_sweep(
+    sim: SimCluster, platform_job: Callable[..., TrainingJob]
+) -> None:
+    # The decider was down for more than 300 s: ClusterD gave up (509) and its question stayed on the
+    # PodGroup; the answer written on restart is never reported on. Left alone, ClusterD would refuse
+    # every later question (fault_recover_platform_plugin.go:69-72).
+    job = platform_job()
+    api = k8s_config.new_client_from_config(config_file=sim.kubeconfig_path)
+    k8s.CustomObjectsApi(api).patch_namespaced_custom_object(
+        c.PODGROUP_GROUP,
+        c.PODGROUP_VERSION,
+        job.namespace,
+        c.PODGROUP_PLURAL,
+        f"{job.name}-{job.uid}",
+        {
+            "metadata": {
+                "annotations": {
+                    c.ANNOTATION_CONFIRM_FAULT: "8:1",
+                    c.ANNOTATION_RESULT_FAULT: "8:1",
+                    c.ANNOTATION_PLATFORM_STRATEGY: "exit",
+                }
+            }
+        },
+    )
+    old = timezone.now() - timedelta(seconds=ABANDONED_AFTER_S + 1)
+    decision = Decision.objects.create(
+        job=job,
+        podgroup=f"{job.name}-{job.uid}",
+        confirm_fault="8:1",
+        faults=[{"rank": 8, "type": "1"}],
+        state=Decision.State.WRITTEN,
+        strategy="exit",
+        decided_at=old,
+        written_at=old,
+    )
+    assert decisions_sweep() == 1
+    decision.refresh_from_db()
+    assert (decision.state, decision.outcome) == ("completed", NO_STATUS)
+    after = settled(sim, job)
+    assert after[c.ANNOTATION_PLATFORM_STRATEGY] == "recover"
