@@ -36,6 +36,7 @@ class PolicyRevision(models.Model):
         PRESET = "preset"  # created from a preset
         RESTORE = "restore"  # copy of an older revision
         OBSERVED = "observed"  # imported from the live job's labels and annotations on adoption
+        ADMISSION = "admission"  # merged into the AscendJob by the mutating webhook at creation
 
     job = models.ForeignKey("jobs.TrainingJob", on_delete=models.CASCADE, related_name="revisions")
     number = models.PositiveIntegerField()

@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "apps.events",
     "apps.accounts",
     "apps.decisions",
+    "apps.admission",
     "apps.simcluster",
     "apps.web",
 ]

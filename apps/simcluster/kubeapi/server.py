@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from . import errors, resources
+from . import admission, errors, resources
 from .errors import ApiError
 from .faults import WRITE_METHODS, FaultInjector, WriteTally
 from .patch import PatchDecodeError, PatchError, json_patch, merge_patch
@@ -407,7 +407,10 @@ class ApiServer:
             if t.namespace is None:
                 raise errors.method_not_allowed()
             if method == "POST":
-                return self.create(t, await request.read(), query)
+                raw = await admission.admit_create(
+                    self.store, t.rt, t.namespace, await request.read(), bool(query.get("dryRun"))
+                )
+                return self.create(t, raw, query)
             if method == "DELETE":
                 return self.delete_collection(t, await request.read(), query)
             raise errors.method_not_allowed()
