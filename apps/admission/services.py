@@ -52,8 +52,10 @@ def namespace_default_set(
     result = validate_policy(spec)
     if not result.ok or result.spec is None:
         raise ValidationFailed(result.errors, warnings=result.warnings)
-    default, _ = NamespaceDefault.objects.select_for_update().get_or_create(
-        cluster=cluster, namespace=namespace
+    default, _ = (
+        NamespaceDefault.objects.select_for_update()
+        .order_by()
+        .get_or_create(cluster=cluster, namespace=namespace)
     )
     before = default.current_revision.spec if default.current_revision else None
     revision = _next_revision(
@@ -80,7 +82,9 @@ def namespace_default_delete(
 ) -> NamespaceDefault:
     """Stop giving new jobs a default; the history stays (a null-spec revision marks the removal)."""
     default = (
-        NamespaceDefault.objects.select_for_update().select_related("current_revision").get(pk=default.pk)
+        NamespaceDefault.objects.select_for_update(of=("self",))
+        .select_related("current_revision")
+        .get(pk=default.pk)
     )
     before = default.current_revision.spec if default.current_revision else None
     _next_revision(default, spec=None, preset_name="", comment=comment or "default removed", actor=actor)
