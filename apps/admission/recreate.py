@@ -58,7 +58,7 @@ class RecoveryInProgress(ApplicationError):
 
 
 class RecreateFailed(ApplicationError):
-    status_code = 502
+    status_code = 409
     code = "recreate_failed"
 
 

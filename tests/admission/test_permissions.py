@@ -2,7 +2,7 @@
 
 owner = editor on team-a, teammate = viewer, outsider = nothing, admin = admin on team-a. Namespace
 defaults: viewers read, only namespace admins change. Recreate: editors; the world's cluster is
-unreachable, so an allowed recreate answers 502 (the cluster could not be read) and changes nothing.
+unreachable, so an allowed recreate answers 409 recreate_failed (the cluster could not be read) and changes nothing.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ CASES = [
         "recreate",
         "post",
         lambda w: f"/api/v1/jobs/{w.job.pk}/recreate/",
-        {"owner": 502, "teammate": 403, "outsider": 404, "admin": 502},
+        {"owner": 409, "teammate": 403, "outsider": 404, "admin": 409},
         {"confirm": "llama"},
     ),
 ]

@@ -148,6 +148,8 @@ class DefaultPolicyRevisionsApi(generics.ListAPIView):
     serializer_class = DefaultRevisionOutputSerializer
 
     def get_queryset(self) -> QuerySet[NamespaceDefaultRevision]:
+        if getattr(self, "swagger_fake_view", False):  # schema generation: no request to scope
+            return NamespaceDefaultRevision.objects.none()
         found = _scope(self.request, self.kwargs["cluster"], self.kwargs["namespace"], Role.VIEWER)
         return NamespaceDefaultRevision.objects.filter(
             default__cluster=found, default__namespace=self.kwargs["namespace"]
@@ -165,8 +167,11 @@ class JobRecreateApi(APIView):
         responses={
             200: RecreateOutputSerializer,
             400: ErrorResponseSerializer,
-            409: OpenApiResponse(ErrorResponseSerializer, "A recovery is in progress"),
-            502: OpenApiResponse(ErrorResponseSerializer, "The cluster refused or could not be reached"),
+            409: OpenApiResponse(
+                ErrorResponseSerializer,
+                "Not now: a recovery is in progress (recovery_in_progress), the job left the cluster "
+                "(job_deleted), or the cluster refused or could not be reached (recreate_failed)",
+            ),
         },
     )
     def post(self, request: Request, job_id: int) -> Response:
@@ -195,9 +200,7 @@ class JobRecreateApi(APIView):
                 str(exc), code="recovery_in_progress", status_code=status.HTTP_409_CONFLICT
             ) from None
         except RecreateFailed as exc:
-            raise ApiError(
-                str(exc), code="recreate_failed", status_code=status.HTTP_502_BAD_GATEWAY
-            ) from None
+            raise ApiError(str(exc), code="recreate_failed", status_code=status.HTTP_409_CONFLICT) from None
         return Response(
             {"job": job.pk, "old_uid": done.old_uid, "new_uid": done.new_uid, "revision": done.revision}
         )
