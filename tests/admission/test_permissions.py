@@ -2,7 +2,7 @@
 
 owner = editor on team-a, teammate = viewer, outsider = nothing, admin = admin on team-a. Namespace
 defaults: viewers read, only namespace admins change. Recreate: editors; the world's cluster is
-unreachable, so an allowed recreate answers 409 recreate_failed (the cluster could not be read) and changes nothing.
+unreachable, so an allowed recreate answers 409 recreate_failed and changes nothing.
 """
 
 from __future__ import annotations
