@@ -14,24 +14,27 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 
 from apps.admission.jsonpatch import diff
 from apps.admission.merge import ANNOTATION_PRESET, Merged, keep_user_metadata, merge_layers
 from apps.admission.models import NamespaceDefault
+from apps.audit.services import audit_record
 from apps.cluster import constants as c
 from apps.events import kinds
 from apps.events.services import event_record
 from apps.jobs.adoption import job_facts
 from apps.jobs.models import Cluster, TrainingJob
 from apps.policies.builtin_presets import builtin_preset
-from apps.policies.models import PolicyRevision, Preset
+from apps.policies.models import PolicyRevision, PolicySync, Preset
 from apps.policies.rendering import render
-from apps.policies.services import Actor, policy_revision_create
+from apps.policies.services import Actor
 from apps.policies.spec import JobContext, PolicySpec
 from apps.policies.validation import validate_policy
 
@@ -86,8 +89,35 @@ def _is_ascendjob_create(request: dict[str, Any]) -> bool:
     )
 
 
+_CLUSTER_TTL = 30.0
+_clusters: dict[str, tuple[float, Cluster | None]] = {}
+
+
 def resolve_cluster(name: str | None) -> Cluster | None:
-    """``?cluster=<name>`` on the webhook URL; without it the default cluster (or the only one)."""
+    """``?cluster=<name>`` on the webhook URL; without it the default cluster (or the only one).
+
+    Cached for 30 s per process: clusters change rarely, and every review would otherwise pay a query.
+    """
+    key = name or ""
+    hit = _clusters.get(key)
+    now = time.monotonic()
+    if hit is not None and hit[0] > now:
+        return hit[1]
+    found = _lookup_cluster(name)
+    _clusters[key] = (now + _CLUSTER_TTL, found)
+    return found
+
+
+def _forget_clusters(**_: Any) -> None:
+    _clusters.clear()
+
+
+# A cluster added, changed or removed in this process is seen at once; other processes within 30 s.
+post_save.connect(_forget_clusters, sender=Cluster, dispatch_uid="admission-forget-clusters-save")
+post_delete.connect(_forget_clusters, sender=Cluster, dispatch_uid="admission-forget-clusters-delete")
+
+
+def _lookup_cluster(name: str | None) -> Cluster | None:
     if name:
         return Cluster.objects.filter(name=name).first()
     found = Cluster.objects.filter(is_default=True).first()
@@ -225,6 +255,17 @@ def _new_job(
     )
 
 
+def _relaxed_commit() -> None:
+    """Do not wait for the WAL flush on commit (PostgreSQL): this is on the job's creation path.
+
+    Losing the last few admissions in a database crash only downgrades them: the keys are in the
+    job itself, so the watcher adopts it with the same policy as an observed revision 1.
+    """
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL synchronous_commit TO OFF")
+
+
 @transaction.atomic
 def _record(
     cluster: Cluster,
@@ -235,19 +276,29 @@ def _record(
     merged: Merged,
     warnings: list[str],
 ) -> TrainingJob:
+    """The job row, revision 1 (source admission), its applied sync, the audit entry and the event.
+
+    Not ``policy_revision_create``: for a row created in this very transaction its lock, number
+    lookup and re-validation are dead weight, and this runs on the API server's critical path.
+    """
+    _relaxed_commit()
     job = _new_job(cluster, namespace, obj, existing)
     comment = "merged at admission from " + ", ".join(merged.sources)
     if merged.overridden:
         comment += "; the job's own keys kept: " + ", ".join(w.split(":", 1)[0] for w in merged.overridden)
-    # push=False: the webhook's patch is the write, so the sync is recorded as applied.
-    revision = policy_revision_create(
+    revision = PolicyRevision.objects.create(
         job=job,
+        number=1,
         spec=spec.to_dict(),
-        actor=ACTOR,
-        comment=comment,
+        author_name=ACTOR.name,
+        comment=comment[:500],
         source=PolicyRevision.Source.ADMISSION,
-        push=False,
     )
+    TrainingJob.objects.filter(pk=job.pk).update(current_revision=revision)
+    job.current_revision = revision
+    # The webhook's patch is the write: the sync is recorded as applied, like an observed revision.
+    PolicySync.objects.create(job=job, revision=revision, generation=1, state=PolicySync.State.APPLIED)
+    audit_record(actor=None, actor_name=ACTOR.name, action="policy.update", obj=job, after=revision.spec)
     event_record(
         job=job,
         kind=kinds.POLICY_ADMITTED,
