@@ -277,3 +277,22 @@ def test_admission_review_is_idempotent_and_never_denies(world, client) -> None:
     skipped = TrainingJob.objects.get(name="broken")
     assert JobEvent.objects.filter(job=skipped, kind="policy.admission_skipped").exists()
     assert client.post("/admission/ascendjobs/", "[]", content_type="application/json").status_code == 400
+
+
+def test_async_recording_answers_first_and_records_right_after(world, client, settings) -> None:
+    settings.ADMISSION_RECORD_ASYNC = True
+    review = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "u-async",
+            "kind": {"group": k.ASCENDJOB_GROUP, "version": "v1", "kind": "AscendJob"},
+            "namespace": world["namespace"],
+            "operation": "CREATE",
+            "object": bare_job("later", world["namespace"]),
+        },
+    }
+    answer = client.post("/admission/ascendjobs/", json.dumps(review), content_type="application/json").json()
+    assert "patch" in answer["response"]
+    row = wait_for(lambda: TrainingJob.objects.filter(name="later").first(), what="recorded job")
+    assert wait_for(lambda: row.revisions.filter(source="admission").exists(), what="revision 1")
