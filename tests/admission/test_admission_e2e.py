@@ -123,6 +123,23 @@ def assert_admitted(kube: Kube, job: dict[str, Any], strategies: str) -> Trainin
     return row
 
 
+def clusterd_init(sim: SimCluster, job: dict[str, Any]) -> int:
+    """ClusterD's ``Init`` over gRPC (waits out 402 JobNotExist): 0 accepted, 403 ProcessRescheduleOff."""
+    import grpc
+
+    from apps.simcluster.grpc_gen import recover_pb2, recover_pb2_grpc
+
+    channel = grpc.insecure_channel(sim.grpc_address)
+    try:
+        stub = recover_pb2_grpc.RecoverStub(channel)
+        request = recover_pb2.ClientInfo(jobId=job["metadata"]["uid"], role="agent")
+        return int(
+            wait_for(lambda: (lambda s: s if s.code != 402 else None)(stub.Init(request, timeout=5))).code
+        )
+    finally:
+        channel.close()
+
+
 def admin_client(cluster: Cluster, namespace: str) -> APIClient:
     from django.contrib.auth.models import User
 
@@ -133,9 +150,10 @@ def admin_client(cluster: Cluster, namespace: str) -> APIClient:
     return api
 
 
-def test_python_client_create_gets_the_namespace_default(world, kube) -> None:
+def test_python_client_create_gets_the_namespace_default(world, kube, sim) -> None:
     job = create(kube, bare_job("plain", world["namespace"]))
     row = assert_admitted(kube, job, "retry,recover,dump")
+    assert clusterd_init(sim, job) == 0  # process-level recovery accepted at the job's first Init
     assert job["metadata"]["labels"][k.LABEL_FAULT_SCHEDULING] == "grace"
     row.refresh_from_db()
     # The watcher's adoption of the created job keeps the admission revision and learns the UID.
@@ -182,7 +200,7 @@ def _blackhole() -> tuple[socket.socket, int]:
     return sock, sock.getsockname()[1]
 
 
-def test_webhook_down_or_hung_the_job_is_still_created_within_the_timeout(world, kube) -> None:
+def test_webhook_down_or_hung_the_job_is_still_created_within_the_timeout(world, kube, sim) -> None:
     sock, port = _blackhole()
     try:
         call_command("register_webhook", "--cluster", "sim", "--url", f"http://127.0.0.1:{port}")
@@ -193,6 +211,8 @@ def test_webhook_down_or_hung_the_job_is_still_created_within_the_timeout(world,
         sock.close()
     assert 1.9 < took < 3.0  # timeoutSeconds: 2, then failurePolicy: Ignore
     assert k.ANNOTATION_RECOVER_STRATEGY not in (job["metadata"].get("annotations") or {})
+    podgroup(kube, job)
+    assert clusterd_init(sim, job) == 403  # ProcessRescheduleOff: no process-level recovery, for life
     call_command("register_webhook", "--cluster", "sim", "--url", "http://127.0.0.1:1")  # stopped: refused
     started = time.monotonic()
     create(kube, bare_job("down", world["namespace"]))
