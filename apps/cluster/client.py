@@ -210,6 +210,19 @@ def delete_ascendjob(ref: ClusterRef, namespace: str, name: str, uid: str) -> No
     )
 
 
+def label_namespace(ref: ClusterRef, name: str, labels: dict[str, str]) -> None:
+    """Merge ``labels`` into namespace ``name``, creating it when missing."""
+    core = _core(ref)
+    try:
+        _call(f"label namespace {name}", core.patch_namespace, name, {"metadata": {"labels": labels}})
+    except ClusterError as err:
+        if not err.not_found:
+            raise
+        _call(
+            f"create namespace {name}", core.create_namespace, {"metadata": {"name": name, "labels": labels}}
+        )
+
+
 def apply_mutating_webhook(ref: ClusterRef, body: dict[str, Any]) -> dict[str, Any]:
     """Create or replace a ``MutatingWebhookConfiguration`` (cluster-scoped) by name."""
     api = k8s.AdmissionregistrationV1Api(api_client(ref))

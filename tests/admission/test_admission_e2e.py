@@ -82,9 +82,11 @@ def kube(sim: SimCluster) -> Iterator[Kube]:
 @pytest.fixture
 def world(sim: SimCluster, kube: Kube, live_server: Any) -> dict[str, Any]:
     cluster = Cluster.objects.create(name="sim", kubeconfig_path=sim.kubeconfig_path, is_default=True)
-    call_command("register_webhook", "--cluster", "sim", "--url", live_server.url)
     namespace = f"managed-{uuid.uuid4().hex[:6]}"
-    kube.core.create_namespace({"metadata": {"name": namespace, "labels": {MANAGED_LABEL: "true"}}})
+    call_command(
+        "register_webhook", "--cluster", "sim", "--url", live_server.url, "--manage-namespace", namespace
+    )
+    assert kube.core.read_namespace(namespace).metadata.labels[MANAGED_LABEL] == "true"
     namespace_default_set(cluster=cluster, namespace=namespace, spec=DEFAULT_SPEC, actor=Actor(name="test"))
     return {"cluster": cluster, "namespace": namespace, "url": live_server.url}
 

@@ -31,6 +31,13 @@ class Command(BaseCommand):
         )
         parser.add_argument("--ca-bundle", default="", help="PEM file of the CA that signed the https URL")
         parser.add_argument("--timeout", type=int, default=2, help="timeoutSeconds, 1-30 (default 2)")
+        parser.add_argument(
+            "--manage-namespace",
+            action="append",
+            default=[],
+            metavar="NS",
+            help=f"Also label namespace NS {MANAGED_LABEL}=true (created if missing); repeatable",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         name = options["cluster"]
@@ -58,6 +65,9 @@ class Command(BaseCommand):
         body = webhook_configuration(client_config, timeout_seconds=options["timeout"])
         try:
             kube.apply_mutating_webhook(cluster_ref(cluster), body)
+            for namespace in options["manage_namespace"]:
+                kube.label_namespace(cluster_ref(cluster), namespace, {MANAGED_LABEL: "true"})
+                self.stdout.write(f"namespace {namespace} is managed ({MANAGED_LABEL}=true)")
         except ClusterError as err:
             raise CommandError(f"cluster {cluster.name!r}: {err.message}") from None
         self.stdout.write(
