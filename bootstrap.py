@@ -326,7 +326,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         env.setdefault("DEBUG", "true")
         env.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.base")
         manage = [str(PY), "manage.py"]
-        if not env.get("KUBECONFIG"):
+        simulated = not env.get("KUBECONFIG")
+        if simulated:
             # No cluster given: run the built-in simulated MindCluster and point everything at it.
             api_port, grpc_port = free_port(), free_port()
             kubeconfig = VAR / "simcluster.kubeconfig"
@@ -386,6 +387,24 @@ def cmd_run(args: argparse.Namespace) -> int:
         )
         wait_port(args.host, args.port, 60, "web server")
         say("web: ready")
+        if simulated:
+            # The built-in cluster calls our admission webhook on every AscendJob CREATE in a managed
+            # namespace, exactly as a real API server would (design.md §4.5).
+            subprocess.run(
+                [
+                    *manage,
+                    "register_webhook",
+                    "--url",
+                    f"http://127.0.0.1:{args.port}",
+                    "--manage-namespace",
+                    "default",
+                ],
+                cwd=ROOT,
+                env=env,
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
+            say("admission webhook registered in the built-in cluster (namespace default is managed)")
         info = run_summary(f"http://{args.host}:{args.port}/", setup.stdout)
         (VAR / "run-info.txt").write_text(info + "\n")
         print(info, flush=True)

@@ -181,6 +181,70 @@ def patch_ascendjob(ref: ClusterRef, namespace: str, name: str, body: dict[str, 
     )
 
 
+def create_ascendjob(ref: ClusterRef, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+    return dict(
+        _call(
+            f"create AscendJob {namespace}/{(body.get('metadata') or {}).get('name', '')}",
+            _custom(ref).create_namespaced_custom_object,
+            c.ASCENDJOB_GROUP,
+            c.ASCENDJOB_VERSION,
+            namespace,
+            c.ASCENDJOB_PLURAL,
+            body,
+            field_manager=FIELD_MANAGER,
+        )
+    )
+
+
+def delete_ascendjob(ref: ClusterRef, namespace: str, name: str, uid: str) -> None:
+    """Delete exactly this incarnation (``preconditions.uid``), its dependents in the background."""
+    _call(
+        f"delete AscendJob {namespace}/{name}",
+        _custom(ref).delete_namespaced_custom_object,
+        c.ASCENDJOB_GROUP,
+        c.ASCENDJOB_VERSION,
+        namespace,
+        c.ASCENDJOB_PLURAL,
+        name,
+        body={"preconditions": {"uid": uid}, "propagationPolicy": "Background"},
+    )
+
+
+def label_namespace(ref: ClusterRef, name: str, labels: dict[str, str]) -> None:
+    """Merge ``labels`` into namespace ``name``, creating it when missing."""
+    core = _core(ref)
+    try:
+        _call(f"label namespace {name}", core.patch_namespace, name, {"metadata": {"labels": labels}})
+    except ClusterError as err:
+        if not err.not_found:
+            raise
+        _call(
+            f"create namespace {name}", core.create_namespace, {"metadata": {"name": name, "labels": labels}}
+        )
+
+
+def apply_mutating_webhook(ref: ClusterRef, body: dict[str, Any]) -> dict[str, Any]:
+    """Create or replace a ``MutatingWebhookConfiguration`` (cluster-scoped) by name."""
+    api = k8s.AdmissionregistrationV1Api(api_client(ref))
+    name = body["metadata"]["name"]
+    try:
+        live = _call(
+            f"get MutatingWebhookConfiguration {name}", api.read_mutating_webhook_configuration, name
+        )
+    except ClusterError as err:
+        if not err.not_found:
+            raise
+        created = _call(
+            f"create MutatingWebhookConfiguration {name}", api.create_mutating_webhook_configuration, body
+        )
+        return _to_dict(ref, created)
+    body = {**body, "metadata": {**body["metadata"], "resourceVersion": live.metadata.resource_version}}
+    replaced = _call(
+        f"replace MutatingWebhookConfiguration {name}", api.replace_mutating_webhook_configuration, name, body
+    )
+    return _to_dict(ref, replaced)
+
+
 def list_all_ascendjobs(ref: ClusterRef, namespace: str | None = None) -> tuple[list[dict[str, Any]], str]:
     """Every AscendJob (following ``continue``) and the list's resourceVersion to watch from."""
     return list_resource(ref, "ascendjobs", namespace=namespace)

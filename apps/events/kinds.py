@@ -19,6 +19,8 @@
 | ``decision.answered`` | the platform's answer (``apps.decisions``) | ``strategy``, ``decided_by`` |
 | ``decision.completed`` | ClusterD's outcome for the answer (``apps.decisions``) | ``outcome`` |
 | ``policy.applied`` / ``policy.failed`` / ``policy.drifted`` / ``policy.drift_resolved`` | the push pipeline | see ``apps.policies.push`` |
+| ``policy.admitted`` / ``policy.admission_skipped`` | the admission webhook (``apps.admission``) | ``revision``, ``sources``, ``warnings`` |
+| ``job.recreated`` | "recreate to apply" (``apps.admission.recreate``) | ``old_uid``, ``new_uid``, ``revision`` |
 
 The mapping from Kubernetes Event reasons is a table (``apps.events.ingest.k8s_events.REASONS``), so a
 real ClusterD's reasons can be added without code changes elsewhere.
@@ -47,6 +49,9 @@ POLICY_APPLIED: Final = "policy.applied"
 POLICY_FAILED: Final = "policy.failed"
 POLICY_DRIFTED: Final = "policy.drifted"
 POLICY_DRIFT_RESOLVED: Final = "policy.drift_resolved"
+POLICY_ADMITTED: Final = "policy.admitted"
+POLICY_ADMISSION_SKIPPED: Final = "policy.admission_skipped"
+JOB_RECREATED: Final = "job.recreated"
 
 ALL_KINDS: Final = (
     FAULT_DETECTED,
@@ -68,6 +73,9 @@ ALL_KINDS: Final = (
     POLICY_FAILED,
     POLICY_DRIFTED,
     POLICY_DRIFT_RESOLVED,
+    POLICY_ADMITTED,
+    POLICY_ADMISSION_SKIPPED,
+    JOB_RECREATED,
 )
 
 RESCHEDULE_KINDS: Final = frozenset({POD_RESCHEDULED, JOB_RESCHEDULED})
@@ -85,6 +93,7 @@ DEFAULT_SEVERITY: Final = {
     DECISION_REQUESTED: "warning",
     POLICY_FAILED: "error",
     POLICY_DRIFTED: "warning",
+    POLICY_ADMISSION_SKIPPED: "warning",
 }
 
 

@@ -13,6 +13,7 @@ urlpatterns = [
     path("jobs/<int:job_id>/", views.job_detail, name="job"),
     path("decisions/", views.decisions_inbox, name="decisions"),
     path("presets/", views.presets_page, name="presets"),
+    path("namespaces/", views.namespace_defaults_page, name="namespace-defaults"),
     path("tokens/", views.tokens_page, name="tokens"),
     path("audit/", views.audit_page, name="audit"),
     path("login/", views.LoginView.as_view(), name="login"),

@@ -126,6 +126,13 @@ def presets_page(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
+def namespace_defaults_page(request: HttpRequest) -> HttpResponse:
+    """Issue 15: the default policy of a namespace (read for viewers, edited by namespace admins)."""
+    return _page(request, "web/namespace_defaults.html", "namespaces", {})
+
+
+@login_required
+@require_GET
 def tokens_page(request: HttpRequest) -> HttpResponse:
     return _page(request, "web/tokens.html", "tokens", {})
 

@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "apps.events",
     "apps.accounts",
     "apps.decisions",
+    "apps.admission",
     "apps.simcluster",
     "apps.web",
 ]
@@ -313,3 +314,8 @@ WEBHOOK_BACKOFF_BASE_SECONDS = env_float("WEBHOOK_BACKOFF_BASE_SECONDS", 2.0, mi
 WEBHOOK_BACKOFF_MAX_SECONDS = env_float("WEBHOOK_BACKOFF_MAX_SECONDS", 300.0, minimum=0.0)
 METRICS_TOKEN = env_secret("METRICS_TOKEN", "")
 # --- end of events block ------------------------------------------------------------------------
+
+# Admission webhook (issue 15): record the admitted job after answering the API server instead of
+# before. Faster answers; but if the job watcher adopts the new job within those milliseconds, the
+# job shows an observed revision 1 (same keys) instead of basis "admission". Off by default.
+ADMISSION_RECORD_ASYNC = env_bool("ADMISSION_RECORD_ASYNC", default=False)

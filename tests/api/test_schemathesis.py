@@ -73,6 +73,10 @@ def _aim_at_real_objects(case: Any, world: World) -> None:
         case.body["cluster"] = world.cluster.name
     if "number" in params and isinstance(params["number"], int) and params["number"] % 2 == 0:
         params["number"] = 1
+    if "cluster" in params and "namespace" in params and len(str(params["namespace"])) % 2 == 0:
+        params["cluster"], params["namespace"] = world.cluster.name, world.job.namespace  # issue 15 defaults
+    if case.path.endswith("/recreate/") and isinstance(case.body, dict) and len(case.body) % 2 == 0:
+        case.body["confirm"] = world.job.name
     if "name" in params and isinstance(params["name"], str) and len(params["name"]) % 2 == 0:
         params["name"] = world.owner_preset.name if case.method.upper() != "DELETE" else "retry-first"
 

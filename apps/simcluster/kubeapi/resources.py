@@ -153,7 +153,27 @@ QUEUES = ResourceType(
     builtin=False,
 )
 
-ALL: tuple[ResourceType, ...] = (NAMESPACES, PODS, CONFIGMAPS, EVENTS, ASCENDJOBS, PODGROUPS, QUEUES)
+# Mutating admission webhooks the emulator calls on CREATE, as a real apiserver does (admission.py).
+MUTATING_WEBHOOK_CONFIGURATIONS = ResourceType(
+    "admissionregistration.k8s.io",
+    "v1",
+    "mutatingwebhookconfigurations",
+    "mutatingwebhookconfiguration",
+    "MutatingWebhookConfiguration",
+    namespaced=False,
+    has_generation=True,
+)
+
+ALL: tuple[ResourceType, ...] = (
+    NAMESPACES,
+    PODS,
+    CONFIGMAPS,
+    EVENTS,
+    ASCENDJOBS,
+    PODGROUPS,
+    QUEUES,
+    MUTATING_WEBHOOK_CONFIGURATIONS,
+)
 
 # (group, version) -> plural -> ResourceType; core is group "".
 BY_GROUP_VERSION: dict[tuple[str, str], dict[str, ResourceType]] = {}

@@ -26,7 +26,7 @@ from aiohttp import web
 
 from apps.simcluster import openapi, podlogs, printing
 
-from . import errors, resources, ssa
+from . import admission, errors, resources, ssa
 from .errors import ApiError
 from .faults import WRITE_METHODS, FaultInjector, WriteTally
 from .patch import PatchDecodeError, PatchError, json_patch, merge_patch
@@ -559,7 +559,10 @@ class ApiServer:
             if t.namespace is None:
                 raise errors.method_not_allowed()
             if method == "POST":
-                return self.create(t, await request.read(), query)
+                raw = await admission.admit_create(
+                    self.store, t.rt, t.namespace, await request.read(), bool(query.get("dryRun"))
+                )
+                return self.create(t, raw, query)
             if method == "DELETE":
                 return self.delete_collection(t, await request.read(), query)
             raise errors.method_not_allowed()

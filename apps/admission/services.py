@@ -1,0 +1,103 @@
+"""Writes on namespace default policies: validated, versioned, audited (design §4.5)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from apps.admission.models import NamespaceDefault, NamespaceDefaultRevision
+from apps.audit.services import audit_record
+from apps.core.errors import ValidationFailed
+from apps.jobs.models import Cluster
+from apps.policies.services import Actor
+from apps.policies.validation import validate_policy
+
+
+def default_for(cluster: Cluster, namespace: str) -> NamespaceDefault | None:
+    return (
+        NamespaceDefault.objects.select_related("current_revision")
+        .filter(cluster=cluster, namespace=namespace)
+        .first()
+    )
+
+
+def _next_revision(
+    default: NamespaceDefault, *, spec: dict[str, Any] | None, preset_name: str, comment: str, actor: Actor
+) -> NamespaceDefaultRevision:
+    last = default.revisions.order_by("-number").values_list("number", flat=True).first() or 0
+    user = actor.user if actor.user is not None and actor.user.is_authenticated else None
+    return NamespaceDefaultRevision.objects.create(
+        default=default,
+        number=last + 1,
+        spec=spec,
+        preset_name=preset_name,
+        author=user,
+        author_name=actor.name or (user.get_username() if user is not None else "system"),
+        comment=comment[:500],
+    )
+
+
+@transaction.atomic
+def namespace_default_set(
+    *,
+    cluster: Cluster,
+    namespace: str,
+    spec: Any,
+    actor: Actor,
+    preset_name: str = "",
+    comment: str = "",
+) -> NamespaceDefault:
+    """Validate ``spec`` (no job context: it must hold for any job) and make it the namespace default."""
+    result = validate_policy(spec)
+    if not result.ok or result.spec is None:
+        raise ValidationFailed(result.errors, warnings=result.warnings)
+    default, _ = (
+        NamespaceDefault.objects.select_for_update()
+        .order_by()
+        .get_or_create(cluster=cluster, namespace=namespace)
+    )
+    before = default.current_revision.spec if default.current_revision else None
+    revision = _next_revision(
+        default, spec=result.spec.to_dict(), preset_name=preset_name, comment=comment, actor=actor
+    )
+    default.current_revision = revision
+    default.save(update_fields=["current_revision", "updated_at"])
+    audit_record(
+        actor=actor.user,
+        actor_name=actor.name,
+        token_name=actor.token_name,
+        request_id=actor.request_id,
+        action="namespace_default.update",
+        obj=default,
+        before=before,
+        after=revision.spec,
+    )
+    return default
+
+
+@transaction.atomic
+def namespace_default_delete(
+    *, default: NamespaceDefault, actor: Actor, comment: str = ""
+) -> NamespaceDefault:
+    """Stop giving new jobs a default; the history stays (a null-spec revision marks the removal)."""
+    default = (
+        NamespaceDefault.objects.select_for_update(of=("self",))
+        .select_related("current_revision")
+        .get(pk=default.pk)
+    )
+    before = default.current_revision.spec if default.current_revision else None
+    _next_revision(default, spec=None, preset_name="", comment=comment or "default removed", actor=actor)
+    default.current_revision = None
+    default.save(update_fields=["current_revision", "updated_at"])
+    audit_record(
+        actor=actor.user,
+        actor_name=actor.name,
+        token_name=actor.token_name,
+        request_id=actor.request_id,
+        action="namespace_default.delete",
+        obj=default,
+        before=before,
+        after=None,
+    )
+    return default

@@ -1,0 +1,31 @@
+"""``POST /admission/ascendjobs/``: the mutating admission webhook the API server calls (design §4.5).
+
+A plain Django view, not DRF: the caller is kube-apiserver, not a user (no session, no token; in a
+real cluster the Service is reachable only through the API server and TLS), and every millisecond
+counts against the job's creation (goal p99 ≤ 50 ms).
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+
+from apps.admission.review import BadReview, admit, parse_review, response_for
+
+MAX_BODY = 3 * 1024 * 1024  # the apiserver's own request limit: no review can be bigger
+
+
+@csrf_exempt
+@require_POST
+def admission_ascendjobs(request: HttpRequest) -> JsonResponse:
+    if len(request.body) > MAX_BODY:
+        return JsonResponse({"error": "request body too large"}, status=413)
+    try:
+        review = parse_review(json.loads(request.body))
+    except (ValueError, BadReview) as exc:
+        return JsonResponse({"error": f"not an AdmissionReview: {exc}"}, status=400)
+    decision = admit(review, request.GET.get("cluster") or None)
+    return JsonResponse(response_for(review, decision))

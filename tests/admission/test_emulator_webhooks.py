@@ -1,0 +1,208 @@
+"""The built-in cluster calls mutating webhooks like kube-apiserver: rules, selectors, failurePolicy, timeout.
+
+The webhook here is a tiny real HTTP server (no Django) so the emulator's side is tested on its own;
+the product's webhook is exercised end to end in ``test_admission_e2e.py``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+
+from apps.simcluster.kubeapi import KubeApiEmulator
+
+
+class Hook:
+    """A webhook server whose behaviour each test sets: patch, deny, sleep, or garbage."""
+
+    def __init__(self) -> None:
+        self.mode = "patch"
+        self.delay = 0.0
+        self.reviews: list[dict[str, Any]] = []
+        hook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                hook.reviews.append(review)
+                time.sleep(hook.delay)
+                uid = review["request"]["uid"]
+                response: dict[str, Any] = {"uid": uid, "allowed": hook.mode != "deny"}
+                if hook.mode == "patch":
+                    ops = [{"op": "add", "path": "/metadata/labels/mutated~1by", "value": "hook"}]
+                    response.update(
+                        patchType="JSONPatch", patch=base64.b64encode(json.dumps(ops).encode()).decode()
+                    )
+                if hook.mode == "deny":
+                    response["status"] = {"code": 403, "message": "no thanks"}
+                if hook.mode == "wrong-uid":
+                    response["uid"] = "other"
+                body = json.dumps(
+                    {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+                )
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(body.encode())
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/mutate"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture(scope="module")
+def emu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KubeApiEmulator, client.ApiClient]]:
+    emulator = KubeApiEmulator(host="127.0.0.1", port=0).start()
+    cfg = emulator.write_kubeconfig(tmp_path_factory.mktemp("kube") / "config")
+    api = config.new_client_from_config(config_file=str(cfg))
+    yield emulator, api
+    api.close()
+    emulator.stop()
+
+
+@pytest.fixture
+def hook() -> Iterator[Hook]:
+    h = Hook()
+    yield h
+    h.stop()
+
+
+def _register(api: client.ApiClient, url: str, **overrides: Any) -> str:
+    name = f"hook-{uuid.uuid4().hex[:6]}"
+    webhook: dict[str, Any] = {
+        "name": "cm.example.io",
+        "clientConfig": {"url": url},
+        "rules": [
+            {"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}
+        ],
+        "namespaceSelector": {"matchLabels": {"managed": "true"}},
+        "failurePolicy": "Ignore",
+        "timeoutSeconds": 1,
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+    }
+    webhook.update(overrides)
+    body = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": name},
+        "webhooks": [webhook],
+    }
+    client.AdmissionregistrationV1Api(api).create_mutating_webhook_configuration(body)
+    return name
+
+
+def _namespace(api: client.ApiClient, managed: bool) -> str:
+    ns = f"ns-{uuid.uuid4().hex[:8]}"
+    labels = {"managed": "true"} if managed else {}
+    client.CoreV1Api(api).create_namespace({"metadata": {"name": ns, "labels": labels}})
+    return ns
+
+
+def _cm(api: client.ApiClient, ns: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    created = client.CoreV1Api(api).create_namespaced_config_map(
+        ns, {"metadata": {"name": "c1", "labels": labels or {"app": "x"}}, "data": {"k": "v"}}
+    )
+    return created.metadata.labels or {}
+
+
+@pytest.fixture
+def cleanup(emu: tuple[KubeApiEmulator, client.ApiClient]) -> Iterator[list[str]]:
+    names: list[str] = []
+    yield names
+    admission = client.AdmissionregistrationV1Api(emu[1])
+    for name in names:
+        admission.delete_mutating_webhook_configuration(name)
+
+
+def test_matching_create_is_patched_and_the_review_is_v1(emu, hook, cleanup) -> None:
+    api = emu[1]
+    cleanup.append(_register(api, hook.url))
+    ns = _namespace(api, managed=True)
+    assert _cm(api, ns)["mutated/by"] == "hook"
+    stored = client.CoreV1Api(api).read_namespaced_config_map("c1", ns)
+    assert stored.metadata.labels["mutated/by"] == "hook"  # stored after the patch
+    request = hook.reviews[-1]["request"]
+    assert hook.reviews[-1]["apiVersion"] == "admission.k8s.io/v1"
+    assert request["operation"] == "CREATE" and request["namespace"] == ns
+    assert request["resource"] == {"group": "", "version": "v1", "resource": "configmaps"}
+    assert request["object"]["metadata"]["name"] == "c1"
+
+
+def test_namespace_and_object_selectors_and_rules_limit_the_calls(emu, hook, cleanup) -> None:
+    api = emu[1]
+    cleanup.append(
+        _register(
+            api, hook.url, objectSelector={"matchExpressions": [{"key": "skip", "operator": "DoesNotExist"}]}
+        )
+    )
+    assert "mutated/by" not in _cm(api, _namespace(api, managed=False))  # namespace not selected
+    assert "mutated/by" not in _cm(api, _namespace(api, managed=True), {"skip": "yes"})  # object not selected
+    before = len(hook.reviews)
+    ns = _namespace(api, managed=True)
+    client.CoreV1Api(api).create_namespaced_event(
+        ns,
+        {
+            "metadata": {"name": "e1"},
+            "involvedObject": {"kind": "Pod", "name": "p"},
+            "reason": "R",
+            "message": "m",
+        },
+    )
+    assert len(hook.reviews) == before  # rules name configmaps only
+
+
+def test_ignore_policy_lets_the_create_through_when_the_hook_is_down_or_slow(emu, hook, cleanup) -> None:
+    api = emu[1]
+    cleanup.append(_register(api, "http://127.0.0.1:1/unreachable"))
+    ns = _namespace(api, managed=True)
+    assert "mutated/by" not in _cm(api, ns)
+    client.AdmissionregistrationV1Api(api).delete_mutating_webhook_configuration(cleanup.pop())
+    cleanup.append(_register(api, hook.url))
+    hook.delay = 1.5  # over timeoutSeconds: 1
+    started = time.monotonic()
+    labels = _cm(api, _namespace(api, managed=True))
+    assert "mutated/by" not in labels
+    assert time.monotonic() - started < 1.45
+
+
+def test_fail_policy_rejects_when_the_hook_is_down_and_a_denial_rejects(emu, hook, cleanup) -> None:
+    api = emu[1]
+    cleanup.append(_register(api, "http://127.0.0.1:1/unreachable", failurePolicy="Fail"))
+    ns = _namespace(api, managed=True)
+    with pytest.raises(ApiException) as err:
+        _cm(api, ns)
+    assert err.value.status == 500 and "failed calling webhook" in err.value.body
+    client.AdmissionregistrationV1Api(api).delete_mutating_webhook_configuration(cleanup.pop())
+    cleanup.append(_register(api, hook.url))
+    hook.mode = "deny"
+    with pytest.raises(ApiException) as err:
+        _cm(api, ns)
+    assert err.value.status == 403 and "no thanks" in err.value.body
+    hook.mode = "wrong-uid"  # an unusable answer under Ignore: created unpatched
+    assert "mutated/by" not in _cm(api, ns)
+
+
+def test_http_is_refused_off_loopback(emu, hook, cleanup) -> None:
+    api = emu[1]
+    cleanup.append(_register(api, "http://10.255.255.1/mutate", failurePolicy="Fail"))
+    with pytest.raises(ApiException) as err:
+        _cm(api, _namespace(api, managed=True))
+    assert err.value.status == 500 and "loopback" in err.value.body
