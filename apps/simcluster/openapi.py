@@ -29,7 +29,10 @@ _MODEL_ROOTS = {
     "Event": "CoreV1Event",
     "ConfigMap": "V1ConfigMap",
     "Namespace": "V1Namespace",
+    "MutatingWebhookConfiguration": "V1MutatingWebhookConfiguration",
 }
+# API group of each served core-type kind ("" = the core group).
+_MODEL_GROUPS = {"MutatingWebhookConfiguration": "admissionregistration.k8s.io"}
 # The CRD's ``required`` lists are published but not enforced: skeletal AscendJobs (no replicaSpecs)
 # must still reach the operator, whose InvalidSpecs path the product models.
 REQUIRED_CHECKED = False
@@ -96,7 +99,9 @@ def _core_defs(section: str) -> dict[str, dict[str, Any]]:
         for name, sub in (schema.pop("$defs", {}) or {}).items():
             defs[definition_name(name)] = _clean(sub, section)
         root = _clean(schema, section)
-        root["x-kubernetes-group-version-kind"] = [{"group": "", "kind": kind, "version": "v1"}]
+        root["x-kubernetes-group-version-kind"] = [
+            {"group": _MODEL_GROUPS.get(kind, ""), "kind": kind, "version": "v1"}
+        ]
         defs[definition_name(model)] = root
     # Quantities accept numbers on the wire (resource.Quantity.UnmarshalJSON).
     quantity = {"description": "Quantity is a fixed-point representation of a number.", "type": "string"}
