@@ -198,6 +198,8 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 LOGIN_URL = "web:login"
+# Active (unrevoked, unexpired) API tokens one user may hold.
+API_TOKENS_PER_USER = env_int("API_TOKENS_PER_USER", 50, minimum=1)
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
@@ -228,8 +230,15 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "apps.core.api_errors.api_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "apps.core.api_schema.ErrorAwareAutoSchema",
     # Fairness: one bucket per token (per user for sessions, per address when anonymous).
-    "DEFAULT_THROTTLE_CLASSES": ["apps.accounts.throttling.TokenRateThrottle"],
-    "DEFAULT_THROTTLE_RATES": {"token": env_str("API_THROTTLE_RATE", "1200/min")},
+    # Plus one bucket per user over all its tokens: minting tokens must not multiply the budget.
+    "DEFAULT_THROTTLE_CLASSES": [
+        "apps.accounts.throttling.TokenRateThrottle",
+        "apps.accounts.throttling.UserRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "token": env_str("API_THROTTLE_RATE", "1200/min"),
+        "user": env_str("API_USER_THROTTLE_RATE", "2400/min"),
+    },
     "NUM_PROXIES": env_int("API_NUM_PROXIES", 0, minimum=0) or None,
 }
 SPECTACULAR_SETTINGS = {
