@@ -6,6 +6,7 @@ listed in ``.env.example`` (``DEBUG=false``, a real ``SECRET_KEY``, ``DATABASE_U
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import dj_database_url
@@ -20,9 +21,49 @@ VAR_DIR.mkdir(parents=True, exist_ok=True)
 # --- general -------------------------------------------------------------------------------------
 DEBUG = env_bool("DEBUG", default=False)
 _INSECURE_KEY = "insecure-dev-key-change-me-0123456789abcdefghijklmnopqrstuvwxyz"
-SECRET_KEY = env_secret("SECRET_KEY", default=_INSECURE_KEY)
-if SECRET_KEY == _INSECURE_KEY and not DEBUG and env_bool("REQUIRE_SECRET_KEY", default=False):
-    raise ImproperlyConfigured("SECRET_KEY must be set when REQUIRE_SECRET_KEY=true")
+# Every key that has ever shipped in this repository (settings, docker-compose.yml, .env.example,
+# deploy/): anyone can read them, so a server signing sessions with one can be impersonated.
+WELL_KNOWN_SECRET_KEYS = frozenset(
+    {
+        _INSECURE_KEY,
+        "change-me-in-production-0123456789abcdefghijklmnopqrstuvwxyz",
+        "change-me",
+        "replace-with-50-random-characters",
+    }
+)
+SECRET_KEY_MIN_LENGTH = 32
+# Commands that sign nothing and serve nobody run without a secret: pipelines call render_policy and
+# validate_policy with no configuration at all, and the image build runs collectstatic.
+KEYLESS_COMMANDS = frozenset({"render_policy", "validate_policy", "collectstatic"})
+
+
+def secret_key_problem(key: str) -> str | None:
+    """Why ``key`` must not sign sessions in production, or None when it is fine."""
+    if not key:
+        return "SECRET_KEY is not set"
+    if key in WELL_KNOWN_SECRET_KEYS or key.startswith("django-insecure"):
+        return "SECRET_KEY is a well-known example value from this repository or Django"
+    if len(key) < SECRET_KEY_MIN_LENGTH or len(set(key)) < 5:
+        return f"SECRET_KEY is too short or too uniform (at least {SECRET_KEY_MIN_LENGTH} random characters)"
+    return None
+
+
+def _keyless_command(argv: list[str]) -> bool:
+    return len(argv) > 1 and Path(argv[0]).name == "manage.py" and argv[1] in KEYLESS_COMMANDS
+
+
+SECRET_KEY = env_secret("SECRET_KEY", default="")
+_key_problem = secret_key_problem(SECRET_KEY)
+if _key_problem and not DEBUG and not _keyless_command(sys.argv):
+    # Refuse at import, in every process (web, worker, beat, ingester...), before anything is signed.
+    raise ImproperlyConfigured(
+        f"{_key_problem}. With DEBUG=false the control plane needs its own secret: set SECRET_KEY "
+        "(or SECRET_KEY_FILE) to 50 random characters, e.g. the output of "
+        "python3 -c 'import secrets; print(secrets.token_urlsafe(50))'. DEBUG=true (local runs only) "
+        "uses a development key."
+    )
+if _key_problem:
+    SECRET_KEY = _INSECURE_KEY  # DEBUG, or a command that signs nothing
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 

@@ -6,6 +6,12 @@ tests use their own Redis database number so a running dev worker never steals a
 
 from __future__ import annotations
 
+import os
+
+# Before base is imported: with DEBUG=false, base refuses to load without a real SECRET_KEY.
+# Subprocesses the tests start (workers, servers) inherit this one key.
+os.environ.setdefault("SECRET_KEY", "tests-only-secret-key-7f3c9a1e5b2d8406-not-for-production")
+
 from controlplane.env import env_str
 from controlplane.settings.base import *  # noqa: F403
 
