@@ -282,6 +282,9 @@ REST_FRAMEWORK = {
     },
     "NUM_PROXIES": env_int("API_NUM_PROXIES", 0, minimum=0) or None,
 }
+# /api/schema/ and /api/docs/ describe the API contract only (it is published in docs/openapi.yaml
+# too): public by default, so pipelines and their authors can read it; false = signed-in users only.
+API_DOCS_PUBLIC = env_bool("API_DOCS_PUBLIC", default=True)
 SPECTACULAR_SETTINGS = {
     "TITLE": "MindCluster recovery-policy control plane API",
     "DESCRIPTION": "Validate, render, set and push MindCluster fault-recovery policies (design.md §4.2).",
@@ -359,5 +362,7 @@ WEBHOOK_TIMEOUT_SECONDS = env_float("WEBHOOK_TIMEOUT_SECONDS", 5.0, minimum=0.1)
 WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 8, minimum=1)
 WEBHOOK_BACKOFF_BASE_SECONDS = env_float("WEBHOOK_BACKOFF_BASE_SECONDS", 2.0, minimum=0.0)
 WEBHOOK_BACKOFF_MAX_SECONDS = env_float("WEBHOOK_BACKOFF_MAX_SECONDS", 300.0, minimum=0.0)
+# Required for /metrics unless DEBUG; the database gauges are recomputed at most this often.
 METRICS_TOKEN = env_secret("METRICS_TOKEN", "")
+METRICS_CACHE_SECONDS = env_float("METRICS_CACHE_SECONDS", 10.0, minimum=0.0)
 # --- end of events block ------------------------------------------------------------------------

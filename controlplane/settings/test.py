@@ -24,3 +24,4 @@ TEST_REDIS_URL = env_str("TEST_REDIS_URL", "redis://127.0.0.1:6379/13")
 CELERY_BROKER_URL = TEST_REDIS_URL
 CHANNEL_LAYERS["default"]["CONFIG"]["hosts"] = [TEST_REDIS_URL]  # noqa: F405
 LOGGING["root"]["level"] = "WARNING"  # noqa: F405
+METRICS_CACHE_SECONDS = 0.0  # every scrape sees the test's data; the cache has its own test
