@@ -7,6 +7,7 @@ listed in ``.env.example`` (``DEBUG=false``, a real ``SECRET_KEY``, ``DATABASE_U
 from __future__ import annotations
 
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -80,6 +81,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI assets served locally: no CDN anywhere
     "channels",
+    "axes",  # sign-in throttling (apps.accounts.login_guard)
     "apps.core",
     "apps.jobs",
     "apps.policies",
@@ -101,6 +103,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a locked-out sign-in into a 429 page
 ]
 
 ROOT_URLCONF = "controlplane.urls"
@@ -239,6 +242,20 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 LOGIN_URL = "web:login"
+# Sign-in throttling (django-axes, issue #16): after LOGIN_FAILURE_LIMIT failures for one username,
+# or from one address, further sign-ins for it are refused (429) for LOGIN_LOCKOUT_MINUTES; a success
+# before the limit resets the count. Counts live in the database, shared by every web process.
+AUTHENTICATION_BACKENDS = [
+    "apps.accounts.login_guard.LoginGuardBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each one its own counter
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "apps.accounts.login_guard.client_ip"
+AXES_VERBOSE = False
 # Active (unrevoked, unexpired) API tokens one user may hold.
 API_TOKENS_PER_USER = env_int("API_TOKENS_PER_USER", 50, minimum=1)
 LANGUAGE_CODE = "en-us"
