@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from apps.audit.admin_hooks import AuditedAdmin
 from apps.events.models import Incident, IngestCursor, JobEvent, RestartBudget, Webhook, WebhookDelivery
 
 
@@ -49,9 +50,10 @@ class IngestCursorAdmin(admin.ModelAdmin):
 
 
 @admin.register(Webhook)
-class WebhookAdmin(admin.ModelAdmin):
+class WebhookAdmin(AuditedAdmin):
     list_display = ("name", "cluster", "namespace", "url", "active")
     list_filter = ("active",)
+    audit_secret_fields = frozenset({"secret"})
 
 
 @admin.register(WebhookDelivery)

@@ -95,6 +95,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "apps.core.middleware.RequestIdMiddleware",  # first: every response, even a redirect, carries the id
+    "apps.core.csp.ContentSecurityPolicyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -333,6 +334,10 @@ SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=False)
 if env_bool("SECURE_PROXY_SSL_HEADER", default=False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 X_FRAME_OPTIONS = "DENY"
+# Appended to the Content-Security-Policy (apps/core/csp.py), e.g. "report-uri https://…".
+CONTENT_SECURITY_POLICY_EXTRA = env_str("CONTENT_SECURITY_POLICY_EXTRA", "")
+# Addresses of proxies whose X-Request-ID is kept; from anyone else the id is always ours.
+REQUEST_ID_TRUSTED_PROXIES = env_list("REQUEST_ID_TRUSTED_PROXIES", [])
 
 # --- logging -------------------------------------------------------------------------------------
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
