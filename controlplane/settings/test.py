@@ -25,3 +25,4 @@ CELERY_BROKER_URL = TEST_REDIS_URL
 CHANNEL_LAYERS["default"]["CONFIG"]["hosts"] = [TEST_REDIS_URL]  # noqa: F405
 LOGGING["root"]["level"] = "WARNING"  # noqa: F405
 METRICS_CACHE_SECONDS = 0.0  # every scrape sees the test's data; the cache has its own test
+WEBHOOK_ALLOW_PRIVATE_TARGETS = True  # test receivers listen on 127.0.0.1; the rule has its own tests
