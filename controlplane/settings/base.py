@@ -373,6 +373,12 @@ EVENTS_WS_MAX_LAG_SECONDS = env_float("EVENTS_WS_MAX_LAG_SECONDS", 5.0, minimum=
 EVENTS_WS_MAX_REPLAY = env_int("EVENTS_WS_MAX_REPLAY", 1000, minimum=1)
 EVENTS_WS_CHECK_SECONDS = env_float("EVENTS_WS_CHECK_SECONDS", 1.5, minimum=0.05)
 EVENTS_WS_SUMMARY_SECONDS = env_float("EVENTS_WS_SUMMARY_SECONDS", 0.25, minimum=0.01)
+# Issue #16: how often an open socket's token/user/session/grants are rechecked, and per-socket
+# subscribe limits (jobs followed at once; a token bucket of subscribes, each may replay 1,000 events).
+EVENTS_WS_ACCESS_CHECK_SECONDS = env_float("EVENTS_WS_ACCESS_CHECK_SECONDS", 5.0, minimum=0.05)
+EVENTS_WS_MAX_SUBSCRIPTIONS = env_int("EVENTS_WS_MAX_SUBSCRIPTIONS", 100, minimum=1)
+EVENTS_WS_SUBSCRIBE_BURST = env_int("EVENTS_WS_SUBSCRIBE_BURST", 20, minimum=1)
+EVENTS_WS_SUBSCRIBE_RATE = env_float("EVENTS_WS_SUBSCRIBE_RATE", 1.0, minimum=0.01)
 # A socket with this many live frames queued is behind: runs of fault reports and warnings are sent
 # as one "coalesced" frame (exact seq range, kinds counted); other kinds always go out one by one.
 EVENTS_WS_COALESCE_AFTER = env_int("EVENTS_WS_COALESCE_AFTER", 50, minimum=2)
