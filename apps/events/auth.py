@@ -44,7 +44,8 @@ def socket_access(
     """Recheck, from the database, what a socket was allowed when it opened (issue #16).
 
     The user must still be active; a token-authenticated socket's token must still be unrevoked and
-    unexpired; a session-authenticated socket's session must still exist (signing out deletes it).
+    unexpired; a session-authenticated socket's session must still exist (signing out deletes it)
+    and match the user's password (changing it signs out every other session).
     ``visible`` is the subset of ``job_ids`` the user may still see (grants change too).
     """
     from django.contrib.auth import get_user_model
@@ -65,10 +66,15 @@ def socket_access(
         from importlib import import_module
 
         from django.conf import settings
+        from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY
+        from django.utils.crypto import constant_time_compare
 
-        store = import_module(settings.SESSION_ENGINE).SessionStore
-        if not store().exists(session_key):
+        data = import_module(settings.SESSION_ENGINE).SessionStore(session_key).load()
+        if not data or str(data.get(SESSION_KEY)) != str(user.pk):
             return Access(False, "the session ended (signed out)")
+        # What Django checks on every HTTP request: a password change ends the other sessions.
+        if not constant_time_compare(str(data.get(HASH_SESSION_KEY, "")), user.get_session_auth_hash()):
+            return Access(False, "the password was changed")
     visible: set[int] = set()
     if job_ids:
         visible = set(jobs_visible_to(user).filter(pk__in=job_ids).values_list("pk", flat=True))

@@ -159,6 +159,34 @@ def test_signing_out_closes_a_browsers_socket(world: dict[str, Any]) -> None:
     run(scenario)
 
 
+@override_settings(EVENTS_WS_ACCESS_CHECK_SECONDS=CHECK)
+def test_changing_the_password_closes_a_browsers_other_sockets(world: dict[str, Any]) -> None:
+    job = world["jobs"]["team-a"]
+    browser = Client()
+    browser.force_login(world["viewer"])
+    cookie = f"sessionid={browser.cookies['sessionid'].value}".encode()
+
+    def change_password() -> None:
+        user = get_user_model().objects.get(pk=world["viewer"].pk)
+        user.set_password("a-new-password-9")
+        user.save()
+        connection.close()
+
+    async def scenario() -> None:
+        comm = WebsocketCommunicator(
+            application, "/ws/events/", headers=[(b"origin", b"http://127.0.0.1:8000"), (b"cookie", cookie)]
+        )
+        assert (await comm.connect(timeout=TIMEOUT))[0]
+        await comm.send_json_to({"subscribe": {"job": job.pk, "after_seq": 0}})
+        assert await comm.receive_nothing(timeout=0.2)
+        await sync_to_async(change_password, thread_sensitive=False)()
+        frames, code = await closed_within(comm, WITHIN)
+        assert code == 4403 and "password" in frames[-1]["error"]
+        await comm.disconnect()
+
+    run(scenario)
+
+
 @override_settings(EVENTS_WS_SUBSCRIBE_BURST=5, EVENTS_WS_SUBSCRIBE_RATE=1.0)
 def test_subscribe_spam_is_rate_limited_per_socket(world: dict[str, Any]) -> None:
     job = world["jobs"]["team-a"]
