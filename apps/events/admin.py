@@ -52,6 +52,8 @@ class IngestCursorAdmin(admin.ModelAdmin):
 
 
 class WebhookForm(forms.ModelForm):
+    url = forms.URLField(max_length=500, assume_scheme="https")  # checked by clean_url below
+
     class Meta:
         model = Webhook
         fields = ["name", "cluster", "namespace", "url", "secret", "events", "active"]
