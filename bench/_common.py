@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import socket
 import statistics
@@ -78,6 +79,8 @@ def emit(result: dict[str, Any]) -> None:
 
 def env_with(**values: str) -> dict[str, str]:
     env = dict(os.environ)
+    # Production settings (DEBUG=false) refuse to start without a real key: one per benchmark run.
+    env.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
     env.update(values)
     return env
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from apps.admission.views import admission_ascendjobs
+from apps.core.permissions import ApiDocsAccess
 from apps.core.views import healthz
 
 urlpatterns = [
@@ -14,8 +15,14 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("admission/ascendjobs/", admission_ascendjobs, name="admission-ascendjobs"),
     path("api/v1/", include("controlplane.api_urls")),
-    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/schema/", SpectacularAPIView.as_view(permission_classes=[ApiDocsAccess]), name="api-schema"),
+    # The split view serves Swagger UI's start-up script as a file: no inline script, so the
+    # Content-Security-Policy needs no exception for it.
+    path(
+        "api/docs/",
+        SpectacularSwaggerSplitView.as_view(url_name="api-schema", permission_classes=[ApiDocsAccess]),
+        name="api-docs",
+    ),
     path("metrics", include("apps.events.urls")),
     path("", include("apps.web.urls")),
 ]

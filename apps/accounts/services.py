@@ -6,14 +6,47 @@ import hashlib
 import secrets
 from datetime import datetime
 
+from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from apps.accounts.models import ApiToken
 from apps.audit.services import audit_record
+from apps.core.errors import ApplicationError
 
 KEY_PREFIX_LENGTH = 8
+
+
+class TooManyTokens(ApplicationError):
+    """The user already holds ``API_TOKENS_PER_USER`` active tokens."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        super().__init__(
+            f"You already have {limit} active tokens, the most one user may hold; "
+            "revoke tokens you no longer use and try again."
+        )
+
+
+def active_tokens_of(user: AbstractBaseUser) -> int:
+    now = timezone.now()
+    return (
+        ApiToken.objects.filter(user=user, revoked_at__isnull=True)
+        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+        .count()
+    )
+
+
+def capped_expiry(requested: datetime | None, parent: ApiToken | None) -> datetime | None:
+    """A token minted with another token lives no longer than it (else one leaked key is forever)."""
+    if parent is None or parent.expires_at is None:
+        return requested
+    if requested is None:
+        return parent.expires_at
+    return min(requested, parent.expires_at)
 
 
 def hash_key(key: str) -> str:
@@ -35,15 +68,25 @@ def token_issue(
     actor: AbstractBaseUser | None = None,
     request_id: str = "",
     actor_token_name: str = "",
+    parent: ApiToken | None = None,
 ) -> tuple[ApiToken, str]:
-    """Create a token for ``user``; returns the row and the key, which is never stored or shown again."""
+    """Create a token for ``user``; returns the row and the key, which is never stored or shown again.
+
+    ``parent``: the token that authenticated the request, whose expiry caps the new one's. Refused
+    with ``TooManyTokens`` when the user holds ``API_TOKENS_PER_USER`` active tokens already.
+    """
+    limit = int(getattr(settings, "API_TOKENS_PER_USER", 50))
+    # The user's row is the lock: two concurrent requests cannot both take the last free place.
+    get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+    if active_tokens_of(user) >= limit:
+        raise TooManyTokens(limit)
     key = _new_key()
     token = ApiToken.objects.create(
         name=name[:100],
         user=user,
         prefix=key[:KEY_PREFIX_LENGTH],
         key_hash=hash_key(key),
-        expires_at=expires_at,
+        expires_at=capped_expiry(expires_at, parent),
     )
     audit_record(
         actor=actor or user,

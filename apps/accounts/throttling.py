@@ -1,4 +1,5 @@
-"""Fair-share throttling: one bucket per token (per user for sessions, per address for anonymous)."""
+"""Fair-share throttling: one bucket per token (per user for sessions, per address for anonymous),
+and one per user over all of its tokens, so minting more tokens does not buy more requests."""
 
 from __future__ import annotations
 
@@ -31,3 +32,28 @@ class TokenRateThrottle(SimpleRateThrottle):
         else:
             ident = f"anon:{self.get_ident(request)}"
         return self.cache_format % {"scope": self.scope, "ident": ident}
+
+
+class UserRateThrottle(SimpleRateThrottle):
+    """Every authenticated user's requests, over all tokens and the session (issue #16).
+
+    Anonymous requests are left to the token-scope bucket (per address). No ``user`` rate
+    configured means no per-user limit.
+    """
+
+    scope = "user"
+
+    def get_rate(self) -> str | None:
+        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
+
+    def allow_request(self, request: Request, view: APIView) -> bool:
+        self.rate = self.get_rate()
+        if self.rate is None:
+            return True
+        self.num_requests, self.duration = self.parse_rate(self.rate)
+        return super().allow_request(request, view)
+
+    def get_cache_key(self, request: Request, view: APIView) -> str | None:
+        if request.user is None or not request.user.is_authenticated:
+            return None
+        return self.cache_format % {"scope": self.scope, "ident": f"user:{request.user.pk}"}

@@ -1,4 +1,9 @@
-"""Request ids: accept a sane incoming ``X-Request-ID`` or make one; echo it and put it into log records."""
+"""Request ids: ours for every request, echoed and put into log records and audit entries.
+
+A client's ``X-Request-ID`` is taken only from a trusted proxy (``REQUEST_ID_TRUSTED_PROXIES``, the
+addresses of the proxies in front, e.g. an ingress that sets its own ids): anyone else could
+otherwise write any id into the audit trail, or reuse another request's (issue #16).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
 HEADER = "X-Request-ID"
@@ -32,9 +38,12 @@ def request_id_of(request: Any) -> str:
     )
 
 
-def _pick(incoming: str | None) -> str:
+def _pick(request: HttpRequest) -> str:
+    incoming = request.META.get(META_KEY)
     if incoming and _SANE.match(incoming):
-        return incoming
+        trusted = getattr(settings, "REQUEST_ID_TRUSTED_PROXIES", ())
+        if trusted and request.META.get("REMOTE_ADDR") in trusted:
+            return incoming
     return uuid.uuid4().hex
 
 
@@ -52,7 +61,7 @@ class RequestIdMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse | Awaitable[HttpResponse]:
         if iscoroutinefunction(self):
             return self.__acall__(request)
-        request_id = _pick(request.META.get(META_KEY))
+        request_id = _pick(request)
         request.request_id = request_id  # type: ignore[attr-defined]
         token = _current.set(request_id)
         try:
@@ -63,7 +72,7 @@ class RequestIdMiddleware:
         return response
 
     async def __acall__(self, request: HttpRequest) -> HttpResponse:
-        request_id = _pick(request.META.get(META_KEY))
+        request_id = _pick(request)
         request.request_id = request_id  # type: ignore[attr-defined]
         token = _current.set(request_id)
         try:

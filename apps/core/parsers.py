@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 from rest_framework.exceptions import ParseError
@@ -13,6 +14,13 @@ from rest_framework.parsers import JSONParser
 MAX_DEPTH = 64
 # A 2.5 MB body (Django's default upload limit) holds at most ~1.3 M JSON values.
 MAX_NODES = 2_000_000
+# A UTF-16 surrogate code point on its own ("\ud800" in JSON text, or in YAML) decodes to a str that
+# UTF-8 cannot encode: PostgreSQL, the renderer and the response encoder would all fail on it later.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+LONE_SURROGATE = (
+    "strings must not contain lone UTF-16 surrogates (\\ud800-\\udfff not part of a pair); "
+    "send valid Unicode text"
+)
 
 
 def json_safety_problem(
@@ -20,8 +28,10 @@ def json_safety_problem(
 ) -> str | None:
     """Why ``value`` cannot be stored or echoed as strict JSON, or None when it can.
 
-    PostgreSQL rejects NUL characters in text and jsonb, and strict JSON has no NaN or Infinity;
-    both would otherwise surface as server errors far from the request that carried them.
+    PostgreSQL rejects NUL characters in text and jsonb, strict JSON has no NaN or Infinity, and a
+    lone surrogate cannot be encoded as UTF-8; each would otherwise surface as a server error far
+    from the request that carried them. (``json`` joins an escaped surrogate *pair* into one
+    character, so only unpaired ones remain to be found here.)
     """
     stack: list[tuple[Any, int]] = [(value, 0)]
     visited = 0
@@ -35,6 +45,8 @@ def json_safety_problem(
         if isinstance(item, str):
             if not allow_nul and "\x00" in item:
                 return "strings must not contain NUL characters (\\u0000)"
+            if _SURROGATE.search(item):
+                return LONE_SURROGATE
         elif isinstance(item, float):
             if not math.isfinite(item):
                 return "numbers must be finite (no NaN, Infinity or values beyond 1e308)"
@@ -48,7 +60,7 @@ def json_safety_problem(
 
 
 class SafeJSONParser(JSONParser):
-    """DRF's JSON parser plus: deep nesting, huge integers and NaN/Infinity are 400s.
+    """DRF's JSON parser plus: deep nesting, huge integers, NaN/Infinity and lone surrogates are 400s.
 
     NUL characters are legal JSON and are refused only where a value would be stored (see the
     serializers), so ``/policies/validate/`` can still answer any well-formed body with a result.

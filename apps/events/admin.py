@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import admin
 
+from apps.audit.admin_hooks import AuditedAdmin
 from apps.events.models import Incident, IngestCursor, JobEvent, RestartBudget, Webhook, WebhookDelivery
+from apps.events.webhook_urls import allow_private, webhook_url_problem
 
 
 @admin.register(JobEvent)
@@ -48,10 +51,27 @@ class IngestCursorAdmin(admin.ModelAdmin):
     list_display = ("cluster", "source", "resource_version", "updated_at")
 
 
+class WebhookForm(forms.ModelForm):
+    url = forms.URLField(max_length=500, assume_scheme="https")  # checked by clean_url below
+
+    class Meta:
+        model = Webhook
+        fields = ["name", "cluster", "namespace", "url", "secret", "events", "active"]
+
+    def clean_url(self) -> str:
+        url = self.cleaned_data["url"]
+        problem = webhook_url_problem(url, allow_private=allow_private())
+        if problem:
+            raise forms.ValidationError(f"This URL cannot be a webhook target: {problem}.")
+        return url
+
+
 @admin.register(Webhook)
-class WebhookAdmin(admin.ModelAdmin):
+class WebhookAdmin(AuditedAdmin):
+    form = WebhookForm
     list_display = ("name", "cluster", "namespace", "url", "active")
     list_filter = ("active",)
+    audit_secret_fields = frozenset({"secret"})
 
 
 @admin.register(WebhookDelivery)

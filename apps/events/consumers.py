@@ -23,6 +23,14 @@ client gets ``resync`` instead and the queued frames for that job are dropped: i
 last seq it got (the server has unsubscribed it). ``job`` summaries are coalesced: at most one per job
 per ``EVENTS_WS_SUMMARY_SECONDS``, latest wins. Event frames are never merged, and never dropped
 except as a whole backlog replaced by a ``resync`` (they are all in the database).
+
+Access is rechecked every ``EVENTS_WS_ACCESS_CHECK_SECONDS`` (issue #16): a revoked or expired
+token, a disabled user or an ended session closes the socket (code 4403, after an ``error`` frame
+with code ``access_revoked``); a job the user may no longer see is unsubscribed with such a frame.
+Subscribing is limited per socket: ``EVENTS_WS_MAX_SUBSCRIPTIONS`` jobs at once
+(``too_many_subscriptions``), and a token bucket of ``EVENTS_WS_SUBSCRIBE_BURST`` subscribes
+refilled at ``EVENTS_WS_SUBSCRIBE_RATE`` per second (``rate_limited`` with ``retry_after``), since
+each subscribe may replay up to ``EVENTS_WS_MAX_REPLAY`` events.
 """
 
 from __future__ import annotations
@@ -42,12 +50,14 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
 from apps.events import kinds, metrics, selectors
+from apps.events.auth import socket_access
 from apps.events.broadcast import JOBS_GROUP
 from apps.events.fanout import hub
 
 log = logging.getLogger(__name__)
 
 CLOSE_UNAUTHENTICATED = 4401
+CLOSE_ACCESS_REVOKED = 4403
 # Reports that may be merged into a ``coalesced`` frame when a socket is behind: many ranks' fault
 # reports and repeated warnings. Everything else changes what MindCluster does or what the job is,
 # and is always sent as its own frame.
@@ -93,6 +103,15 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         self.max_lag_ns = int(_setting("EVENTS_WS_MAX_LAG_SECONDS", 5.0) * 1e9)
         self.coalesce_after = int(_setting("EVENTS_WS_COALESCE_AFTER", 50))
         self.event_frames = metrics.FRAMES_SENT.labels(type="event")
+        # What the socket was opened with, rechecked by _access_loop.
+        self.token_id: int | None = self.scope.get("auth_token_id")
+        session = self.scope.get("session") if self.token_id is None else None
+        self.session_key: str | None = getattr(session, "session_key", None) if session is not None else None
+        self.max_subscriptions = int(_setting("EVENTS_WS_MAX_SUBSCRIPTIONS", 100))
+        self.subscribe_burst = _setting("EVENTS_WS_SUBSCRIBE_BURST", 20)
+        self.subscribe_rate = _setting("EVENTS_WS_SUBSCRIBE_RATE", 1.0)
+        self.subscribe_tokens = self.subscribe_burst
+        self.subscribe_checked = time.monotonic()
         self.tasks: list[asyncio.Task[None]] = []
         self.inbox: deque[dict[str, Any]] = deque()  # live frames from the hub, oldest first
         self.woken = asyncio.Event()
@@ -102,14 +121,17 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         self.tasks.append(asyncio.ensure_future(self._drain_loop()))
         self.tasks.append(asyncio.ensure_future(self._check_loop()))
         self.tasks.append(asyncio.ensure_future(self._summary_loop()))
+        self.tasks.append(asyncio.ensure_future(self._access_loop()))
 
     async def disconnect(self, code: int) -> None:
         if not getattr(self, "opened", False):
             return
         self.opened = False
         metrics.OPEN_SOCKETS.dec()
+        current = asyncio.current_task()
         for task in self.tasks:
-            task.cancel()
+            if task is not current:  # the access check closes the socket from its own task
+                task.cancel()
         for job_id in list(self.subs):
             await hub().unfollow(job_id, self)
         if self.all_jobs:
@@ -138,6 +160,8 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
                 f"unknown message {verb!r}; expected 'subscribe' or 'unsubscribe' with an object"
             )
             return
+        if verb == "subscribe" and not await self._may_subscribe():
+            return
         if body.get("jobs") == "all":
             await (self._subscribe_all() if verb == "subscribe" else self._unsubscribe_all())
             return
@@ -152,7 +176,35 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         if not isinstance(after_seq, int) or isinstance(after_seq, bool) or after_seq < 0:
             await self._error("'after_seq' must be an integer ≥ 0", field="after_seq", job=job_id)
             return
+        if job_id not in self.subs and len(self.subs) >= self.max_subscriptions:
+            await self._error(
+                f"this socket already follows {self.max_subscriptions} jobs, the most it may; "
+                "unsubscribe from one first, or use {'subscribe': {'jobs': 'all'}} for summaries",
+                code="too_many_subscriptions",
+                job=job_id,
+                limit=self.max_subscriptions,
+            )
+            return
         await self._subscribe(job_id, after_seq)
+
+    async def _may_subscribe(self) -> bool:
+        """A token bucket per socket: each subscribe may replay up to EVENTS_WS_MAX_REPLAY events."""
+        now = time.monotonic()
+        self.subscribe_tokens = min(
+            self.subscribe_burst,
+            self.subscribe_tokens + (now - self.subscribe_checked) * self.subscribe_rate,
+        )
+        self.subscribe_checked = now
+        if self.subscribe_tokens >= 1:
+            self.subscribe_tokens -= 1
+            return True
+        wait = (1 - self.subscribe_tokens) / self.subscribe_rate if self.subscribe_rate > 0 else 60.0
+        await self._error(
+            "too many subscribe messages on this socket; wait and try again",
+            code="rate_limited",
+            retry_after=round(wait, 2),
+        )
+        return False
 
     async def _error(self, message: str, **extra: Any) -> None:
         await self._send({"type": "error", "error": message, **extra})
@@ -365,6 +417,42 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
                 raise
             except Exception as exc:  # Redis or the database is briefly away: try again next round
                 log.info("websocket check failed: %s", exc.__class__.__name__)
+
+    async def _access_loop(self) -> None:
+        """Recheck what the socket was opened with (issue #16); see the module docstring."""
+        interval = _setting("EVENTS_WS_ACCESS_CHECK_SECONDS", 5.0)
+        while getattr(self, "opened", False):
+            await asyncio.sleep(interval * random.uniform(0.8, 1.0))
+            try:
+                if not await self._check_access():
+                    return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the database is briefly away: check again next round
+                log.info("websocket access check failed: %s", exc.__class__.__name__)
+
+    async def _check_access(self) -> bool:
+        """False when the socket was closed for good."""
+        access = await _db(socket_access)(
+            user_id=self.user.pk,
+            token_id=self.token_id,
+            session_key=self.session_key,
+            job_ids=list(self.subs),
+        )
+        if not access.allowed:
+            await self._error(f"access ended: {access.reason}", code="access_revoked")
+            await self.close(code=CLOSE_ACCESS_REVOKED)
+            await self.disconnect(CLOSE_ACCESS_REVOKED)
+            return False
+        self.user = access.user  # fresh roles and flags for the next subscribe
+        async with self.lock:
+            for job_id in [job_id for job_id in self.subs if job_id not in access.visible]:
+                self.subs.pop(job_id, None)
+                await hub().unfollow(job_id, self)
+                await self._error(
+                    "you may no longer see this job; its events stopped", code="access_revoked", job=job_id
+                )
+        return True
 
     async def _check_once(self) -> None:
         # Per-job streams are checked by the process's hub (one query for all sockets); this

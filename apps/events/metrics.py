@@ -3,11 +3,18 @@
 Events are stored by the ingester and the workers, not the web process that serves ``/metrics``, so
 totals come from the database at scrape time (one grouped query each); per-process counters (socket
 frames, resyncs, broadcast failures) describe the process that serves them.
+
+A scrape is cheap (issue #16): the database gauges are computed at most once per
+``METRICS_CACHE_SECONDS`` per process and served from memory in between, so several Prometheus
+replicas, or anyone holding the token, cannot turn scrapes into load on the database. Without
+``DEBUG`` the endpoint needs ``METRICS_TOKEN``; with none configured it refuses and says so.
 """
 
 from __future__ import annotations
 
 import hmac
+import threading
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -71,7 +78,25 @@ class DatabaseCollector(Collector):
     def describe(self) -> list[GaugeMetricFamily]:
         return []  # no queries at import time; names are known only at scrape time
 
+    def __init__(self) -> None:
+        self.lock = threading.Lock()  # one scrape computes, concurrent ones wait for its result
+        self.cached: list[GaugeMetricFamily] = []
+        self.computed_at = float("-inf")
+
     def collect(self) -> Iterator[GaugeMetricFamily]:
+        ttl = float(getattr(settings, "METRICS_CACHE_SECONDS", 10.0))
+        with self.lock:
+            if time.monotonic() - self.computed_at >= ttl or not self.cached:
+                self.cached = list(self._compute())
+                self.computed_at = time.monotonic()
+            families = self.cached
+        yield from families
+
+    def reset(self) -> None:
+        with self.lock:
+            self.cached, self.computed_at = [], float("-inf")
+
+    def _compute(self) -> Iterator[GaugeMetricFamily]:
         from apps.events.models import IngestCursor, JobEvent
         from apps.policies.models import PolicySync
 
@@ -142,14 +167,35 @@ class DatabaseCollector(Collector):
         yield last
 
 
-REGISTRY.register(DatabaseCollector())
+DATABASE_COLLECTOR = DatabaseCollector()
+REGISTRY.register(DATABASE_COLLECTOR)
+
+
+def reset_cache() -> None:
+    """Forget the cached database gauges (tests; the next scrape recomputes them)."""
+    DATABASE_COLLECTOR.reset()
 
 
 def metrics_view(request: HttpRequest) -> HttpResponse:
-    """``GET /metrics``: Prometheus text format; a bearer token is required when one is configured."""
+    """``GET /metrics``: Prometheus text format, for the bearer of ``METRICS_TOKEN``.
+
+    Only a ``DEBUG`` run without a token configured serves anyone: the gauges name clusters and
+    reveal activity, and each uncached scrape reads the events table.
+    """
     token = getattr(settings, "METRICS_TOKEN", "")
     if token:
         given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
         if not hmac.compare_digest(given.encode(), token.encode()):
-            return HttpResponse("metrics token required\n", status=401, content_type="text/plain")
+            return HttpResponse(
+                "metrics token required: Authorization: Bearer <METRICS_TOKEN>\n",
+                status=401,
+                content_type="text/plain",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+    elif not settings.DEBUG:
+        return HttpResponse(
+            "/metrics is off: set METRICS_TOKEN and scrape with Authorization: Bearer <token>\n",
+            status=403,
+            content_type="text/plain",
+        )
     return HttpResponse(generate_latest(REGISTRY), content_type=CONTENT_TYPE_LATEST)

@@ -26,6 +26,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.events.models import Incident, RestartBudget, Webhook, WebhookDelivery
+from apps.events.webhook_urls import OPENER, allow_private, webhook_url_problem
 from apps.jobs.models import TrainingJob
 
 log = logging.getLogger(__name__)
@@ -112,10 +113,15 @@ def post(delivery: WebhookDelivery) -> Attempt:
         },
     )
     timeout = float(getattr(settings, "WEBHOOK_TIMEOUT_SECONDS", 5.0))
+    problem = webhook_url_problem(hook.url, allow_private=allow_private())
+    if problem:  # checked again at send time: the name may resolve elsewhere now
+        return Attempt(False, None, f"refused: {problem}"[:500], False)
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with OPENER.open(request, timeout=timeout) as response:
             return Attempt(True, response.status, "", False)
     except urllib.error.HTTPError as exc:
+        if 300 <= exc.code < 400:
+            return Attempt(False, exc.code, f"HTTP {exc.code}: redirects are not followed", False)
         # 4xx says the receiver rejects this message for good, except "try later" statuses.
         retryable = exc.code >= 500 or exc.code in (408, 409, 425, 429)
         return Attempt(False, exc.code, f"HTTP {exc.code} {exc.reason}", retryable)

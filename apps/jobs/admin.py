@@ -2,11 +2,12 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from apps.audit.admin_hooks import AuditedAdmin
 from apps.jobs.models import Cluster, TrainingJob
 
 
 @admin.register(Cluster)
-class ClusterAdmin(admin.ModelAdmin):
+class ClusterAdmin(AuditedAdmin):
     list_display = ("name", "is_default", "in_cluster", "kubeconfig_path", "clusterd_address", "healthy")
     list_filter = ("healthy", "auto_heal")
 

@@ -23,6 +23,30 @@ class PresetReadOnly(ApplicationError):
         )
 
 
+class PresetForbidden(ApplicationError):
+    """Presets are global: a namespace role says nothing about someone else's template."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"Only the author of preset {name!r} or a superuser may change or delete it; "
+            "create your own copy under another name."
+        )
+
+
+def preset_may_change(preset: Preset, user: Any) -> bool:
+    """The author or a superuser. A namespace admin is not enough: every namespace uses presets."""
+    if user is None or not getattr(user, "is_authenticated", False):
+        return False
+    return bool(user.is_superuser) or (preset.created_by_id is not None and preset.created_by_id == user.pk)
+
+
+def _check_may_change(preset: Preset, actor: Actor) -> None:
+    if preset.builtin:
+        raise PresetReadOnly(preset.name)
+    if not preset_may_change(preset, actor.user):
+        raise PresetForbidden(preset.name)
+
+
 class PresetExists(ApplicationError):
     def __init__(self, name: str) -> None:
         super().__init__(f"a preset named {name!r} already exists")
@@ -72,9 +96,8 @@ def preset_create(*, name: str, description: str, spec: Any, actor: Actor) -> Pr
 
 @transaction.atomic
 def preset_update(*, preset: Preset, description: str, spec: Any, actor: Actor) -> Preset:
-    """Replace a user preset's description and spec."""
-    if preset.builtin:
-        raise PresetReadOnly(preset.name)
+    """Replace a user preset's description and spec (its author or a superuser)."""
+    _check_may_change(preset, actor)
     clean = _validated(spec)
     before = preset_snapshot(preset)
     preset.description = description
@@ -86,8 +109,7 @@ def preset_update(*, preset: Preset, description: str, spec: Any, actor: Actor) 
 
 @transaction.atomic
 def preset_delete(*, preset: Preset, actor: Actor) -> None:
-    """Delete a user preset; revisions created from it keep their copy of the spec."""
-    if preset.builtin:
-        raise PresetReadOnly(preset.name)
+    """Delete a user preset (its author or a superuser); revisions keep their copy of the spec."""
+    _check_may_change(preset, actor)
     _audit(actor, "preset.delete", preset, preset_snapshot(preset), None)
     preset.delete()

@@ -2,6 +2,10 @@
 
 When the cluster cannot be reached the render falls back to a skeleton built from the stored job
 facts, and the answer says so in ``live`` instead of failing: a preview is useful offline too.
+
+The live object is read with the control plane's own cluster-wide account, so what a preview shows
+is limited by the caller's role (``redact_for_viewer``): an editor may change the job and sees it
+whole; a viewer sees the policy's effect but not the values the job's owner put into it.
 """
 
 from __future__ import annotations
@@ -119,8 +123,72 @@ def _diff(live: dict[str, Any], podgroup: dict[str, Any] | None, rendered: Rende
     return diff
 
 
-def policy_preview(*, job: TrainingJob, raw_spec: Any | None) -> dict[str, Any]:
-    """Validate ``raw_spec`` (None = current revision) for ``job``, render it, diff it with the cluster."""
+# What the policy itself renders into the ``ascend`` container (manifest.py ``desired_env``): values a
+# viewer can derive from the policy anyway, and the point of the preview. Every other env value is
+# the job owner's (API keys, passwords, endpoints) and is hidden from viewers.
+POLICY_ENV = frozenset(
+    {
+        c.ENV_POD_IP,
+        c.ENV_TTP_PORT,
+        c.ENV_PROCESS_RECOVER,
+        c.ENV_ELASTIC_PROCESS_RECOVER_ENABLE,
+        c.ENV_ENABLE_RESTART_FAULT_PROCESS,
+        c.ENV_TASKD_PROCESS_ENABLE,
+    }
+)
+HIDDEN = "(hidden)"
+# kubectl's copy of the whole applied object, env values included.
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def redact_for_viewer(value: Any) -> Any:
+    """A copy of ``value`` (any part of a preview answer) with what a viewer may not read removed.
+
+    - ``managedFields`` (who wrote which field, with field sets) and kubectl's last-applied copy are
+      dropped wherever they appear;
+    - an env entry keeps its name; its ``value`` / ``valueFrom`` becomes ``"(hidden)"``, except for
+      the variables the policy renders (``POLICY_ENV``).
+    Labels, annotations the policy owns, ports, images, replica counts and the rendered artifacts
+    stay: they are what the job page already shows a viewer, and what the policy changes.
+    """
+    if isinstance(value, list):
+        return [redact_for_viewer(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if key == "managedFields" or key == LAST_APPLIED:
+            continue
+        if key == "env" and isinstance(item, list):
+            out[key] = [_redact_env(entry) for entry in item]
+        else:
+            out[key] = redact_for_viewer(item)
+    return out
+
+
+def _redact_env(entry: Any) -> Any:
+    if not isinstance(entry, dict) or entry.get("name") in POLICY_ENV:
+        return entry
+    hidden = {"name": entry.get("name")}
+    for key in ("value", "valueFrom"):
+        if key in entry:
+            hidden[key] = HIDDEN
+    return hidden
+
+
+def policy_preview(*, job: TrainingJob, raw_spec: Any | None, redact: bool = False) -> dict[str, Any]:
+    """Validate ``raw_spec`` (None = current revision) for ``job``, render it, diff it with the cluster.
+
+    ``redact``: the caller only views the job (see ``redact_for_viewer``).
+    """
+    answer = _preview(job=job, raw_spec=raw_spec)
+    if redact:
+        answer = redact_for_viewer(answer)
+    answer["redacted"] = redact
+    return answer
+
+
+def _preview(*, job: TrainingJob, raw_spec: Any | None) -> dict[str, Any]:
     if raw_spec is None:
         raw_spec = job.current_revision.spec if job.current_revision is not None else {}
     result = policy_validate_for_job(job=job, spec=with_release(raw_spec, job.mindcluster_version))

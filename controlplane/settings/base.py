@@ -6,6 +6,8 @@ listed in ``.env.example`` (``DEBUG=false``, a real ``SECRET_KEY``, ``DATABASE_U
 
 from __future__ import annotations
 
+import sys
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -20,9 +22,50 @@ VAR_DIR.mkdir(parents=True, exist_ok=True)
 # --- general -------------------------------------------------------------------------------------
 DEBUG = env_bool("DEBUG", default=False)
 _INSECURE_KEY = "insecure-dev-key-change-me-0123456789abcdefghijklmnopqrstuvwxyz"
-SECRET_KEY = env_secret("SECRET_KEY", default=_INSECURE_KEY)
-if SECRET_KEY == _INSECURE_KEY and not DEBUG and env_bool("REQUIRE_SECRET_KEY", default=False):
-    raise ImproperlyConfigured("SECRET_KEY must be set when REQUIRE_SECRET_KEY=true")
+# Every key that has ever shipped in this repository (settings, docker-compose.yml, .env.example,
+# deploy/): anyone can read them, so a server signing sessions with one can be impersonated.
+WELL_KNOWN_SECRET_KEYS = frozenset(
+    {
+        _INSECURE_KEY,
+        "change-me-in-production-0123456789abcdefghijklmnopqrstuvwxyz",
+        "change-me",
+        "replace-with-50-random-characters",
+    }
+)
+SECRET_KEY_MIN_LENGTH = 32
+# Commands that sign nothing and serve nobody of the control plane run without a secret: pipelines
+# call render_policy and validate_policy with no configuration at all, the image build runs
+# collectstatic, and the simulated cluster (simcluster, sim_fault) is a separate program.
+KEYLESS_COMMANDS = frozenset({"render_policy", "validate_policy", "collectstatic", "simcluster", "sim_fault"})
+
+
+def secret_key_problem(key: str) -> str | None:
+    """Why ``key`` must not sign sessions in production, or None when it is fine."""
+    if not key:
+        return "SECRET_KEY is not set"
+    if key in WELL_KNOWN_SECRET_KEYS or key.startswith("django-insecure"):
+        return "SECRET_KEY is a well-known example value from this repository or Django"
+    if len(key) < SECRET_KEY_MIN_LENGTH or len(set(key)) < 5:
+        return f"SECRET_KEY is too short or too uniform (at least {SECRET_KEY_MIN_LENGTH} random characters)"
+    return None
+
+
+def _keyless_command(argv: list[str]) -> bool:
+    return len(argv) > 1 and Path(argv[0]).name == "manage.py" and argv[1] in KEYLESS_COMMANDS
+
+
+SECRET_KEY = env_secret("SECRET_KEY", default="")
+_key_problem = secret_key_problem(SECRET_KEY)
+if _key_problem and not DEBUG and not _keyless_command(sys.argv):
+    # Refuse at import, in every process (web, worker, beat, ingester...), before anything is signed.
+    raise ImproperlyConfigured(
+        f"{_key_problem}. With DEBUG=false the control plane needs its own secret: set SECRET_KEY "
+        "(or SECRET_KEY_FILE) to 50 random characters, e.g. the output of "
+        "python3 -c 'import secrets; print(secrets.token_urlsafe(50))'. DEBUG=true (local runs only) "
+        "uses a development key."
+    )
+if _key_problem:
+    SECRET_KEY = _INSECURE_KEY  # DEBUG, or a command that signs nothing
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
@@ -39,6 +82,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI assets served locally: no CDN anywhere
     "channels",
+    "axes",  # sign-in throttling (apps.accounts.login_guard)
     "apps.core",
     "apps.jobs",
     "apps.policies",
@@ -53,6 +97,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "apps.core.middleware.RequestIdMiddleware",  # first: every response, even a redirect, carries the id
+    "apps.core.csp.ContentSecurityPolicyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -61,6 +106,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last: turns a locked-out sign-in into a 429 page
 ]
 
 ROOT_URLCONF = "controlplane.urls"
@@ -199,6 +245,22 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 LOGIN_URL = "web:login"
+# Sign-in throttling (django-axes, issue #16): after LOGIN_FAILURE_LIMIT failures for one username,
+# or from one address, further sign-ins for it are refused (429) for LOGIN_LOCKOUT_MINUTES; a success
+# before the limit resets the count. Counts live in the database, shared by every web process.
+AUTHENTICATION_BACKENDS = [
+    "apps.accounts.login_guard.LoginGuardBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each one its own counter
+AXES_RESET_ON_SUCCESS = True
+AXES_CLIENT_IP_CALLABLE = "apps.accounts.login_guard.client_ip"
+AXES_VERBOSE = False
+# Active (unrevoked, unexpired) API tokens one user may hold.
+API_TOKENS_PER_USER = env_int("API_TOKENS_PER_USER", 50, minimum=1)
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
@@ -229,10 +291,20 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "apps.core.api_errors.api_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "apps.core.api_schema.ErrorAwareAutoSchema",
     # Fairness: one bucket per token (per user for sessions, per address when anonymous).
-    "DEFAULT_THROTTLE_CLASSES": ["apps.accounts.throttling.TokenRateThrottle"],
-    "DEFAULT_THROTTLE_RATES": {"token": env_str("API_THROTTLE_RATE", "1200/min")},
+    # Plus one bucket per user over all its tokens: minting tokens must not multiply the budget.
+    "DEFAULT_THROTTLE_CLASSES": [
+        "apps.accounts.throttling.TokenRateThrottle",
+        "apps.accounts.throttling.UserRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {
+        "token": env_str("API_THROTTLE_RATE", "1200/min"),
+        "user": env_str("API_USER_THROTTLE_RATE", "2400/min"),
+    },
     "NUM_PROXIES": env_int("API_NUM_PROXIES", 0, minimum=0) or None,
 }
+# /api/schema/ and /api/docs/ describe the API contract only (it is published in docs/openapi.yaml
+# too): public by default, so pipelines and their authors can read it; false = signed-in users only.
+API_DOCS_PUBLIC = env_bool("API_DOCS_PUBLIC", default=True)
 SPECTACULAR_SETTINGS = {
     "TITLE": "MindCluster recovery-policy control plane API",
     "DESCRIPTION": "Validate, render, set and push MindCluster fault-recovery policies (design.md §4.2).",
@@ -266,6 +338,10 @@ SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=False)
 if env_bool("SECURE_PROXY_SSL_HEADER", default=False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 X_FRAME_OPTIONS = "DENY"
+# Appended to the Content-Security-Policy (apps/core/csp.py), e.g. "report-uri https://…".
+CONTENT_SECURITY_POLICY_EXTRA = env_str("CONTENT_SECURITY_POLICY_EXTRA", "")
+# Addresses of proxies whose X-Request-ID is kept; from anyone else the id is always ours.
+REQUEST_ID_TRUSTED_PROXIES = env_list("REQUEST_ID_TRUSTED_PROXIES", [])
 
 # --- logging -------------------------------------------------------------------------------------
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
@@ -301,6 +377,12 @@ EVENTS_WS_MAX_LAG_SECONDS = env_float("EVENTS_WS_MAX_LAG_SECONDS", 5.0, minimum=
 EVENTS_WS_MAX_REPLAY = env_int("EVENTS_WS_MAX_REPLAY", 1000, minimum=1)
 EVENTS_WS_CHECK_SECONDS = env_float("EVENTS_WS_CHECK_SECONDS", 1.5, minimum=0.05)
 EVENTS_WS_SUMMARY_SECONDS = env_float("EVENTS_WS_SUMMARY_SECONDS", 0.25, minimum=0.01)
+# Issue #16: how often an open socket's token/user/session/grants are rechecked, and per-socket
+# subscribe limits (jobs followed at once; a token bucket of subscribes, each may replay 1,000 events).
+EVENTS_WS_ACCESS_CHECK_SECONDS = env_float("EVENTS_WS_ACCESS_CHECK_SECONDS", 5.0, minimum=0.05)
+EVENTS_WS_MAX_SUBSCRIPTIONS = env_int("EVENTS_WS_MAX_SUBSCRIPTIONS", 100, minimum=1)
+EVENTS_WS_SUBSCRIBE_BURST = env_int("EVENTS_WS_SUBSCRIBE_BURST", 20, minimum=1)
+EVENTS_WS_SUBSCRIBE_RATE = env_float("EVENTS_WS_SUBSCRIBE_RATE", 1.0, minimum=0.01)
 # A socket with this many live frames queued is behind: runs of fault reports and warnings are sent
 # as one "coalesced" frame (exact seq range, kinds counted); other kinds always go out one by one.
 EVENTS_WS_COALESCE_AFTER = env_int("EVENTS_WS_COALESCE_AFTER", 50, minimum=2)
@@ -309,10 +391,14 @@ EVENTS_INCIDENT_LATE_SECONDS = env_float("EVENTS_INCIDENT_LATE_SECONDS", 10.0, m
 EVENTS_WATCH_TIMEOUT_SECONDS = env_int("EVENTS_WATCH_TIMEOUT_SECONDS", 60, minimum=1)
 EVENTS_INGEST_BACKOFF_MAX_SECONDS = env_float("EVENTS_INGEST_BACKOFF_MAX_SECONDS", 30.0, minimum=0.1)
 WEBHOOK_TIMEOUT_SECONDS = env_float("WEBHOOK_TIMEOUT_SECONDS", 5.0, minimum=0.1)
+# Loopback, link-local and private webhook targets are refused unless true (events/webhook_urls.py).
+WEBHOOK_ALLOW_PRIVATE_TARGETS = env_bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=False)
 WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 8, minimum=1)
 WEBHOOK_BACKOFF_BASE_SECONDS = env_float("WEBHOOK_BACKOFF_BASE_SECONDS", 2.0, minimum=0.0)
 WEBHOOK_BACKOFF_MAX_SECONDS = env_float("WEBHOOK_BACKOFF_MAX_SECONDS", 300.0, minimum=0.0)
+# Required for /metrics unless DEBUG; the database gauges are recomputed at most this often.
 METRICS_TOKEN = env_secret("METRICS_TOKEN", "")
+METRICS_CACHE_SECONDS = env_float("METRICS_CACHE_SECONDS", 10.0, minimum=0.0)
 # --- end of events block ------------------------------------------------------------------------
 
 # Admission webhook (issue 15): record the admitted job after answering the API server instead of

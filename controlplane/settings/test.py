@@ -6,6 +6,12 @@ tests use their own Redis database number so a running dev worker never steals a
 
 from __future__ import annotations
 
+import os
+
+# Before base is imported: with DEBUG=false, base refuses to load without a real SECRET_KEY.
+# Subprocesses the tests start (workers, servers) inherit this one key.
+os.environ.setdefault("SECRET_KEY", "tests-only-secret-key-7f3c9a1e5b2d8406-not-for-production")
+
 from controlplane.env import env_str
 from controlplane.settings.base import *  # noqa: F403
 
@@ -18,3 +24,5 @@ TEST_REDIS_URL = env_str("TEST_REDIS_URL", "redis://127.0.0.1:6379/13")
 CELERY_BROKER_URL = TEST_REDIS_URL
 CHANNEL_LAYERS["default"]["CONFIG"]["hosts"] = [TEST_REDIS_URL]  # noqa: F405
 LOGGING["root"]["level"] = "WARNING"  # noqa: F405
+METRICS_CACHE_SECONDS = 0.0  # every scrape sees the test's data; the cache has its own test
+WEBHOOK_ALLOW_PRIVATE_TARGETS = True  # test receivers listen on 127.0.0.1; the rule has its own tests

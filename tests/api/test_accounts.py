@@ -129,15 +129,21 @@ def test_throttling_is_per_token(world: World, settings: Any) -> None:
     ("incoming", "kept"),
     [("pipeline-123.abc:7", True), ("bad id with spaces", False), ("x" * 65, False), (None, False)],
 )
-def test_request_ids_are_echoed_or_made(world: World, incoming: str | None, kept: bool) -> None:
+def test_request_ids_are_echoed_or_made(
+    world: World, settings: Any, incoming: str | None, kept: bool
+) -> None:
+    # Issue #16: a client's id is kept only from a trusted proxy (the test client is 127.0.0.1).
+    settings.REQUEST_ID_TRUSTED_PROXIES = ["127.0.0.1"]
     headers = {"HTTP_X_REQUEST_ID": incoming} if incoming is not None else {}
     response = world.client("owner").get("/api/v1/jobs/", **headers)
     request_id = response["X-Request-ID"]
     assert (request_id == incoming) is kept and 1 <= len(request_id) <= 64
 
 
-def test_request_ids_reach_the_logs(world: World, caplog: Any) -> None:
+def test_request_ids_reach_the_logs(world: World, caplog: Any, settings: Any) -> None:
     from apps.core.middleware import RequestIdLogFilter
+
+    settings.REQUEST_ID_TRUSTED_PROXIES = ["127.0.0.1"]  # issue #16: else the id is always ours
 
     handler_filter = RequestIdLogFilter()
     with caplog.at_level(logging.WARNING, logger="django.request"):

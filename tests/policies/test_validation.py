@@ -200,6 +200,10 @@ POLICY_ROWS: list[tuple[str, Any, JobContext | None, str, str, str]] = [
      E),
     ("rules-without-platform", {"strategies": ["recover"], "decision_rules": [{"strategy": "recover"}]}, None,
      "decision_rules_without_platform_mode", "/decision_rules", E),
+    ("too-many-rules",  # issue #16: capped, counted before any rule is read
+     {"strategies": ["retry"], "platform_mode": True,
+      "decision_rules": [{"match": {"fault_type": "uce"}, "strategy": "retry"}] * 101}, None,
+     "too_many_decision_rules", "/decision_rules", E),
     ("default-without-platform", {"default_strategy": "dump"}, None,
      "platform_setting_ignored", "/default_strategy", W),
     ("timeout-without-platform", {"decision_timeout_s": 60}, None,

@@ -30,5 +30,9 @@ class TokenCreateInputSerializer(StrictInputSerializer):
         max_length=100, help_text="A label to recognise the token by, e.g. 'ci-prod'"
     )
     expires_in_days = serializers.IntegerField(
-        min_value=1, max_value=MAX_EXPIRY_DAYS, required=False, allow_null=True, help_text="Default: never"
+        min_value=1,
+        max_value=MAX_EXPIRY_DAYS,
+        required=False,
+        allow_null=True,
+        help_text="Default: never, or the calling token's expiry; never later than the calling token's",
     )

@@ -1,4 +1,8 @@
-"""``/tokens/``: each user lists, creates and revokes their own API tokens."""
+"""``/tokens/``: each user lists, creates and revokes their own API tokens.
+
+A token created with a token expires no later than that token, and a user holds at most
+``API_TOKENS_PER_USER`` active tokens (issue #16: one leaked key must not mint endless ones).
+"""
 
 from __future__ import annotations
 
@@ -20,7 +24,8 @@ from apps.accounts.api.serializers import (
 from apps.accounts.authentication import token_name_of
 from apps.accounts.models import ApiToken
 from apps.accounts.selectors import tokens_of
-from apps.accounts.services import token_issue, token_revoke
+from apps.accounts.services import TooManyTokens, token_issue, token_revoke
+from apps.core.api_errors import ApiError
 from apps.core.middleware import request_id_of
 
 TAG = "tokens"
@@ -29,7 +34,7 @@ TAG = "tokens"
 @extend_schema_view(
     list=extend_schema(summary="Your API tokens", tags=[TAG]),
     create=extend_schema(
-        summary="Create a token (the key is shown once)",
+        summary="Create a token (the key is shown once; capped per user and by the calling token's expiry)",
         tags=[TAG],
         request=TokenCreateInputSerializer,
         responses={201: TokenCreatedSerializer},
@@ -49,13 +54,17 @@ class TokenViewSet(
         data = TokenCreateInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         days = data.validated_data.get("expires_in_days")
-        token, key = token_issue(
-            request.user,
-            data.validated_data["name"],
-            timezone.now() + timedelta(days=days) if days else None,
-            request_id=request_id_of(request),
-            actor_token_name=token_name_of(request),
-        )
+        try:
+            token, key = token_issue(
+                request.user,
+                data.validated_data["name"],
+                timezone.now() + timedelta(days=days) if days else None,
+                request_id=request_id_of(request),
+                actor_token_name=token_name_of(request),
+                parent=request.auth if isinstance(request.auth, ApiToken) else None,
+            )
+        except TooManyTokens as exc:
+            raise ApiError(str(exc), code="too_many_tokens", field="name") from None
         token.key = key  # type: ignore[attr-defined]
         return Response(TokenCreatedSerializer(token).data, status=status.HTTP_201_CREATED)
 

@@ -1,4 +1,5 @@
-"""``/presets/``: named policy templates. Everyone reads, editors create, built-ins are read-only."""
+"""``/presets/``: named policy templates. Everyone reads, editors create, the author or a superuser
+changes or deletes, built-ins are read-only."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.accounts.actors import actor_for
-from apps.accounts.selectors import is_admin_somewhere, is_editor_somewhere
+from apps.accounts.selectors import is_editor_somewhere
 from apps.core.api_errors import ApiError, ErrorResponseSerializer, field_error
 from apps.policies.api import examples
 from apps.policies.api.serializers import (
@@ -23,9 +24,11 @@ from apps.policies.api.serializers import (
 from apps.policies.models import Preset
 from apps.policies.preset_services import (
     PresetExists,
+    PresetForbidden,
     PresetReadOnly,
     preset_create,
     preset_delete,
+    preset_may_change,
     preset_update,
 )
 
@@ -49,13 +52,13 @@ def _read_only(exc: PresetReadOnly) -> ApiError:
         responses={201: PresetOutputSerializer, 409: OpenApiResponse(ErrorResponseSerializer, "Name taken")},
     ),
     update=extend_schema(
-        summary="Replace a preset's description and spec (its author or an admin)",
+        summary="Replace a preset's description and spec (its author or a superuser)",
         tags=[TAG],
         request=PresetUpdateInputSerializer,
         responses=PresetOutputSerializer,
     ),
     destroy=extend_schema(
-        summary="Delete a preset (its author or an admin)", tags=[TAG], responses={204: None}
+        summary="Delete a preset (its author or a superuser)", tags=[TAG], responses={204: None}
     ),
 )
 class PresetViewSet(
@@ -75,11 +78,11 @@ class PresetViewSet(
         return Preset.objects.select_related("created_by").order_by("name")
 
     def _check_may_change(self, preset: Preset) -> None:
-        user = self.request.user
+        # Checked again by the service; here so a refused change is a 403 before its body is read.
         if preset.builtin:
             raise _read_only(PresetReadOnly(preset.name))
-        if preset.created_by_id != user.pk and not is_admin_somewhere(user):
-            raise PermissionDenied("Only the preset's author or an administrator may change it.")
+        if not preset_may_change(preset, self.request.user):
+            raise PermissionDenied(str(PresetForbidden(preset.name)))
 
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         if not is_editor_somewhere(request.user):

@@ -260,6 +260,12 @@ class PreviewOutputSerializer(serializers.Serializer):
         allow_null=True,
         help_text="Merge patches from the live objects to the rendered ones (ascendjob, podgroup)",
     )
+    redacted = serializers.BooleanField(
+        help_text=(
+            "True for a caller below editor: env values the policy does not render are shown as "
+            "'(hidden)', managedFields and kubectl's last-applied copy are left out"
+        )
+    )
 
 
 class RevisionOutputSerializer(serializers.ModelSerializer):

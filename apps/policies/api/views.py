@@ -21,6 +21,7 @@ from rest_framework.views import APIView
 from apps.accounts.actors import actor_for
 from apps.accounts.models import Role
 from apps.accounts.permissions import job_for_request
+from apps.accounts.selectors import has_role, role_for
 from apps.core.api_errors import ApiError, ErrorResponseSerializer, RevisionConflictSerializer, field_error
 from apps.jobs.models import TrainingJob
 from apps.policies.api import examples
@@ -163,7 +164,9 @@ class PolicyPreviewApi(APIView):
         job = job_for_request(request, job_id)
         data = PreviewInputSerializer(data=request.data if request.data is not None else {})
         data.is_valid(raise_exception=True)
-        return Response(policy_preview(job=job, raw_spec=data.validated_data.get("spec")))
+        # The live object is read with the control plane's account: viewers see it redacted.
+        viewer_only = not has_role(role_for(request.user, job), Role.EDITOR)
+        return Response(policy_preview(job=job, raw_spec=data.validated_data.get("spec"), redact=viewer_only))
 
 
 @extend_schema(tags=[TAG])

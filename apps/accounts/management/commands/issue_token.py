@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from apps.accounts.services import token_issue
+from apps.accounts.services import TooManyTokens, token_issue
 
 MAX_EXPIRY_DAYS = 3650
 
@@ -42,7 +42,10 @@ class Command(BaseCommand):
         if not user.is_active:
             raise CommandError(f"user {username!r} is disabled; a token for it would not authenticate")
         expires_at = timezone.now() + timedelta(days=days) if days else None
-        token, key = token_issue(user, name, expires_at)
+        try:
+            token, key = token_issue(user, name, expires_at)
+        except TooManyTokens as exc:
+            raise CommandError(str(exc)) from None
         self.stderr.write(
             f"Token {token.name!r} for {username} created"
             + (f", expires {expires_at:%Y-%m-%d %H:%M} UTC" if expires_at else "")

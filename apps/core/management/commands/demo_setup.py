@@ -1,10 +1,18 @@
-"""Idempotent first-run setup for the embedded run: a demo user and the built-in presets."""
+"""Idempotent first-run setup: a first administrator, a fresh API token and the built-in presets.
+
+The password is ``--password`` or ``DEMO_PASSWORD`` when given. Otherwise it is the documented
+``demo-password`` only with ``DEBUG=true`` (``bootstrap.py run``, a local run on 127.0.0.1, prints
+it on purpose); with ``DEBUG=false`` (Compose, anything reachable) it is random, printed once when
+the user is created, and never again.
+"""
 
 from __future__ import annotations
 
 import os
+import secrets
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
@@ -14,6 +22,7 @@ from apps.jobs.clusters import cluster_register_default
 from apps.policies.services import presets_sync_builtin
 
 DEMO_TOKEN_NAME = "demo (bootstrap run)"
+LOCAL_DEMO_PASSWORD = "demo-password"  # DEBUG runs only; documented in the README
 
 
 class Command(BaseCommand):
@@ -21,9 +30,15 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--username", default=os.environ.get("DEMO_USER", "demo"))
-        parser.add_argument("--password", default=os.environ.get("DEMO_PASSWORD", "demo-password"))
+        parser.add_argument(
+            "--password",
+            default=os.environ.get("DEMO_PASSWORD") or None,
+            help="default: DEMO_PASSWORD; else 'demo-password' with DEBUG=true, a random one without",
+        )
 
-    def handle(self, *args: Any, username: str, password: str, **options: Any) -> None:
+    def handle(self, *args: Any, username: str, password: str | None, **options: Any) -> None:
+        if not password:
+            password = LOCAL_DEMO_PASSWORD if settings.DEBUG else secrets.token_urlsafe(18)
         user_model = get_user_model()
         user, created = user_model.objects.get_or_create(
             username=username, defaults={"is_staff": True, "is_superuser": True}

@@ -1,0 +1,23 @@
+"""Who may read the API's own description (``/api/schema/``, ``/api/docs/``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django.conf import settings
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+
+if TYPE_CHECKING:
+    from rest_framework.views import APIView
+
+
+class ApiDocsAccess(BasePermission):
+    """Everyone when ``API_DOCS_PUBLIC`` (the default), else signed-in users (session or token)."""
+
+    message = "The API documentation is for signed-in users on this server (API_DOCS_PUBLIC=false)."
+
+    def has_permission(self, request: Request, view: APIView) -> bool:
+        if getattr(settings, "API_DOCS_PUBLIC", True):
+            return True
+        return bool(request.user and request.user.is_authenticated)
