@@ -75,6 +75,7 @@ urlpatterns = [
     path("", include("apps.audit.api.urls")),
     path("", include("apps.accounts.api.urls")),
     path("", include("apps.decisions.api.urls")),
+    path("", include("apps.advice.api")),
 ]
 if BENCH_ENDPOINTS:
     urlpatterns.append(path("_bench/constant/", BenchConstantApi.as_view(), name="bench-constant"))
