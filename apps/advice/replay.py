@@ -10,6 +10,7 @@ half a checkpoint period on average).
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 from apps.advice.assumptions import ATTEMPT_NAMES, Assumption
 from apps.advice.history import FaultClass
 from apps.policies import whatif

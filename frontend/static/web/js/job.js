@@ -1,4 +1,5 @@
 // The job page: wires the policy form, history, what-if panel and the live view to one socket.
+import { Advice } from "./advice.js";
 import { History } from "./history.js";
 import { renderBudget, renderChart, renderFaultGrid, renderIncidents } from "./insights.js";
 import { LiveConnection } from "./live.js";
@@ -55,6 +56,7 @@ const form = new PolicyForm(boot, {
 });
 showSyncFact(boot.policy.sync);
 new WhatIf(boot, () => form.read());
+new Advice(boot, (spec) => form.load(spec)); // "Use this" fills the form; saving stays a separate step
 
 // --- live view ---------------------------------------------------------------------------------
 function renderAll() {
