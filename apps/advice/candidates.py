@@ -11,9 +11,10 @@ from __future__ import annotations
 import itertools
 import json
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, Final
 
+from apps.advice.replay import engine_key
 from apps.policies.services import job_context
 from apps.policies.spec import FAULT_SCHEDULING_VALUES, STRATEGIES, PolicySpec
 from apps.policies.validation import validate_policy
@@ -25,8 +26,9 @@ VARIED_FIELDS: Final = ("strategies", "fault_scheduling", "pod_rescheduling")
 class Candidate:
     spec: PolicySpec
     warnings: tuple[str, ...]
+    key: Any  # replay.engine_key: what ClusterD would snapshot, and what the agent reports
 
-    @property
+    @cached_property
     def varied(self) -> dict[str, Any]:
         return {
             "strategies": list(self.spec.strategies),
@@ -81,5 +83,9 @@ def _cached(
         }
         result = validate_policy(raw, context)
         if result.spec is not None:
-            found.append(Candidate(result.spec, tuple(w.message for w in result.warnings)))
+            found.append(
+                Candidate(
+                    result.spec, tuple(w.message for w in result.warnings), engine_key(result.spec, framework)
+                )
+            )
     return tuple(found)

@@ -2,7 +2,7 @@
 measured step durations.
 
 Two incidents are in the same class when the what-if model cannot tell them apart: same fault type and
-handling level, the same shape of faulty pods (is the rank-0 pod among them, how many pods), and the
+handling level, the same shape of faulty pods (is the rank-0 pod among them, one pod or more), and the
 same known outcome per strategy. Replaying one fault per class (times its count) gives the same total
 as replaying every incident, which keeps 1,000 incidents x every candidate cheap.
 """
@@ -60,9 +60,11 @@ def _outcomes(strategies: list[str], attempts: list[dict[str, Any]]) -> tuple[tu
 def _canonical_ranks(ranks: list[int], npus_per_pod: int) -> tuple[tuple[int, ...], bool]:
     if not ranks:
         return (npus_per_pod,), True  # unknown: assume one faulty pod that is not the rank-0 pod
-    pods = sorted({int(r) // npus_per_pod for r in ranks})
-    others = [p for p in pods if p != 0]
-    canonical = ([0] if 0 in pods else []) + list(range(1, len(others) + 1))
+    pods = {int(r) // npus_per_pod for r in ranks}
+    # The engine asks only "is the rank-0 pod faulty" and "is more than one pod faulty"
+    # (engine.in_place_condition, can_scale_in, outer_rescheduling): two pods stand for any number.
+    others = min(len(pods - {0}), 1 if 0 in pods else 2)
+    canonical = ([0] if 0 in pods else []) + list(range(1, others + 1))
     return tuple(p * npus_per_pod for p in canonical), False
 
 

@@ -10,6 +10,7 @@ half a checkpoint period on average).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from apps.advice.assumptions import ATTEMPT_NAMES, Assumption
 from apps.advice.history import FaultClass
@@ -81,6 +82,43 @@ def replay(
     spec: PolicySpec | None,
 ) -> Path:
     """The path ClusterD takes for ``fault`` under the Init snapshot ``policy`` (fresh restart budget)."""
+    if policy.platform_mode:  # the answer comes from the spec's rules: not cached (rules are dicts)
+        return _replay(policy, supported, fault, scenario, spec)
+    # Outside platform mode the path is a pure function of hashable inputs: cache it per process.
+    return _cached(
+        policy,
+        supported,
+        fault,
+        scenario.npus_per_pod,
+        scenario.pods,
+        scenario.spare_resources,
+        scenario.framework,
+    )
+
+
+@lru_cache(maxsize=65_536)
+def _cached(
+    policy: engine.RecoveryPolicy,
+    supported: frozenset[str],
+    fault: FaultClass,
+    npus_per_pod: int,
+    pods: int,
+    spare_resources: bool,
+    framework: str,
+) -> Path:
+    scenario = whatif.Scenario(
+        faults=[], npus_per_pod=npus_per_pod, pods=pods, spare_resources=spare_resources, framework=framework
+    )
+    return _replay(policy, supported, fault, scenario, None)
+
+
+def _replay(
+    policy: engine.RecoveryPolicy,
+    supported: frozenset[str],
+    fault: FaultClass,
+    scenario: whatif.Scenario,
+    spec: PolicySpec | None,
+) -> Path:
     inputs, _, _ = whatif.engine_input(policy, fault.fault, 0, scenario, supported, None, spec)
     return path_of(engine.plan(inputs, whatif.oracle(fault.fault)))
 

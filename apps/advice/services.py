@@ -237,18 +237,19 @@ def advise(
         base = _spec(job.current_revision.spec, job)
     groups: dict[Any, list[Candidate]] = defaultdict(list)
     for candidate in valid_candidates(base, job):
-        groups[engine_key(candidate.spec, job.framework)].append(candidate)
+        groups[candidate.key].append(candidate)
     by_behaviour: dict[tuple[Any, ...], tuple[dict[FaultClass, Path], list[Candidate]]] = {}
+    order = sorted(history.classes, key=repr)  # one fixed order of classes for every signature
     for key, members in groups.items():
-        paths = {f: replay(*key, f, scenario, base) for f in history.classes}
-        signature = tuple(sorted((repr(f), p) for f, p in paths.items()))
+        paths = {f: replay(*key, f, scenario, base) for f in order}
+        signature = tuple(paths[f] for f in order)
         if signature in by_behaviour:
             by_behaviour[signature][1].extend(members)
         else:
             by_behaviour[signature] = (paths, list(members))
 
     current_varied = _varied(in_effect.spec)
-    current_signature = tuple(sorted((repr(f), p) for f, p in current_paths.items()))
+    current_signature = tuple(current_paths[f] for f in order)
     candidates = []
     for signature, (paths, members) in by_behaviour.items():
         figure = pricing.figure(paths)
