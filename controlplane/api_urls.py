@@ -76,6 +76,7 @@ urlpatterns = [
     path("", include("apps.accounts.api.urls")),
     path("", include("apps.decisions.api.urls")),
     path("", include("apps.admission.api.urls")),
+    path("", include("apps.advice.api")),
 ]
 if BENCH_ENDPOINTS:
     urlpatterns.append(path("_bench/constant/", BenchConstantApi.as_view(), name="bench-constant"))

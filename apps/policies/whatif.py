@@ -47,6 +47,9 @@ class FaultSpec:
     # code, e.g. 406); the last repeats; empty = all succeed.
     attempts: tuple[bool | int, ...] = ()
     platform_answer: str | None = None  # override the rules' answer in platform mode
+    # Outcome per strategy name, checked before ``attempts`` (e.g. a replayed incident knows how each
+    # strategy it tried went, not the order another policy would try them in).
+    outcome_by_strategy: tuple[tuple[str, bool | int], ...] = ()
     rank_table_ready: bool = True  # platform mode: RankTableReady is exactly "true" when recover is chosen
 
 
@@ -236,33 +239,10 @@ def _simulate(
         if job_state == "failed":
             results.append({"fault": index, "skipped": "the job has already failed"})
             continue
-        rank_faults = tuple(
-            engine.RankFault(
-                rank=r,
-                pod_rank=r // scenario.npus_per_pod,
-                node=fault.node or f"node-{r // scenario.npus_per_pod}",
-                fault_type=_WIRE_TYPE[fault.fault_type],
-                level=fault.level or ("SeparateFault" if fault.fault_type == "node" else ""),
-                code=fault.code,
-                node_fault=fault.fault_type == "node",
-            )
-            for r in fault.ranks
+        inputs, platform_choice, platform_note = engine_input(
+            policy, fault, index, scenario, supported, budget.reschedules_left, spec
         )
-        platform_choice, platform_note = None, None
-        if policy.platform_mode:
-            platform_choice, platform_note = _platform_answer(spec, fault, index)
-        inputs = engine.EngineInput(
-            policy=policy,
-            supported=supported,
-            faults=rank_faults,
-            platform_choice=platform_choice,
-            # No answer at all (no rules, nobody, no scenario answer): ClusterD gives up after 300 s.
-            platform_timed_out=policy.platform_mode and platform_choice is None,
-            spare_resources=scenario.spare_resources,
-            restart_budget=budget.reschedules_left,
-            rank_table_ready=fault.rank_table_ready,
-        )
-        steps = engine.plan(inputs, _oracle(fault.attempts))
+        steps = engine.plan(inputs, oracle(fault))
         consumed = {"reschedules": 0, "in_container_restarts": 0}
         for step in steps:
             if step.budget_change:
@@ -303,11 +283,56 @@ def _simulate(
     }
 
 
-def _oracle(attempts: tuple[bool | int, ...]) -> Any:
-    """Attempt n succeeds as the scenario says; past the list the last answer repeats (as in
-    ``sim_fault --recovers``), and an empty list means every attempt succeeds."""
+def engine_input(
+    policy: engine.RecoveryPolicy,
+    fault: FaultSpec,
+    index: int,
+    scenario: Scenario,
+    supported: frozenset[str],
+    restart_budget: int | None,
+    spec: PolicySpec | None,
+) -> tuple[engine.EngineInput, str | None, str | None]:
+    """The engine's input for fault number ``index`` of ``scenario``, and the platform's answer (and
+    why) when the snapshot is in platform mode."""
+    rank_faults = tuple(
+        engine.RankFault(
+            rank=r,
+            pod_rank=r // scenario.npus_per_pod,
+            node=fault.node or f"node-{r // scenario.npus_per_pod}",
+            fault_type=_WIRE_TYPE[fault.fault_type],
+            level=fault.level or ("SeparateFault" if fault.fault_type == "node" else ""),
+            code=fault.code,
+            node_fault=fault.fault_type == "node",
+        )
+        for r in fault.ranks
+    )
+    platform_choice, platform_note = None, None
+    if policy.platform_mode:
+        platform_choice, platform_note = _platform_answer(spec, fault, index)
+    inputs = engine.EngineInput(
+        policy=policy,
+        supported=supported,
+        faults=rank_faults,
+        platform_choice=platform_choice,
+        # No answer at all (no rules, nobody, no scenario answer): ClusterD gives up after 300 s.
+        platform_timed_out=policy.platform_mode and platform_choice is None,
+        spare_resources=scenario.spare_resources,
+        restart_budget=restart_budget,
+        rank_table_ready=fault.rank_table_ready,
+    )
+    return inputs, platform_choice, platform_note
 
-    def outcome(_strategy: str, attempt: int) -> bool | int:
+
+def oracle(fault: FaultSpec) -> Any:
+    """What the agent reports for each attempt: ``outcome_by_strategy`` when it names the strategy,
+    else attempt n as ``attempts`` says; past the list the last answer repeats (as in
+    ``sim_fault --recovers``), and an empty list means every attempt succeeds."""
+    attempts = fault.attempts
+    by_strategy = dict(fault.outcome_by_strategy)
+
+    def outcome(strategy: str, attempt: int) -> bool | int:
+        if strategy in by_strategy:
+            return by_strategy[strategy]
         if not attempts:
             return True
         return attempts[min(attempt, len(attempts)) - 1]

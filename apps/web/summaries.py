@@ -8,6 +8,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Max, OuterRef, Subquery
 
 from apps.accounts.selectors import jobs_visible_to
+from apps.advice.fleet import advice_columns
 from apps.events.incident_services import restarts_over_time
 from apps.events.models import Incident, JobEvent, RestartBudget
 from apps.jobs.models import TrainingJob
@@ -46,7 +47,7 @@ def job_summaries(user: AbstractBaseUser | AnonymousUser) -> list[dict[str, Any]
     jobs = list(
         jobs_visible_to(user)
         .filter(deleted_at__isnull=True)
-        .select_related("cluster", "current_revision")
+        .select_related("cluster", "current_revision", "advice_summary")
         .annotate(sync_state=_latest_sync_state(), last_incident_number=Max("incidents__number"))
         .order_by("cluster__name", "namespace", "name", "id")[:MAX_OVERVIEW_JOBS]
     )
@@ -85,6 +86,7 @@ def _summary(
         "budget_exhausted": bool(budget and budget.exhausted),
         "last_incident": _incident_brief(incident) if incident else None,
         "recovering": bool(incident and incident.closed_at is None),
+        **advice_columns(job),
     }
 
 
@@ -99,7 +101,7 @@ def job_summaries_for_ids(user: AbstractBaseUser | AnonymousUser, ids: list[int]
     jobs = list(
         jobs_visible_to(user)
         .filter(pk__in=ids)
-        .select_related("cluster", "current_revision")
+        .select_related("cluster", "current_revision", "advice_summary")
         .annotate(sync_state=_latest_sync_state())
     )
     budgets = {b.job_id: b for b in RestartBudget.objects.filter(job_id__in=ids)}

@@ -91,6 +91,7 @@ INSTALLED_APPS = [
     "apps.accounts",
     "apps.decisions",
     "apps.admission",
+    "apps.advice",
     "apps.simcluster",
     "apps.web",
 ]
@@ -192,6 +193,7 @@ CELERY_TASK_ROUTES = {
     "decisions.write": {"queue": CELERY_PUSH_QUEUE},
     "decisions.expire": {"queue": CELERY_PUSH_QUEUE},
     "decisions.sweep": {"queue": CELERY_SLOW_QUEUE},
+    "advice.refresh_summaries": {"queue": CELERY_SLOW_QUEUE},
 }
 CELERY_BEAT_SCHEDULE = {
     "sweep-decisions": {"task": "decisions.sweep", "schedule": env_float("DECISION_SWEEP_SECONDS", 5.0)},
@@ -203,6 +205,11 @@ CELERY_BEAT_SCHEDULE = {
     "reconcile-drift": {
         "task": "policies.reconcile_drift",
         "schedule": env_float("RECONCILE_INTERVAL_SECONDS", 60.0),
+    },
+    # The jobs list's "could save" column (issue #18): re-priced after new incidents.
+    "refresh-advice": {
+        "task": "advice.refresh_summaries",
+        "schedule": env_float("ADVICE_REFRESH_SECONDS", 60.0),
     },
 }
 

@@ -1,4 +1,4 @@
-"""``GET /jobs/`` filters: cluster (name or id), namespace, phase and a free-text ``q``."""
+"""``GET /jobs/`` filters: cluster (name or id), namespace, phase, free text ``q``, ``could_save_min``."""
 
 from __future__ import annotations
 
@@ -18,6 +18,13 @@ class JobFilter(django_filters.FilterSet):
     phase = django_filters.CharFilter(field_name="phase", max_length=32)
     q = django_filters.CharFilter(
         method="filter_q", max_length=100, help_text="Substring of name or namespace"
+    )
+    could_save_min = django_filters.NumberFilter(
+        field_name="advice_summary__could_save",
+        lookup_expr="gte",
+        min_value=0,
+        help_text="Only jobs whose best candidate policy could save at least this many NPU-hours/week "
+        "(strategy advice, recomputed after new incidents)",
     )
     include_deleted = django_filters.BooleanFilter(
         method="filter_deleted", help_text="Also list jobs that have left the cluster"

@@ -1,4 +1,5 @@
 // The job page: wires the policy form, history, what-if panel and the live view to one socket.
+import { Advice } from "./advice.js";
 import { History } from "./history.js";
 import { inEffectTitle, renderInEffect } from "./ineffect.js";
 import { renderBudget, renderChart, renderFaultGrid, renderIncidents } from "./insights.js";
@@ -76,6 +77,7 @@ const form = new PolicyForm(boot, {
 showSyncFact(boot.policy.sync);
 showInEffect(boot.policy.in_effect);
 new WhatIf(boot, () => form.read());
+new Advice(boot, (spec) => form.load(spec)); // "Use this" fills the form; saving stays a separate step
 
 // --- live view ---------------------------------------------------------------------------------
 function renderAll() {

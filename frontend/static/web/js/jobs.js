@@ -1,6 +1,7 @@
 // Jobs overview: every visible job with strategies, sync state, restarts, last incident and a live
 // badge; filters in the URL (shareable, survive reload); live updates from the websocket.
 import { inEffectCell } from "./ineffect.js";
+import { FLEET_FILTER, couldSaveCell, couldSaveMatches } from "./fleet.js";
 import { LiveConnection } from "./live.js";
 import { api, badge, bootstrap, debounce, fmtDateTime, h } from "./util.js";
 
@@ -8,7 +9,7 @@ const boot = bootstrap();
 let jobs = boot.jobs || [];
 const form = document.getElementById("job-filters");
 const tbody = document.querySelector("#jobs-table tbody");
-const FILTERS = ["q", "cluster", "namespace", "phase", "strategy"];
+const FILTERS = ["q", "cluster", "namespace", "phase", "strategy", FLEET_FILTER];
 
 function fillSelect(id, values) {
   const select = document.getElementById(id);
@@ -38,7 +39,7 @@ function matches(job, f) {
   if (f.phase && job.phase !== f.phase) return false;
   if (f.strategy && !job.strategies.includes(f.strategy)) return false;
   if (f.recovering && !job.recovering) return false;
-  return true;
+  return couldSaveMatches(job, f[FLEET_FILTER]);
 }
 
 function row(job) {
@@ -55,14 +56,15 @@ function row(job) {
     h("td", {}, job.sync_state ? badge(job.sync_state === "applied" ? "written" : job.sync_state, job.sync_state === "applied" ? "written" : job.sync_state) : h("span", { class: "hint" }, "—")),
     h("td", {}, String(job.restarts), job.budget_exhausted ? [" ", badge("budget used up", "err")] : null),
     h("td", {}, incident ? [`#${incident.number} `, badge(incident.outcome, incident.outcome), " ",
-      h("span", { class: "hint" }, fmtDateTime(incident.opened_at))] : h("span", { class: "hint" }, "none")));
+      h("span", { class: "hint" }, fmtDateTime(incident.opened_at))] : h("span", { class: "hint" }, "none")),
+    couldSaveCell(job));
 }
 
 function render() {
   const f = currentFilters();
   const shown = jobs.filter((job) => matches(job, f));
   tbody.replaceChildren(...shown.map(row));
-  if (!shown.length) tbody.append(h("tr", {}, h("td", { colspan: 9, class: "empty" }, jobs.length ? "No job matches these filters." : "No jobs yet. Jobs appear when they are adopted from a cluster or registered through the API.")));
+  if (!shown.length) tbody.append(h("tr", {}, h("td", { colspan: 10, class: "empty" }, jobs.length ? "No job matches these filters." : "No jobs yet. Jobs appear when they are adopted from a cluster or registered through the API.")));
   const recovering = shown.filter((j) => j.recovering).length;
   document.getElementById("job-count").textContent = `${shown.length} of ${jobs.length} jobs shown${recovering ? `, ${recovering} recovering` : ""}.`;
   const params = new URLSearchParams(Object.entries(f).filter(([, v]) => v && v !== false).map(([k, v]) => [k, String(v)]));
