@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import F, Max, OuterRef, Q, Subquery
+from django.db.models import F, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from apps.advice import assumptions as A
@@ -21,10 +21,12 @@ from apps.advice.candidates import Candidate, valid_candidates
 from apps.advice.history import FaultClass, History, fault_history, step_durations
 from apps.advice.models import AdviceSummary
 from apps.advice.replay import Path, engine_key, replay
+from apps.cluster import constants as c
 from apps.events.models import Incident
 from apps.jobs.models import TrainingJob
 from apps.policies import whatif
-from apps.policies.models import PolicyRevision, PolicySync
+from apps.policies.in_effect import in_effect as in_effect_view
+from apps.policies.models import PolicyRevision
 from apps.policies.spec import PolicySpec
 from apps.policies.validation import validate_policy
 from apps.simcluster.clusterd import engine
@@ -48,39 +50,55 @@ DEFAULT_NPUS_PER_POD = 8
 class InEffect:
     """The recovery config the cluster runs the job with, and where that knowledge comes from."""
 
-    source: str  # init-event | applied-revision | observed-revision | current-revision | default
+    source: str  # in-effect | observed-config | current-revision | default
     spec: PolicySpec  # the revision's spec (for the platform's rules; the defaults when none)
     revision: int | None = None
     snapshot: engine.RecoveryPolicy | None = None  # ClusterD's Init snapshot, when known
 
 
 def current_config(job: TrainingJob) -> InEffect:
-    """THE one place that says which policy is in effect for ``job``.
+    """THE one place that says which policy is in effect for ``job``: the in-effect view of design
+    §4.4 (``apps.policies.in_effect``), i.e. the config the cluster actually runs with (ClusterD's
+    Init snapshot, else the PodGroup as created), not the revision we last wrote.
 
-    Until the in-effect view (design §4.4) lands, it is the newest revision the cluster is known to run:
-    one whose push reached ``applied`` (or ``drifted``, which was applied first), or one observed on the
-    live job at adoption; else the current revision; else the defaults. Plug the in-effect function in
-    here (it should return ClusterD's Init snapshot as ``snapshot`` when it has one).
+    Without any observation of the job yet, the current revision stands in (source
+    ``current-revision``), else the defaults.
     """
-    applied = (
-        PolicySync.objects.filter(job=job, state__in=[PolicySync.State.APPLIED, PolicySync.State.DRIFTED])
-        .aggregate(number=Max("revision__number"))
-        .get("number")
+    view = in_effect_view(job)
+    snapshot = _snapshot_of(view.get("config"))
+    if view.get("revision") is not None:
+        revision = PolicyRevision.objects.get(job=job, number=view["revision"])
+        return InEffect("in-effect", _spec(revision.spec, job), revision.number, snapshot)
+    base = (
+        _spec(job.current_revision.spec, job)
+        if job.current_revision_id is not None
+        else PolicySpec(mindcluster_version=job.mindcluster_version)
     )
-    observed = (
-        PolicyRevision.objects.filter(job=job, source=PolicyRevision.Source.OBSERVED)
-        .aggregate(number=Max("number"))
-        .get("number")
-    )
-    known = max((n for n in (applied, observed) if n is not None), default=None)
-    if known is not None:
-        revision = PolicyRevision.objects.get(job=job, number=known)
-        source = "applied-revision" if known == applied else "observed-revision"
-        return InEffect(source, _spec(revision.spec, job), revision.number)
+    if snapshot is not None:  # observed, but no revision of ours matches it (e.g. set by hand)
+        return InEffect("observed-config", base, None, snapshot)
     if job.current_revision_id is not None:
-        revision = job.current_revision
-        return InEffect("current-revision", _spec(revision.spec, job), revision.number)
-    return InEffect("default", PolicySpec(mindcluster_version=job.mindcluster_version))
+        return InEffect("current-revision", base, job.current_revision.number)
+    return InEffect("default", base)
+
+
+def _snapshot_of(config: dict[str, Any] | None) -> engine.RecoveryPolicy | None:
+    """The engine's view of an observed creation config (the keys ClusterD snapshots at Init)."""
+    if not config:
+        return None
+    labels = {
+        key: str(config[key])
+        for key in (
+            c.LABEL_FAULT_SCHEDULING,
+            c.LABEL_POD_RESCHEDULING,
+            c.LABEL_SUB_HEALTHY_STRATEGY,
+            c.LABEL_PROCESS_RECOVER_ENABLE,
+        )
+        if config.get(key)
+    }
+    annotations = {c.ANNOTATION_RECOVER_STRATEGY: str(config.get(c.ANNOTATION_RECOVER_STRATEGY) or "")}
+    if config.get("platform_mode"):
+        annotations[c.ANNOTATION_PLATFORM_STRATEGY] = ""
+    return engine.RecoveryPolicy.from_podgroup(labels, annotations)
 
 
 def _spec(raw: dict[str, Any], job: TrainingJob) -> PolicySpec:

@@ -3,15 +3,20 @@ incidents seeded straight into the database (the ingester's own tests cover how 
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 from django.utils import timezone
 
+from apps.cluster import constants as c
 from apps.events.models import Incident
+from apps.jobs.incarnations import incarnation_observe_podgroup
 from apps.jobs.models import Cluster, TrainingJob
+from apps.policies.desired import desired_state
 from apps.policies.models import PolicyRevision, PolicySync
+from apps.policies.spec import PolicySpec
 from apps.policies.validation import validate_policy
 
 NPUS = 16
@@ -26,14 +31,19 @@ def make_job(cluster: Cluster, name: str = "llama", namespace: str = "team-a") -
         replicas={"Master": 1, "Worker": 1},
         npus_per_pod=8,
         mindcluster_version="26.1",
+        uid=str(uuid.uuid4()),
     )
     TrainingJob.objects.filter(pk=job.pk).update(created_at=timezone.now() - timedelta(days=30))
     job.refresh_from_db()
     return job
 
 
-def add_revision(job: TrainingJob, spec: dict[str, Any], *, sync: str | None = None) -> PolicyRevision:
-    """A revision (made current), optionally with a push in state ``sync``."""
+def add_revision(
+    job: TrainingJob, spec: dict[str, Any], *, sync: str | None = None, created_with: bool = False
+) -> PolicyRevision:
+    """A revision (made current), optionally with a push in state ``sync``; ``created_with`` says the
+    job was created with it: its PodGroup is observed as the operator makes it from the rendered
+    manifest, which is what puts a revision in effect (design §4.4), not a written push."""
     canonical = validate_policy({"mindcluster_version": "26.1", **spec}).spec
     assert canonical is not None
     number = (PolicyRevision.objects.filter(job=job).count()) + 1
@@ -42,7 +52,35 @@ def add_revision(job: TrainingJob, spec: dict[str, Any], *, sync: str | None = N
         PolicySync.objects.create(job=job, revision=revision, generation=number, state=sync)
     job.current_revision = revision
     job.save(update_fields=["current_revision"])
+    if created_with:
+        _observe_created_with(job, canonical, number)
     return revision
+
+
+def _observe_created_with(job: TrainingJob, spec: PolicySpec, number: int) -> None:
+    manifest = {
+        "apiVersion": c.ASCENDJOB_API_VERSION,
+        "kind": c.ASCENDJOB_KIND,
+        "metadata": {"name": job.name, "namespace": job.namespace, "labels": {"framework": "pytorch"}},
+        "spec": {"replicaSpecs": {}},
+    }
+    meta = desired_state(manifest, spec, number).manifest["metadata"]
+    labels = dict(meta.get("labels") or {})
+    annotations = dict(meta.get("annotations") or {})
+    if c.ANNOTATION_RECOVER_STRATEGY in annotations:
+        labels[c.LABEL_PROCESS_RECOVER_ENABLE] = "on"  # ascend-operator job.go:479-491
+    podgroup = {
+        "metadata": {
+            "name": f"{job.name}-{job.uid}",
+            "namespace": job.namespace,
+            "uid": str(uuid.uuid4()),
+            "creationTimestamp": "2026-08-21T10:00:00Z",
+            "labels": labels,
+            "annotations": annotations,
+            "ownerReferences": [{"kind": c.ASCENDJOB_KIND, "name": job.name, "uid": job.uid}],
+        }
+    }
+    assert incarnation_observe_podgroup(job, podgroup, "ingester")
 
 
 def add_incident(

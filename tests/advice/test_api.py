@@ -30,7 +30,7 @@ def viewer(cluster: Cluster) -> User:
 
 @pytest.fixture
 def seeded(job: TrainingJob) -> TrainingJob:
-    add_revision(job, {"strategies": [], "fault_scheduling": "grace"}, sync="applied")
+    add_revision(job, {"strategies": [], "fault_scheduling": "grace"}, sync="applied", created_with=True)
     for _ in range(3):
         add_incident(job)
     return job
@@ -80,7 +80,7 @@ def test_fleet_filter_finds_jobs_whose_policy_matters(
     cluster: Cluster, seeded: TrainingJob, viewer: User
 ) -> None:
     quiet = make_job(cluster, "quiet")
-    add_revision(quiet, {"strategies": ["retry"]}, sync="applied")
+    add_revision(quiet, {"strategies": ["retry"]}, sync="applied", created_with=True)
     # The beat task prices jobs with new incidents (and only those).
     assert summaries_refresh_stale() == 1
     summary = AdviceSummary.objects.get(job=seeded)

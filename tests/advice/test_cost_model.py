@@ -43,7 +43,7 @@ def uce_history(job: TrainingJob) -> None:
 @pytest.fixture
 def exit_job(job: TrainingJob) -> TrainingJob:
     """Current policy: no process strategy, Job-level rescheduling (exit + job rescheduling)."""
-    add_revision(job, {"strategies": [], "fault_scheduling": "grace"}, sync="applied")
+    add_revision(job, {"strategies": [], "fault_scheduling": "grace"}, sync="applied", created_with=True)
     uce_history(job)
     return job
 
@@ -84,7 +84,7 @@ def test_dump_removes_the_rollback(exit_job: TrainingJob) -> None:
 
 
 def test_a_failed_retry_in_the_history_is_replayed_as_failed(job: TrainingJob) -> None:
-    add_revision(job, {"strategies": ["retry", "recover"]}, sync="applied")
+    add_revision(job, {"strategies": ["retry", "recover"]}, sync="applied", created_with=True)
     for _ in range(FAULTS):
         add_incident(
             job,
@@ -140,13 +140,13 @@ def test_current_figure_uses_the_revision_in_effect(exit_job: TrainingJob) -> No
     # A newer revision with retry is saved but its push has not reached the cluster.
     add_revision(exit_job, {"strategies": ["retry", "recover", "dump"]}, sync="pending")
     advice = advise(exit_job, checkpoint_period_s=PERIOD, window_days=7)
-    assert advice["current"]["in_effect"] == {"source": "applied-revision", "revision": 1}
+    assert advice["current"]["in_effect"] == {"source": "in-effect", "revision": 1}
     assert advice["current"]["spec"]["strategies"] == []
     assert advice["current"]["expected_lost_npu_hours_per_week"] == npu_hours(5 + 155 + 1800)
 
 
 def test_measured_durations_replace_priors_with_enough_incidents(job: TrainingJob) -> None:
-    add_revision(job, {"strategies": ["retry"]}, sync="applied")
+    add_revision(job, {"strategies": ["retry"]}, sync="applied", created_with=True)
     for i in range(MIN_SAMPLES):
         add_incident(job, detect_ms=2000 + 1000 * i, decide_ms=0, recover_ms=4000)
     advice = advise(job, checkpoint_period_s=PERIOD, window_days=7)
@@ -162,7 +162,7 @@ def test_measured_durations_replace_priors_with_enough_incidents(job: TrainingJo
 
 
 def test_too_few_incidents_keep_the_published_figure(job: TrainingJob) -> None:
-    add_revision(job, {"strategies": ["retry"]}, sync="applied")
+    add_revision(job, {"strategies": ["retry"]}, sync="applied", created_with=True)
     for _ in range(MIN_SAMPLES - 1):
         add_incident(job, detect_ms=1000)
     named = {a["name"]: a for a in advise(job)["assumptions"]}

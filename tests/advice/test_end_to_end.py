@@ -60,7 +60,8 @@ def test_injected_faults_appear_in_the_advice(
     current = body["current"]
     # The job runs retry,recover,dump: ClusterD retried the UCE; the advice replays exactly that.
     assert current["per_fault_kind"]["uce"]["paths"] == {"retry": 2}, current
-    assert current["in_effect"]["source"] in ("observed-revision", "applied-revision", "current-revision")
+    # The job was adopted from the cluster: the in-effect view (design §4.4) names its revision.
+    assert current["in_effect"]["source"] == "in-effect", current["in_effect"]
     assert "retry" in current["spec"]["strategies"]
     best = body["candidates"][0]
     assert best["per_fault_kind"]["uce"]["paths"] == {"retry": 2}
