@@ -45,7 +45,9 @@ class CandidateSerializer(serializers.Serializer):
 class CurrentSerializer(serializers.Serializer):
     spec = VariedSpecSerializer()
     policy = serializers.DictField()
-    in_effect = serializers.DictField(help_text="source (in-effect, observed-config, current-revision, default) and revision")
+    in_effect = serializers.DictField(
+        help_text="source (in-effect, observed-config, current-revision, default) and revision"
+    )
     expected_lost_npu_hours_per_week = serializers.FloatField(allow_null=True)
     range = serializers.ListField(child=serializers.FloatField(), allow_null=True)
     job_fails = serializers.BooleanField()
