@@ -35,6 +35,8 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "api": ([], []),
     "events": ([], ["--duration", "60"]),
     "page": ([], []),
+    "admission": ([], ["--seconds", "15"]),
+    "advice": ([], ["--incidents", "200", "--jobs", "1000", "--iterations", "50"]),
 }
 
 
@@ -113,6 +115,35 @@ def rows(result: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
                 "",
                 "≤ 60",
                 f"{_fmt(g('sweep_ratio'), 2)}x bare client reads",
+            ),
+        ]
+    if name == "admission":
+        return [
+            (
+                f"admission review at {_fmt(g('rate'), 0)} CREATEs/s for {_fmt(g('seconds'), 0)} s (ms)",
+                _fmt(g("p50_ms")),
+                _fmt(g("p99_ms")),
+                "p99 ≤ 50 ms",
+                f"p99 {_fmt((g('p99_ms') or 0) / (g('baseline_p99_ms') or 1), 1)}x bare DRF view "
+                f"({_fmt(g('baseline_p99_ms'))} ms); record-after-answer p99 {_fmt(g('async_p99_ms'))}",
+            )
+        ]
+    if name == "advice":
+        return [
+            (
+                f"strategy advice, {g('incidents')} incidents, {g('candidates')} candidates (ms)",
+                _fmt(g("advice_median_ms")),
+                _fmt(g("advice_p99_ms")),
+                f"p99 ≤ {_fmt(g('advice_goal_p99_ms'), 0)} ms",
+                f"cold {_fmt(g('advice_cold_ms'))} ms; one what-if call "
+                f"{_fmt(g('baseline_simulate_median_ms'), 3)} ms",
+            ),
+            (
+                f"jobs list with could-save filter, {g('jobs')} jobs (ms)",
+                _fmt(g("list_filtered_median_ms")),
+                _fmt(g("list_filtered_p99_ms")),
+                "median ≤ 1.2x plain list",
+                f"{_fmt((g('list_filtered_median_ms') or 0) / (g('list_median_ms') or 1), 2)}x plain list",
             ),
         ]
     if name == "decisions":
