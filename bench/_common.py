@@ -16,6 +16,9 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+# Benchmarks run the production settings (DEBUG off), which refuse to start without a secret key:
+# each run gets a throwaway one, inherited by the servers and workers it starts.
+os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
 
 
 def percentile(values: list[float], pct: float) -> float:
