@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import F, OuterRef, Q, Subquery
+from django.db.models import Count, F, Max, Min, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from apps.advice import assumptions as A
@@ -206,6 +206,34 @@ def _parse_ints(
     return period, window
 
 
+# Folded fault histories by (job, NPUs per pod, fingerprint of the incidents in the window): reading
+# and decoding a thousand incident rows is most of an advice call, and the rows rarely change.
+_HISTORY_CACHE: dict[tuple[Any, ...], tuple[History, datetime | None]] = {}
+_HISTORY_CACHE_SIZE = 256
+
+
+def _window_history(
+    job: TrainingJob, window_start: datetime, npus_per_pod: int
+) -> tuple[History, datetime | None]:
+    """The job's incidents in the window folded into fault classes, and the first one's time.
+
+    One aggregate query fingerprints the window (count, first opened, newest change); only when it
+    differs from the cached one are the rows read again. ``History`` is never mutated after folding.
+    """
+    window = Incident.objects.filter(job=job, opened_at__gte=window_start)
+    stamp = window.aggregate(n=Count("id"), first=Min("opened_at"), changed=Max("updated_at"))
+    key = (job.pk, npus_per_pod, stamp["n"], stamp["first"], stamp["changed"])
+    cached = _HISTORY_CACHE.get(key)
+    if cached is not None:
+        return cached
+    rows = window.order_by("opened_at").values(*_INCIDENT_FIELDS)
+    folded = (fault_history(rows, npus_per_pod), stamp["first"])
+    if len(_HISTORY_CACHE) >= _HISTORY_CACHE_SIZE:
+        _HISTORY_CACHE.pop(next(iter(_HISTORY_CACHE)))
+    _HISTORY_CACHE[key] = folded
+    return folded
+
+
 def advise(
     job: TrainingJob,
     *,
@@ -217,20 +245,15 @@ def advise(
     now = now or timezone.now()
     period, window = _parse_ints(checkpoint_period_s, window_days)
     window_start = now - timedelta(days=window.value)
-    rows = list(
-        Incident.objects.filter(job=job, opened_at__gte=window_start)
-        .order_by("opened_at")
-        .values(*_INCIDENT_FIELDS)
-    )
     npus_per_pod = job.npus_per_pod or DEFAULT_NPUS_PER_POD
     pods = max(1, job.node_nums)
     npus = pods * npus_per_pod
-    history = fault_history(rows, npus_per_pod)
+    history, first_opened = _window_history(job, window_start, npus_per_pod)
     durations = step_durations(history)
     # Faults per week need an observed span: from the window start, or from when the job (or its
     # first fault in the window) appeared if later; at least a day, so a minutes-old job is not
     # extrapolated from one fault.
-    first = min([job.created_at, *(r["opened_at"] for r in rows[:1])])
+    first = min([job.created_at, *([first_opened] if first_opened else [])])
     since = max(window_start, first)
     days = max(1.0, (now - since).total_seconds() / 86_400)
     pricing = _Pricing(history, durations, npus, period.value, days)
