@@ -273,6 +273,8 @@ def cmd_test(args: argparse.Namespace) -> int:
         say(f"database {env['DATABASE_URL']}, redis {redis_url}")
         steps = [
             ("lint", [str(PY), "-m", "ruff", "check", "."]),
+            # Reads [tool.mypy] in pyproject.toml; .mypy_cache keeps a re-run to a few seconds.
+            ("types", [str(PY), "-m", "mypy"]),
             ("migrations up to date", [str(PY), "manage.py", "makemigrations", "--check", "--dry-run"]),
         ]
         if args.pytest_args:

@@ -32,7 +32,7 @@ from .faults import WRITE_METHODS, FaultInjector, WriteTally
 from .patch import PatchDecodeError, PatchError, json_patch, merge_patch
 from .resources import EVENTS, NAMESPACES, PODS, ResourceType
 from .selectors import FieldSelector, LabelSelector, SelectorError, _check_key, _check_value
-from .store import ADDED, DELETED, MODIFIED, Store, decode_continue, dumps, encode_continue
+from .store import ADDED, DELETED, MODIFIED, Store, Stored, decode_continue, dumps, encode_continue
 from .watch import Watcher, error_line, run_watch
 
 log = logging.getLogger(__name__)
@@ -582,7 +582,7 @@ class ApiServer:
 
     # --- helpers -------------------------------------------------------------------------------
 
-    def _existing(self, t: Target):
+    def _existing(self, t: Target) -> Stored:
         assert t.name is not None and t.namespace is not None
         stored = self.store.get(t.rt, t.namespace, t.name)
         if stored is None:
