@@ -26,6 +26,7 @@ import threading
 import time
 import urllib.parse
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
@@ -96,7 +97,7 @@ class Children:
     """
 
     def __init__(self) -> None:
-        self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+        self.procs: list[tuple[str, subprocess.Popen[Any]]] = []  # pgserver's pipe is text
         self.reported: set[str] = set()
 
     def start(
@@ -225,7 +226,7 @@ def postgres_url_or_start(children: Children) -> str:
         "sys.stdin.read()"
     )
     proc = subprocess.Popen([str(PY), "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    children.procs.append(("pgserver", proc))  # type: ignore[arg-type]
+    children.procs.append(("pgserver", proc))
     assert proc.stdout is not None
     uri = proc.stdout.readline().strip()
     if not uri:
@@ -251,9 +252,11 @@ def ensure_system_packages() -> None:
         say(f"missing {', '.join(missing)} and cannot install them here: the tests that need them skip")
         return
     say(f"installing {', '.join(missing)} from Debian")
-    quiet = {"stdout": subprocess.DEVNULL, "env": {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}}
-    subprocess.run(["apt-get", "update", "-qq"], check=False, **quiet)  # type: ignore[arg-type]
-    subprocess.run(["apt-get", "install", "-y", "-qq", *missing], check=False, **quiet)  # type: ignore[arg-type]
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    subprocess.run(["apt-get", "update", "-qq"], check=False, stdout=subprocess.DEVNULL, env=env)
+    subprocess.run(
+        ["apt-get", "install", "-y", "-qq", *missing], check=False, stdout=subprocess.DEVNULL, env=env
+    )
 
 
 def cmd_test(args: argparse.Namespace) -> int:
@@ -270,6 +273,8 @@ def cmd_test(args: argparse.Namespace) -> int:
         say(f"database {env['DATABASE_URL']}, redis {redis_url}")
         steps = [
             ("lint", [str(PY), "-m", "ruff", "check", "."]),
+            # Reads [tool.mypy] in pyproject.toml; .mypy_cache keeps a re-run to a few seconds.
+            ("types", [str(PY), "-m", "mypy"]),
             ("migrations up to date", [str(PY), "manage.py", "makemigrations", "--check", "--dry-run"]),
         ]
         if args.pytest_args:

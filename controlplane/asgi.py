@@ -20,11 +20,15 @@ from controlplane.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": WSGIMiddleware(get_wsgi_application(), workers=settings.HTTP_THREADS)
+        # Django's WSGIHandler returns an HttpResponse, an iterable of bytes; its stub says HttpResponseBase.
+        "http": WSGIMiddleware(get_wsgi_application(), workers=settings.HTTP_THREADS)  # type: ignore[arg-type]
         if settings.HTTP_THREADS
         else django_asgi_app,
         # Same-origin browsers, or programs with a token: a foreign Origin is refused before the
         # consumer runs.
-        "websocket": SameOriginOrTokenValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        # path() to a consumer's as_asgi(): the stub of URLRouter asks for a private URLPattern subtype.
+        "websocket": SameOriginOrTokenValidator(
+            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))  # type: ignore[arg-type]
+        ),
     }
 )

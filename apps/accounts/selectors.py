@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from apps.accounts.models import ALL_NAMESPACES, ROLE_RANK, ApiToken, NamespaceGrant, Role
 from apps.jobs.models import Cluster, TrainingJob
 
-UserLike = AbstractBaseUser | AnonymousUser
+UserLike = User | AnonymousUser
 
 
 def roles_at_least(role: str) -> list[str]:

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -31,7 +31,7 @@ class TooManyTokens(ApplicationError):
         )
 
 
-def active_tokens_of(user: AbstractBaseUser) -> int:
+def active_tokens_of(user: User) -> int:
     now = timezone.now()
     return (
         ApiToken.objects.filter(user=user, revoked_at__isnull=True)
@@ -61,11 +61,11 @@ def _new_key() -> str:
 
 @transaction.atomic
 def token_issue(
-    user: AbstractBaseUser,
+    user: User,
     name: str,
     expires_at: datetime | None = None,
     *,
-    actor: AbstractBaseUser | None = None,
+    actor: User | None = None,
     request_id: str = "",
     actor_token_name: str = "",
     parent: ApiToken | None = None,
@@ -103,7 +103,7 @@ def token_issue(
 def token_revoke(
     token: ApiToken,
     *,
-    actor: AbstractBaseUser | None = None,
+    actor: User | None = None,
     request_id: str = "",
     actor_token_name: str = "",
 ) -> ApiToken:

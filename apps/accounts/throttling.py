@@ -15,6 +15,12 @@ if TYPE_CHECKING:
     from rest_framework.views import APIView
 
 
+def _configured_rate(scope: str) -> str | None:
+    """The rate ("100/min") set for ``scope``; DRF's settings type allows numbers, ours are strings."""
+    rate = api_settings.DEFAULT_THROTTLE_RATES.get(scope)
+    return None if rate is None else str(rate)
+
+
 class TokenRateThrottle(SimpleRateThrottle):
     """Each token gets its own budget, so one busy pipeline cannot starve the others of the same user."""
 
@@ -22,7 +28,7 @@ class TokenRateThrottle(SimpleRateThrottle):
 
     def get_rate(self) -> str | None:
         # Read at call time (not class creation) so settings overrides and env changes are honoured.
-        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
+        return _configured_rate(self.scope)
 
     def get_cache_key(self, request: Request, view: APIView) -> str:
         if isinstance(request.auth, ApiToken):
@@ -44,7 +50,7 @@ class UserRateThrottle(SimpleRateThrottle):
     scope = "user"
 
     def get_rate(self) -> str | None:
-        return api_settings.DEFAULT_THROTTLE_RATES.get(self.scope)
+        return _configured_rate(self.scope)
 
     def allow_request(self, request: Request, view: APIView) -> bool:
         self.rate = self.get_rate()

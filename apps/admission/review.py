@@ -188,9 +188,13 @@ def _admit(cluster: Cluster, namespace: str, name: str, obj: dict[str, Any], *, 
         .filter(cluster=cluster, namespace=namespace, name=name, deleted_at__isnull=True)
         .first()
     )
-    replayed = existing is not None and not existing.uid and existing.current_revision is not None
-    if replayed and existing.current_revision.source == PolicyRevision.Source.ADMISSION:  # type: ignore[union-attr]
-        return _replay(existing, obj)  # type: ignore[arg-type]  # a re-sent review: the same patch
+    if (
+        existing is not None
+        and not existing.uid
+        and existing.current_revision is not None
+        and existing.current_revision.source == PolicyRevision.Source.ADMISSION
+    ):
+        return _replay(existing, obj)  # a re-sent review: the same patch
     default = (
         NamespaceDefault.objects.select_related("current_revision")
         .filter(cluster=cluster, namespace=namespace)

@@ -60,7 +60,8 @@ class AssumptionSerializer(serializers.Serializer):
     value = serializers.JSONField()
     range = serializers.ListField(child=serializers.FloatField(), allow_null=True)
     unit = serializers.CharField(allow_null=True)
-    source = serializers.ChoiceField(choices=["measured", "published", "model", "user", "default"])
+    # A field named like a Serializer attribute: DRF's metaclass takes it off the class; the stubs don't.
+    source = serializers.ChoiceField(choices=["measured", "published", "model", "user", "default"])  # type: ignore[assignment]
     samples = serializers.IntegerField(allow_null=True)
     note = serializers.CharField()
 

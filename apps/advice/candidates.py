@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from typing import Any, Final
 
-from apps.advice.replay import engine_key
+from apps.advice.replay import EngineKey, engine_key
+from apps.jobs.models import TrainingJob
 from apps.policies.services import job_context
 from apps.policies.spec import FAULT_SCHEDULING_VALUES, STRATEGIES, PolicySpec
 from apps.policies.validation import validate_policy
@@ -26,7 +27,7 @@ VARIED_FIELDS: Final = ("strategies", "fault_scheduling", "pod_rescheduling")
 class Candidate:
     spec: PolicySpec
     warnings: tuple[str, ...]
-    key: Any  # replay.engine_key: what ClusterD would snapshot, and what the agent reports
+    key: EngineKey
 
     @cached_property
     def varied(self) -> dict[str, Any]:
@@ -61,9 +62,8 @@ def valid_candidates(base: PolicySpec, job: Any) -> tuple[Candidate, ...]:
 def _cached(
     base_json: str, name: str, namespace: str, framework: str, release: str, replicas: str, npus_per_pod: int
 ) -> tuple[Candidate, ...]:
-    from types import SimpleNamespace
-
-    job = SimpleNamespace(
+    # An unsaved row: job_context reads only these fields, and nothing here touches the database.
+    job = TrainingJob(
         name=name,
         namespace=namespace,
         framework=framework,
@@ -71,7 +71,7 @@ def _cached(
         replicas=dict(json.loads(replicas)),
         npus_per_pod=npus_per_pod,
     )
-    context = job_context(job)  # type: ignore[arg-type]  # reads only these attributes
+    context = job_context(job)
     base = json.loads(base_json)
     found = []
     for strategies, fault_scheduling, pod_rescheduling in combinations():

@@ -123,7 +123,11 @@ def _replay(
     return path_of(engine.plan(inputs, whatif.oracle(fault.fault)))
 
 
-def engine_key(spec: PolicySpec, framework: str) -> tuple[engine.RecoveryPolicy, frozenset[str]]:
+# What ClusterD would snapshot for a job, and which strategies its agent reports it supports.
+EngineKey = tuple[engine.RecoveryPolicy, frozenset[str]]
+
+
+def engine_key(spec: PolicySpec, framework: str) -> EngineKey:
     """What ClusterD would snapshot for a job created with ``spec``, and what its agent reports."""
     labels, annotations = whatif.podgroup_keys(spec)
     return engine.RecoveryPolicy.from_podgroup(labels, annotations), whatif.default_supported(spec, framework)

@@ -20,7 +20,7 @@ from apps.advice import assumptions as A
 from apps.advice.candidates import Candidate, valid_candidates
 from apps.advice.history import FaultClass, History, fault_history, step_durations
 from apps.advice.models import AdviceSummary
-from apps.advice.replay import Path, engine_key, replay
+from apps.advice.replay import EngineKey, Path, engine_key, replay
 from apps.cluster import constants as c
 from apps.events.models import Incident
 from apps.jobs.models import TrainingJob
@@ -69,15 +69,16 @@ def current_config(job: TrainingJob) -> InEffect:
     if view.get("revision") is not None:
         revision = PolicyRevision.objects.get(job=job, number=view["revision"])
         return InEffect("in-effect", _spec(revision.spec, job), revision.number, snapshot)
+    current = job.current_revision  # no query when the job has no revision
     base = (
-        _spec(job.current_revision.spec, job)
-        if job.current_revision_id is not None
+        _spec(current.spec, job)
+        if current is not None
         else PolicySpec(mindcluster_version=job.mindcluster_version)
     )
     if snapshot is not None:  # observed, but no revision of ours matches it (e.g. set by hand)
         return InEffect("observed-config", base, None, snapshot)
-    if job.current_revision_id is not None:
-        return InEffect("current-revision", base, job.current_revision.number)
+    if current is not None:
+        return InEffect("current-revision", base, current.number)
     return InEffect("default", base)
 
 
@@ -274,9 +275,9 @@ def advise(
 
     # Candidates are priced as if the job were created with them (creation-time snapshot).
     base = PolicySpec(mindcluster_version=job.mindcluster_version)
-    if job.current_revision_id is not None:
+    if job.current_revision is not None:
         base = _spec(job.current_revision.spec, job)
-    groups: dict[Any, list[Candidate]] = defaultdict(list)
+    groups: dict[EngineKey, list[Candidate]] = defaultdict(list)
     for candidate in valid_candidates(base, job):
         groups[candidate.key].append(candidate)
     by_behaviour: dict[tuple[Any, ...], tuple[dict[FaultClass, Path], list[Candidate]]] = {}
@@ -291,7 +292,7 @@ def advise(
 
     current_varied = _varied(in_effect.spec)
     current_signature = tuple(current_paths[f] for f in order)
-    candidates = []
+    candidates: list[dict[str, Any]] = []
     for signature, (paths, members) in by_behaviour.items():
         figure = pricing.figure(paths)
         chosen = min(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import CharField, QuerySet
 from django.db.models.functions import Cast
 
@@ -14,7 +14,7 @@ from apps.jobs.models import TrainingJob
 JOB_OBJECT_TYPE = TrainingJob._meta.label_lower
 
 
-def audit_visible_to(user: AbstractBaseUser | AnonymousUser) -> QuerySet[AuditEntry]:
+def audit_visible_to(user: User | AnonymousUser) -> QuerySet[AuditEntry]:
     """One query: entries about jobs in namespaces the user administers (all entries for superusers)."""
     entries = AuditEntry.objects.all()
     if user.is_authenticated and getattr(user, "is_superuser", False):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db import models
 
 from apps.audit.models import AuditEntry
@@ -12,7 +12,7 @@ from apps.audit.models import AuditEntry
 
 def audit_record(
     *,
-    actor: AbstractBaseUser | AnonymousUser | None,
+    actor: User | AnonymousUser | None,
     action: str,
     obj: models.Model,
     before: Any = None,
@@ -22,7 +22,7 @@ def audit_record(
     request_id: str = "",
 ) -> AuditEntry:
     """Append one audit entry for ``action`` on ``obj``; ``actor=None`` means a system component."""
-    user = actor if actor is not None and getattr(actor, "is_authenticated", False) else None
+    user = actor if isinstance(actor, User) and actor.is_authenticated else None
     name = actor_name or (user.get_username() if user is not None else "system")
     return AuditEntry.objects.create(
         actor=user,

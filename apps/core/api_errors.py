@@ -123,7 +123,7 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
             status=status.HTTP_400_BAD_REQUEST,
         )
     if isinstance(exc, RevisionConflict):
-        body = {
+        body: dict[str, Any] = {
             "errors": [
                 error(
                     "revision_conflict",
@@ -156,11 +156,14 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
             status=status.HTTP_500_INTERNAL_SERVER_ERROR,
         )
     headers: dict[str, str] = {}
-    if getattr(exc, "auth_header", None):
-        headers["WWW-Authenticate"] = exc.auth_header  # type: ignore[attr-defined]
-    if getattr(exc, "wait", None):
-        headers["Retry-After"] = str(int(exc.wait))  # type: ignore[attr-defined]
-    body: dict[str, Any] = {"errors": _entries_for(exc)}
+    # DRF sets auth_header on the exception in its own handler; Throttled carries wait.
+    auth_header = getattr(exc, "auth_header", None)
+    if auth_header:
+        headers["WWW-Authenticate"] = auth_header
+    wait = getattr(exc, "wait", None)
+    if wait:
+        headers["Retry-After"] = str(int(wait))
+    body = {"errors": _entries_for(exc)}
     if isinstance(exc, ApiError):
         body.update(exc.extra)
     return Response(body, status=exc.status_code, headers=headers)
@@ -190,7 +193,8 @@ class ErrorSerializer(serializers.Serializer):
 class ErrorResponseSerializer(serializers.Serializer):
     """The body of every error response."""
 
-    errors = ErrorSerializer(many=True)
+    # A field named like a Serializer attribute: DRF's metaclass takes it off the class; the stubs don't.
+    errors = ErrorSerializer(many=True)  # type: ignore[assignment]
     warnings = ErrorSerializer(many=True, required=False)
 
 

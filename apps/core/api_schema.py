@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import Direction
 
 from apps.core.api_errors import ErrorResponseSerializer
 
@@ -16,8 +17,8 @@ _INPUT_ERRORS = ("400", "413", "415")
 class ErrorAwareAutoSchema(AutoSchema):
     """drf-spectacular schema that documents the shared error responses on every operation."""
 
-    def _get_response_bodies(self, direction: str = "response") -> dict[str, Any]:  # type: ignore[override]
-        responses = super()._get_response_bodies(direction)  # type: ignore[arg-type]
+    def _get_response_bodies(self, direction: Direction = "response") -> dict[str, Any]:
+        responses = super()._get_response_bodies(direction)
         codes = (
             _COMMON_ERRORS + _INPUT_ERRORS
             if self.method in ("POST", "PUT", "PATCH")

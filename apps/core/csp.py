@@ -67,11 +67,13 @@ class ContentSecurityPolicyMiddleware:
 
     def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
         self.get_response = get_response
-        if iscoroutinefunction(self.get_response):
+        # Decided once: Django builds the chain once, and a flag keeps ``self`` typed as itself.
+        self.is_async = iscoroutinefunction(get_response)
+        if self.is_async:
             markcoroutinefunction(self)
 
     def __call__(self, request: HttpRequest) -> HttpResponse | Awaitable[HttpResponse]:
-        if iscoroutinefunction(self):
+        if self.is_async:
             return self.__acall__(request)
         response: HttpResponse = self.get_response(request)
         if HEADER not in response:

@@ -55,14 +55,16 @@ class RequestIdMiddleware:
 
     def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
         self.get_response = get_response
-        if iscoroutinefunction(self.get_response):
+        # Decided once: Django builds the chain once, and a flag keeps ``self`` typed as itself.
+        self.is_async = iscoroutinefunction(get_response)
+        if self.is_async:
             markcoroutinefunction(self)
 
     def __call__(self, request: HttpRequest) -> HttpResponse | Awaitable[HttpResponse]:
-        if iscoroutinefunction(self):
+        if self.is_async:
             return self.__acall__(request)
         request_id = _pick(request)
-        request.request_id = request_id  # type: ignore[attr-defined]
+        request.request_id = request_id  # type: ignore[attr-defined]  # ours; read by request_id_of
         token = _current.set(request_id)
         try:
             response: HttpResponse = self.get_response(request)
@@ -73,7 +75,7 @@ class RequestIdMiddleware:
 
     async def __acall__(self, request: HttpRequest) -> HttpResponse:
         request_id = _pick(request)
-        request.request_id = request_id  # type: ignore[attr-defined]
+        request.request_id = request_id  # type: ignore[attr-defined]  # ours; read by request_id_of
         token = _current.set(request_id)
         try:
             response: HttpResponse = await self.get_response(request)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
 from django.db.models import QuerySet
@@ -90,7 +91,11 @@ class KeysetPagination(BasePagination):
     def after_param(self) -> str:
         return f"after_{self.key}"
 
-    def paginate_queryset(self, queryset: QuerySet[Any], request: Request, view: Any = None) -> list[Any]:
+    def paginate_queryset(
+        self, queryset: QuerySet[Any, Any] | Sequence[Any], request: Request, view: Any = None
+    ) -> list[Any]:
+        if not isinstance(queryset, QuerySet):
+            raise TypeError("KeysetPagination pages a QuerySet: it filters and orders on the key")
         after = bounded_int(request, self.after_param, default=0, minimum=0, maximum=2**63 - 1) or 0
         self.limit = (
             bounded_int(request, "limit", default=self.default_limit, minimum=1, maximum=self.max_limit)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from rest_framework.exceptions import ParseError
@@ -67,7 +68,7 @@ class SafeJSONParser(JSONParser):
     """
 
     def parse(
-        self, stream: Any, media_type: str | None = None, parser_context: dict[str, Any] | None = None
+        self, stream: Any, media_type: str | None = None, parser_context: Mapping[str, Any] | None = None
     ) -> Any:
         try:
             data = super().parse(stream, media_type, parser_context)

@@ -19,7 +19,7 @@ class SameOriginOrTokenValidator:
         self.inner = inner
         self.validated = AllowedHostsOriginValidator(inner)
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> Any:  # an ASGI websocket scope
         headers = dict(scope.get("headers") or [])
         has_origin = b"origin" in headers
         token = headers.get(b"authorization", b"").split(b" ", 1)[0].lower() == b"token"

@@ -12,7 +12,7 @@ log = logging.getLogger(__name__)
 def notify_pending(decision: Decision) -> None:
     """Fan out a ``decision.pending`` webhook when the events app provides webhooks."""
     try:
-        from apps.events.webhooks import webhooks_dispatch  # type: ignore[attr-defined]
+        from apps.events.webhooks import webhooks_dispatch
     except ImportError:
         return
     try:

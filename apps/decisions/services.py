@@ -26,7 +26,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -363,7 +363,7 @@ def allowed_answers(decision: Decision) -> list[str]:
     and the answer would end in exit.
     """
     configured = _configured(decision)
-    allowed = [s for s in PLATFORM_STRATEGIES if s in configured or s == "exit"]
+    allowed: list[str] = [s for s in PLATFORM_STRATEGIES if s in configured or s == "exit"]
     standing = decision.context.get("standing") if isinstance(decision.context, dict) else None
     if standing is not None:  # known for every question observed on a PodGroup
         retry_path = standing == "retry" and all(str(f.get("type")) in ("0", "2") for f in decision.faults)
@@ -373,7 +373,7 @@ def allowed_answers(decision: Decision) -> list[str]:
 
 
 def decision_answer(
-    *, decision_id: int, strategy: str, user: AbstractBaseUser, token_name: str = "", request_id: str = ""
+    *, decision_id: int, strategy: str, user: User, token_name: str = "", request_id: str = ""
 ) -> Decision:
     """A person answers a pending question before its deadline; a late answer is refused (409).
 
@@ -398,7 +398,7 @@ def decision_answer(
 
 
 def _answer_pending(
-    decision: Decision, strategy: str, user: AbstractBaseUser, *, token_name: str, request_id: str
+    decision: Decision, strategy: str, user: User, *, token_name: str, request_id: str
 ) -> None:
     """Record a person's answer (inside the caller's transaction); the write follows on commit."""
     allowed = allowed_answers(decision)
@@ -414,7 +414,7 @@ def _answer_pending(
     decision.state = State.DECIDED
     decision.strategy = strategy
     decision.decided_by = f"user:{user.get_username()}"
-    decision.answered_by = user  # type: ignore[assignment]
+    decision.answered_by = user
     decision.reason = f"answered by {user.get_username()}"
     decision.decided_at = timezone.now()
     decision.save()

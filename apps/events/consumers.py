@@ -104,7 +104,8 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         self.coalesce_after = int(_setting("EVENTS_WS_COALESCE_AFTER", 50))
         self.event_frames = metrics.FRAMES_SENT.labels(type="event")
         # What the socket was opened with, rechecked by _access_loop.
-        self.token_id: int | None = self.scope.get("auth_token_id")
+        token_id = self.scope.get("auth_token_id")
+        self.token_id: int | None = token_id if isinstance(token_id, int) else None
         session = self.scope.get("session") if self.token_id is None else None
         self.session_key: str | None = getattr(session, "session_key", None) if session is not None else None
         self.max_subscriptions = int(_setting("EVENTS_WS_MAX_SUBSCRIPTIONS", 100))

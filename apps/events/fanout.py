@@ -16,9 +16,10 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from channels.layers import get_channel_layer
+from django.core.exceptions import ImproperlyConfigured
 
 from apps.events.broadcast import job_group
 
@@ -38,11 +39,32 @@ class Subscriber(Protocol):
     def check_head(self, job_id: int, head: int) -> None: ...
 
 
+class ChannelLayer(Protocol):
+    """The part of a channel layer the hub uses."""
+
+    async def new_channel(self, prefix: str = ...) -> str: ...
+
+    async def group_add(self, group: str, channel: str) -> None: ...
+
+    async def group_discard(self, group: str, channel: str) -> None: ...
+
+    async def receive(self, channel: str) -> dict[str, Any]: ...
+
+
+def _channel_layer() -> ChannelLayer:
+    layer = get_channel_layer()
+    if layer is None:
+        raise ImproperlyConfigured("CHANNEL_LAYERS has no default layer; live events need one")
+    # Both layers we run (channels_redis, and the in-memory one) take a channel-name prefix;
+    # the stub of their base class does not declare it.
+    return cast("ChannelLayer", layer)
+
+
 class FanoutHub:
     """Joins each followed job's group once per process and hands every frame to the local followers."""
 
     def __init__(self) -> None:
-        self.layer = get_channel_layer()
+        self.layer = _channel_layer()
         self.channel: str | None = None
         self.followers: dict[int, set[Subscriber]] = {}
         self.receiver: asyncio.Task[None] | None = None
@@ -83,8 +105,8 @@ class FanoutHub:
 
     def deliver(self, message: dict[str, Any]) -> None:
         """Append one frame to the inbox of every local follower of its job and wake them."""
-        frame = message.get("frame") or {}
-        for subscriber in tuple(self.followers.get(frame.get("job"), ())):
+        job = (message.get("frame") or {}).get("job")
+        for subscriber in tuple(self.followers.get(job, ()) if isinstance(job, int) else ()):
             if len(subscriber.inbox) >= INBOX_LIMIT:
                 # A socket that stopped reading: drop (its consumer finds the gap against the
                 # database and answers with a resync) rather than grow without bound.

@@ -58,7 +58,8 @@ def latest_incident(job: TrainingJob) -> Incident | None:
 
 
 def _create(job: TrainingJob, at: datetime) -> Incident:
-    number = (latest_incident(job).number if latest_incident(job) else 0) + 1
+    latest = latest_incident(job)
+    number = (latest.number if latest else 0) + 1
     incident = Incident.objects.create(
         job=job, number=number, first_seq=0, last_seq=0, **fold.new_incident(at)
     )
@@ -155,7 +156,7 @@ def budget_for(job: TrainingJob) -> RestartBudget:
 def budget_set_limits(*, job: TrainingJob, backoff_limit: int | None, fault_retry_times: int) -> None:
     """Record the limits the live AscendJob carries, and ``max_restarts`` from the job's policy."""
     budget = budget_for(job)
-    spec = job.current_revision.spec if job.current_revision_id else {}
+    spec = job.current_revision.spec if job.current_revision else {}
     max_restarts = spec.get("max_restarts") if isinstance(spec, dict) else None
     budget.backoff_limit = backoff_limit
     budget.fault_retry_times = fault_retry_times

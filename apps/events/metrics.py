@@ -141,7 +141,7 @@ class DatabaseCollector(Collector):
         finished = PolicySync.objects.filter(finished_at__gte=now - PUSH_WINDOW, state="applied").values_list(
             "queued_at", "finished_at"
         )[:20_000]
-        durations = [(f - q).total_seconds() for q, f in finished]
+        durations = [(f - q).total_seconds() for q, f in finished if f is not None]
         for q in (0.5, 0.99):
             push.add_metric([str(q)], _percentile(durations, q))
         yield push

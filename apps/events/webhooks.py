@@ -17,6 +17,7 @@ import urllib.error
 import urllib.request
 import uuid
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -66,8 +67,7 @@ def webhooks_dispatch(*, job: TrainingJob, kind: str, payload: dict[str, Any]) -
         for hook in webhooks_for(job, kind)
     ]
     for delivery in deliveries:
-        delivery_pk = delivery.pk
-        transaction.on_commit(lambda pk=delivery_pk: deliver_webhook.delay(delivery_id=pk))
+        transaction.on_commit(partial(deliver_webhook.delay, delivery_id=delivery.pk))
     return deliveries
 
 

@@ -9,7 +9,7 @@ revision that config is, and for each newer revision which keys wait for what.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from apps.cluster import constants as c
@@ -215,13 +215,14 @@ def _pending(
 def _config_out(config: Config | None) -> dict[str, Any] | None:
     if config is None:
         return None
-    out = {key: value for key, value in config.items() if key not in (PLATFORM_MODE, BACKOFF_LIMIT_KEY)}
+    out: dict[str, Any] = {k: v for k, v in config.items() if k not in (PLATFORM_MODE, BACKOFF_LIMIT_KEY)}
     out["platform_mode"] = config.get(PLATFORM_MODE) == "on"
-    out["backoff_limit"] = int(config[BACKOFF_LIMIT_KEY]) if config.get(BACKOFF_LIMIT_KEY) else None
+    backoff_limit = config.get(BACKOFF_LIMIT_KEY)
+    out["backoff_limit"] = int(backoff_limit) if backoff_limit else None
     return out
 
 
-def in_effect_briefs(jobs: list[TrainingJob]) -> dict[int, dict[str, Any]]:
+def in_effect_briefs(jobs: Sequence[TrainingJob]) -> dict[int, dict[str, Any]]:
     """Per job, a cheap summary for lists: in effect, waiting for a recreation, or unknown.
 
     One query for the incarnations; only creation configs are compared (no rendering).

@@ -316,7 +316,7 @@ def _push_configmap(progress: _Progress, ref: kube.ClusterRef, rendered: RenderR
             progress.writes += 1
         progress.versions["configmap"] = "none"
         return
-    body = {
+    body: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {

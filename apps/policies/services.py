@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db import transaction
 
 from apps.audit.services import audit_record
@@ -20,7 +20,7 @@ from apps.policies.validation import ValidationResult, validate_policy
 class Actor:
     """Who is making a change, as the audit trail records it."""
 
-    user: AbstractBaseUser | AnonymousUser | None = None
+    user: User | AnonymousUser | None = None
     name: str = ""  # e.g. "system:adoption" when there is no user
     token_name: str = ""
     request_id: str = ""

@@ -27,6 +27,19 @@ def new_api_client(kubeconfig_path: str) -> ApiClient:
     return kubernetes.config.new_client_from_config(config_file=str(kubeconfig_path))
 
 
+def _json_object(value: object) -> dict[str, Any]:
+    """A custom-objects answer: parsed JSON, which the client types as ``object``."""
+    if not isinstance(value, dict):
+        raise TypeError(f"expected a JSON object from the API server, got {type(value).__name__}")
+    return value
+
+
+def _dict_body(body: dict[str, Any]) -> Any:
+    """A plain dict as a request body: the client sends it as it is, though its signatures name the
+    model classes (``V1Pod``, ``V1ConfigMap``, ...)."""
+    return body
+
+
 def rfc3339(moment: datetime | None = None) -> str:
     """Kubernetes timestamp format (second precision, Z suffix)."""
     return (moment or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -44,8 +57,11 @@ class Kube:
         self.api_client.close()
 
     # --- AscendJobs ---------------------------------------------------------------------------------
-    def list_jobs(self, **kwargs: Any) -> dict[str, Any]:
-        """AscendJobs in every namespace (also usable as an ``Informer``/watch list function)."""
+    def list_jobs(self, **kwargs: Any) -> Any:
+        """AscendJobs in every namespace (also usable as an ``Informer``/watch list function).
+
+        The list as a dict; under a watch (``_preload_content=False``) the raw streaming response.
+        """
         return self.custom.list_cluster_custom_object(
             k.ASCENDJOB_GROUP, k.ASCENDJOB_VERSION, k.ASCENDJOB_PLURAL, **kwargs
         )
@@ -59,8 +75,11 @@ class Kube:
         )
 
     # --- PodGroups ----------------------------------------------------------------------------------
-    def list_podgroups(self, **kwargs: Any) -> dict[str, Any]:
-        """PodGroups in every namespace (also usable as an ``Informer``/watch list function)."""
+    def list_podgroups(self, **kwargs: Any) -> Any:
+        """PodGroups in every namespace (also usable as an ``Informer``/watch list function).
+
+        The list as a dict; under a watch (``_preload_content=False``) the raw streaming response.
+        """
         return self.custom.list_cluster_custom_object(
             k.PODGROUP_GROUP, k.PODGROUP_VERSION, k.PODGROUP_PLURAL, **kwargs
         )
@@ -69,13 +88,17 @@ class Kube:
         return self._get_custom(k.PODGROUP_GROUP, k.PODGROUP_VERSION, k.PODGROUP_PLURAL, namespace, name)
 
     def create_podgroup(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
-        return self.custom.create_namespaced_custom_object(
-            k.PODGROUP_GROUP, k.PODGROUP_VERSION, namespace, k.PODGROUP_PLURAL, body
+        return _json_object(
+            self.custom.create_namespaced_custom_object(
+                k.PODGROUP_GROUP, k.PODGROUP_VERSION, namespace, k.PODGROUP_PLURAL, body
+            )
         )
 
     def patch_podgroup(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
-        return self.custom.patch_namespaced_custom_object(
-            k.PODGROUP_GROUP, k.PODGROUP_VERSION, namespace, k.PODGROUP_PLURAL, name, patch
+        return _json_object(
+            self.custom.patch_namespaced_custom_object(
+                k.PODGROUP_GROUP, k.PODGROUP_VERSION, namespace, k.PODGROUP_PLURAL, name, patch
+            )
         )
 
     def patch_podgroup_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
@@ -100,7 +123,7 @@ class Kube:
         return sorted(items, key=lambda p: int(p["metadata"].get("annotations", {}).get("hccl/rankIndex", 0)))
 
     def create_pod(self, namespace: str, body: dict[str, Any]) -> None:
-        self.core.create_namespaced_pod(namespace, body)
+        self.core.create_namespaced_pod(namespace, _dict_body(body))
 
     def patch_pod_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
         self.core.patch_namespaced_pod_status(name, namespace, {"status": status})
@@ -122,7 +145,7 @@ class Kube:
         """Create the ConfigMap, or merge ``data`` into it when it exists."""
         body = {"metadata": {"name": name, "namespace": namespace}, "data": data}
         try:
-            self.core.create_namespaced_config_map(namespace, body)
+            self.core.create_namespaced_config_map(namespace, _dict_body(body))
         except ApiException as exc:
             if exc.status != 409:
                 raise
@@ -130,7 +153,7 @@ class Kube:
 
     def ensure_namespace(self, name: str) -> None:
         try:
-            self.core.create_namespace({"metadata": {"name": name}})
+            self.core.create_namespace(_dict_body({"metadata": {"name": name}}))
         except ApiException as exc:
             if exc.status != 409:
                 raise
@@ -165,7 +188,7 @@ class Kube:
             "count": 1,
         }
         try:
-            self.core.create_namespaced_event(namespace, body)
+            self.core.create_namespaced_event(namespace, _dict_body(body))
         except ApiException as exc:  # events are best-effort, exactly like client-go's recorder
             log.warning("could not record event %s on %s: %s", reason, meta.get("name"), exc.status)
 
@@ -186,7 +209,9 @@ class Kube:
         self, group: str, version: str, plural: str, namespace: str, name: str
     ) -> dict[str, Any] | None:
         try:
-            return self.custom.get_namespaced_custom_object(group, version, namespace, plural, name)
+            return _json_object(
+                self.custom.get_namespaced_custom_object(group, version, namespace, plural, name)
+            )
         except ApiException as exc:
             if exc.status == 404:
                 return None

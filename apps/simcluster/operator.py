@@ -743,7 +743,8 @@ class SimOperator:
         (kubeflow/common pod control), then Volcano's Scheduled and the kubelet's container events."""
         namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
         self.kube.event(job, "SuccessfulCreatePod", f"Created pod: {name}")
-        uid = self.kube.core.read_namespaced_pod(name, namespace).metadata.uid
+        pod_meta = self.kube.core.read_namespaced_pod(name, namespace).metadata
+        uid = pod_meta.uid if pod_meta else None
         ref = {
             "apiVersion": "v1",
             "kind": "Pod",

@@ -140,10 +140,10 @@ def render(
     seed = meta.get("uid") or meta["name"]
     for i in range(1, steps + 1):
         step = first + i
-        when = start.timestamp() + i * STEP_SECONDS
+        at = start.timestamp() + i * STEP_SECONDS
         lines.append(
             (
-                datetime.fromtimestamp(when, UTC),
+                datetime.fromtimestamp(at, UTC),
                 f"step {step} | loss {_loss(seed, step):.4f} | lr 1.0e-04 | {STEP_SECONDS:.1f} s/step",
             )
         )

@@ -129,7 +129,8 @@ class SimCluster:
         for component in (self.clusterd, self.operator):  # their watches wind down in parallel
             if component is not None:
                 component.request_stop()
-        for component in (self.control, self.grpc, self.clusterd, self.operator):
+        components: tuple[Any, ...] = (self.control, self.grpc, self.clusterd, self.operator)
+        for component in components:  # each has stop()
             if component is not None:
                 try:
                     component.stop()

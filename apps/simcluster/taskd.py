@@ -17,7 +17,7 @@ import ast
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from apps.cluster import constants as k
 from apps.policies.spec import STRATEGY_SINCE, JobContext, release_at_least
@@ -100,7 +100,7 @@ def parse_manager_config(source: str) -> dict[str, Any] | None:
 
 
 def evaluate_support(
-    job: Mapping[str, Any], pods: list[Mapping[str, Any]], manager_py: str | None = None
+    job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], manager_py: str | None = None
 ) -> SupportReport:
     """The strategies a job's TaskD/MindIO would report, with the reasons for every missing one."""
     release = job_release(job)
@@ -166,6 +166,10 @@ def evaluate_support(
     return report
 
 
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _check_manager(job: Mapping[str, Any], manager_py: str, report: SupportReport, drop: Any) -> None:
     config = parse_manager_config(manager_py)
     process = ALL_STRATEGIES - {"exit"}
@@ -174,7 +178,7 @@ def _check_manager(job: Mapping[str, Any], manager_py: str, report: SupportRepor
     node_nums, proc_per_node = config.get("node_nums"), config.get("proc_per_node")
     if UNKNOWN in (node_nums, proc_per_node):
         return  # computed at run time: nothing the simulator can check statically
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (node_nums, proc_per_node)):
+    if not (_is_int(node_nums) and _is_int(proc_per_node)):
         message = (
             f"init_taskd_manager returned False: node_nums={node_nums!r} and proc_per_node="
             f"{proc_per_node!r} must be integers"
@@ -184,10 +188,10 @@ def _check_manager(job: Mapping[str, Any], manager_py: str, report: SupportRepor
         return
     context = JobContext.from_manifest(dict(job))
     expected = context.node_nums * context.proc_per_node
-    if node_nums * proc_per_node != expected:  # type: ignore[operator]
+    if node_nums * proc_per_node != expected:
         message = (
             f"manager.py sizes TaskD for node_nums*proc_per_node = {node_nums}*{proc_per_node} = "
-            f"{node_nums * proc_per_node} processes but the job runs {context.node_nums} pods x "  # type: ignore[operator]
+            f"{node_nums * proc_per_node} processes but the job runs {context.node_nums} pods x "
             f"{context.proc_per_node} NPUs = {expected}"
         )
         report.problems.append((EVENT_CONFIG_MISMATCH, message))

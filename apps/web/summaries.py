@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Max, OuterRef, Subquery
 
 from apps.accounts.selectors import jobs_visible_to
@@ -42,7 +42,7 @@ def budget_of(job: TrainingJob) -> dict[str, Any]:
     return {"job": job.pk, **budget.as_dict(), "restarts": restarts_over_time(job)}
 
 
-def job_summaries(user: AbstractBaseUser | AnonymousUser) -> list[dict[str, Any]]:
+def job_summaries(user: User | AnonymousUser) -> list[dict[str, Any]]:
     """What the overview shows per job: strategies, sync state, restarts, last incident, recovering."""
     jobs = list(
         jobs_visible_to(user)
@@ -90,14 +90,14 @@ def _summary(
     }
 
 
-def job_summary(user: AbstractBaseUser | AnonymousUser, job_id: int) -> dict[str, Any] | None:
+def job_summary(user: User | AnonymousUser, job_id: int) -> dict[str, Any] | None:
     """One job's overview row (for the live badge in the job page header)."""
     for row in job_summaries_for_ids(user, [job_id]):
         return row
     return None
 
 
-def job_summaries_for_ids(user: AbstractBaseUser | AnonymousUser, ids: list[int]) -> list[dict[str, Any]]:
+def job_summaries_for_ids(user: User | AnonymousUser, ids: list[int]) -> list[dict[str, Any]]:
     jobs = list(
         jobs_visible_to(user)
         .filter(pk__in=ids)

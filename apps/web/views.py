@@ -13,7 +13,6 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
-from django.urls import reverse_lazy
 from django.views.decorators.http import require_GET
 
 from apps.accounts.models import Role
@@ -170,10 +169,10 @@ class LoginView(auth_views.LoginView):
 
     template_name = "web/login.html"
     redirect_authenticated_user = True
-    next_page = reverse_lazy("web:jobs")
+    next_page = "web:jobs"  # a URL name: Django passes it through resolve_url
 
 
 class LogoutView(auth_views.LogoutView):
     """POST-only logout (Django 5), back to the login page."""
 
-    next_page = reverse_lazy("web:login")
+    next_page = "web:login"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -225,7 +226,7 @@ PUSH_FAILED_RETRY_SECONDS = env_int("PUSH_FAILED_RETRY_SECONDS", 60, minimum=1)
 # Fault-injection hook for the redelivery tests: sleep between reading the job and patching it.
 PUSH_DEBUG_PAUSE_AFTER_READ_SECONDS = env_float("PUSH_DEBUG_PAUSE_AFTER_READ_SECONDS", 0.0, minimum=0.0)
 
-CHANNEL_LAYERS = {
+CHANNEL_LAYERS: dict[str, dict[str, Any]] = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {
@@ -352,7 +353,7 @@ REQUEST_ID_TRUSTED_PROXIES = env_list("REQUEST_ID_TRUSTED_PROXIES", [])
 
 # --- logging -------------------------------------------------------------------------------------
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
-LOGGING = {
+LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
     "filters": {"request_id": {"()": "apps.core.middleware.RequestIdLogFilter"}},

@@ -69,7 +69,9 @@ class SimulateInputSerializer(serializers.Serializer):
         required=False, help_text="A draft policy; or give job to use its current one"
     )
     job = serializers.IntegerField(required=False, min_value=1)
-    faults = FaultInputSerializer(many=True, min_length=1, max_length=100)
+    faults: serializers.ListSerializer[Any] = serializers.ListSerializer(
+        child=FaultInputSerializer(), min_length=1, max_length=100
+    )
     pods = serializers.IntegerField(required=False, min_value=1, max_value=20_000)
     npus_per_pod = serializers.IntegerField(required=False, min_value=1, max_value=64)
     spare_resources = serializers.BooleanField(required=False, default=True)

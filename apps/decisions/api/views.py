@@ -12,7 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.accounts.actors import actor_for
+from apps.accounts.actors import actor_for, signed_in_user
 from apps.accounts.models import Role
 from apps.accounts.permissions import MAX_BIGINT, job_for_request
 from apps.accounts.selectors import has_role, jobs_visible_to, role_for
@@ -101,7 +101,7 @@ class DecisionDetailApi(APIView):
             answered = decision_answer(
                 decision_id=decision.pk,
                 strategy=data.validated_data["strategy"],
-                user=request.user,  # type: ignore[arg-type]
+                user=signed_in_user(request),
                 token_name=actor.token_name,
                 request_id=actor.request_id,
             )
@@ -150,7 +150,7 @@ class SimulateApi(APIView):
         result = policy_validate_for_job(job=job, spec=raw_spec) if job else validate_policy(raw_spec)
         if result.spec is None:
             raise ValidationFailed(result.errors, warnings=result.warnings)
-        scenario_raw = {
+        scenario_raw: dict[str, Any] = {
             key: values[key]
             for key in ("faults", "pods", "npus_per_pod", "spare_resources", "supported")
             if key in values

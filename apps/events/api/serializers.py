@@ -9,7 +9,8 @@ class EventOutputSerializer(serializers.ModelSerializer):
     """One stored job event; ``seq`` is per job, gap-free, and the resume point of ``after_seq``."""
 
     job = serializers.IntegerField(source="job_id")
-    data = serializers.DictField(child=serializers.JSONField())
+    # A field named like a Serializer attribute: DRF's metaclass takes it off the class; the stubs don't.
+    data = serializers.DictField(child=serializers.JSONField())  # type: ignore[assignment]
 
     class Meta:
         model = JobEvent

@@ -64,7 +64,7 @@ class JobOutputSerializer(serializers.ModelSerializer):
 
     def get_current_revision(self, job: TrainingJob) -> int | None:
         # The job's revision is selected with it (lists go through job_row_output instead).
-        return job.current_revision.number if job.current_revision_id is not None else None
+        return job.current_revision.number if job.current_revision is not None else None
 
 
 # A page of the jobs list is read with ``values()``: 50 model instances run through
@@ -106,7 +106,7 @@ def job_output(job: TrainingJob) -> dict[str, Any]:
     """One job as ``JobOutputSerializer`` renders it, from an instance with cluster and revision loaded."""
     row = {column: getattr(job, column) for column in JOB_LIST_COLUMNS if "__" not in column}
     row["cluster__name"] = job.cluster.name
-    row["current_revision__number"] = job.current_revision.number if job.current_revision_id else None
+    row["current_revision__number"] = job.current_revision.number if job.current_revision else None
     return job_row_output(row)
 
 

@@ -22,7 +22,9 @@ class _JsonSafeLoader(yaml.SafeLoader):
 
 
 def _as_string(loader: yaml.SafeLoader, node: yaml.Node) -> str:
-    return str(loader.construct_scalar(node))  # type: ignore[arg-type]
+    if not isinstance(node, yaml.ScalarNode):  # e.g. ``!!timestamp {a: 1}``
+        return str(_refuse(loader, node))
+    return str(loader.construct_scalar(node))
 
 
 def _refuse(loader: yaml.SafeLoader, node: yaml.Node) -> Any:

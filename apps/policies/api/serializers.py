@@ -161,7 +161,8 @@ class PolicyOutputSerializer(serializers.Serializer):
         allow_null=True, help_text="Current revision number; null = no policy yet"
     )
     spec = PolicySpecSerializer(allow_null=True)
-    source = serializers.ChoiceField(choices=PolicyRevision.Source.choices, allow_null=True)
+    # A field named like a Serializer attribute: DRF's metaclass takes it off the class; the stubs don't.
+    source = serializers.ChoiceField(choices=PolicyRevision.Source.choices, allow_null=True)  # type: ignore[assignment]
     comment = serializers.CharField(allow_blank=True)
     author = serializers.CharField(allow_blank=True)
     created_at = serializers.DateTimeField(allow_null=True)
@@ -248,7 +249,8 @@ class RenderedSerializer(serializers.Serializer):
 
 class PreviewOutputSerializer(serializers.Serializer):
     valid = serializers.BooleanField()
-    errors = ErrorSerializer(many=True)
+    # A field named like a Serializer attribute: DRF's metaclass takes it off the class; the stubs don't.
+    errors = ErrorSerializer(many=True)  # type: ignore[assignment]
     warnings = ErrorSerializer(many=True)
     spec = PolicySpecSerializer(allow_null=True)
     render = RenderedSerializer(allow_null=True)
@@ -319,7 +321,8 @@ class ValidateInputSerializer(StrictInputSerializer):
 
 class ValidateOutputSerializer(serializers.Serializer):
     valid = serializers.BooleanField()
-    errors = ErrorSerializer(many=True)
+    # A field named like a Serializer attribute: DRF's metaclass takes it off the class; the stubs don't.
+    errors = ErrorSerializer(many=True)  # type: ignore[assignment]
     warnings = ErrorSerializer(many=True)
     spec = PolicySpecSerializer(allow_null=True, help_text="The canonical spec when valid")
 

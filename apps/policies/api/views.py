@@ -226,6 +226,7 @@ class RevisionRestoreApi(APIView):
                 field="number",
             )
         revision = policy_revision_restore(job=job, number=number, actor=actor_for(request))
+        # The list's Lag("spec") annotation, set by hand for this one row (RevisionOutputSerializer reads it).
         revision.previous_spec = (  # type: ignore[attr-defined]
             job.revisions.filter(number=revision.number - 1).values_list("spec", flat=True).first()
         )

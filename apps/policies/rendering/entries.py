@@ -47,7 +47,7 @@ def _same_env(have: Entry, want: Entry) -> bool:
 
 
 def _is_tcp(entry: Entry) -> bool:
-    return entry.get("protocol", TCP) == TCP
+    return bool(entry.get("protocol", TCP) == TCP)
 
 
 def _replace_port(have: Entry, want: Entry) -> Entry:

@@ -124,8 +124,12 @@ def merge_templates(manifest: dict[str, Any], plan: RenderPlan) -> TemplateChang
 
 def _merge_replica(rspec: Any, plan: RenderPlan) -> dict[str, Any] | None:
     template = rspec.get("template") if isinstance(rspec, dict) else None
-    pod_spec = template.get("spec") if isinstance(template, dict) else None
-    containers = pod_spec.get("containers") if isinstance(pod_spec, dict) else None
+    if not isinstance(template, dict):
+        return None
+    pod_spec = template.get("spec")
+    if not isinstance(pod_spec, dict):
+        return None
+    containers = pod_spec.get("containers")
     if not isinstance(containers, list):
         return None
     ascend = next((c for c in containers if isinstance(c, dict) and c.get("name") == k.CONTAINER_NAME), None)

@@ -12,6 +12,7 @@ from . import artifacts as art
 from .configmap import taskd_configmap
 from .keys import PolicyKeys, policy_keys, standing_answer
 from .manifest import (
+    TASKD_MOUNT_PATH,
     TASKD_VOLUME_NAME,
     TemplateChanges,
     copy_document,
@@ -158,7 +159,9 @@ def _effects(
 
 def _metadata_effects(plan: RenderPlan, keys: PolicyKeys, manifest: dict[str, Any]) -> list[Effect]:
     """The recovery keys, split by who reads them and when (facts §1)."""
-    meta = manifest.get("metadata") if isinstance(manifest.get("metadata"), dict) else {}
+    meta = manifest.get("metadata")
+    if not isinstance(meta, dict):
+        meta = {}
     present = {**(meta.get("labels") or {}), **(meta.get("annotations") or {})}
     at_creation: list[str] = []  # ClusterD's Init snapshot (copied to the PodGroup by the operator)
     by_operator: list[str] = []  # read by the operator in its job-create handler
@@ -245,7 +248,7 @@ def _notes(plan: RenderPlan, manifest: dict[str, Any]) -> tuple[str, ...]:
         notes.append(
             f"ConfigMap {plan.configmap_name} must exist before the pods start: the pod templates mount "
             f"it at "
-            f"{art.TASKD_MOUNT_PATH}."
+            f"{TASKD_MOUNT_PATH}."
         )
         if plan.proc_per_node < 1 or plan.node_nums < 1:
             notes.append(

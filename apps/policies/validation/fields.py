@@ -11,7 +11,7 @@ import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from apps.policies.spec import RELEASES, STRATEGIES
 
@@ -21,7 +21,7 @@ from .issues import IssueCollector, describe, json_type, pointer
 _RELEASE_RE = re.compile(r"^v?(\d+)\.(\d+)(?:[.\-_]?(?:rc\d*|\d+))*$", re.IGNORECASE)
 
 
-def is_int(value: Any) -> bool:
+def is_int(value: Any) -> TypeGuard[int]:
     """True for real integers; ``True``/``False`` are not integers in a policy."""
     return isinstance(value, int) and not isinstance(value, bool)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import fields
-from typing import Any
+from typing import Any, cast
 
 from apps.policies.spec import (
     BOUNDS,
@@ -87,12 +87,13 @@ def _validate(raw: Any, job: JobContext | None, out: IssueCollector) -> PolicySp
         else:
             draft.values[name] = value
     if draft.usable("platform_mode", "strategies", "decision_rules"):
+        default = draft.values["default_strategy"] if draft.usable("default_strategy") else None
         check_platform(
             platform_mode=bool(draft.values["platform_mode"]),
             strategies=draft.strategies,
             parsed=parsed_rules,
             rules_base=rules_base,
-            default_strategy=draft.values["default_strategy"] if draft.usable("default_strategy") else None,
+            default_strategy=default if isinstance(default, str) else None,
             default_given="default_strategy" in draft.given,
             timeout_given="decision_timeout_s" in draft.given,
             timeout_is_default=draft.values["decision_timeout_s"] == PolicySpec().decision_timeout_s,
@@ -103,7 +104,8 @@ def _validate(raw: Any, job: JobContext | None, out: IssueCollector) -> PolicySp
         return None
     values = dict(draft.values)
     values["strategies"] = sort_strategies(draft.strategies)
-    return PolicySpec(**values)
+    # Each value came from its field's reader (or the PolicySpec default), so it has that field's type.
+    return PolicySpec(**cast("dict[str, Any]", values))
 
 
 def _unpack_rules_object(data: dict[Any, Any], out: IssueCollector) -> tuple[str | int, ...]:

@@ -245,10 +245,10 @@ class ClusterD:
         """DeleteJob on PodGroup deletion: the snapshot goes, the next Init reads again."""
         if event_type != "DELETED":
             return
-        owner = next(iter(podgroup.get("metadata", {}).get("ownerReferences") or []), {})
-        uid = owner.get("uid")
+        owner: dict[str, Any] = next(iter(podgroup.get("metadata", {}).get("ownerReferences") or []), {})
+        uid = str(owner.get("uid") or "")
         with self._lock:
-            record = self._inits.get(uid or "")
+            record = self._inits.get(uid)
             if record is not None and record.podgroup_uid in ("", podgroup["metadata"].get("uid")):
                 self._inits.pop(uid, None)
 

@@ -233,15 +233,15 @@ class PubFaultService(pubfault_pb2_grpc.PubFaultServicer):
                 continue  # a recovery notice: nothing to inject
             nodes = {i.nodeName for i in fault.influence if i.nodeName}
             for pod in pods:
-                if pod.spec.node_name not in nodes or not (pod.metadata.labels or {}).get(LABEL_JOB_NAME):
+                meta, node = pod.metadata, pod.spec.node_name if pod.spec else None
+                labels = (meta.labels if meta else None) or {}
+                if meta is None or node not in nodes or not labels.get(LABEL_JOB_NAME):
                     continue
-                devices = next(
-                    (list(i.deviceIds) for i in fault.influence if i.nodeName == pod.spec.node_name), []
-                )
+                devices = next((list(i.deviceIds) for i in fault.influence if i.nodeName == node), [])
                 spec = FaultSpec(
-                    namespace=pod.metadata.namespace,
-                    job=pod.metadata.labels[LABEL_JOB_NAME],
-                    rank=int((pod.metadata.annotations or {}).get(ANNOTATION_RANK_INDEX, 0)),
+                    namespace=meta.namespace or "",
+                    job=labels[LABEL_JOB_NAME],
+                    rank=int((meta.annotations or {}).get(ANNOTATION_RANK_INDEX, 0)),
                     kind=kind,
                     code=fault.faultCode or None,
                     level="SeparateNPU" if kind == "normal" else None,

@@ -32,7 +32,7 @@ from .faults import WRITE_METHODS, FaultInjector, WriteTally
 from .patch import PatchDecodeError, PatchError, json_patch, merge_patch
 from .resources import EVENTS, NAMESPACES, PODS, ResourceType
 from .selectors import FieldSelector, LabelSelector, SelectorError, _check_key, _check_value
-from .store import ADDED, DELETED, MODIFIED, Store, decode_continue, dumps, encode_continue
+from .store import ADDED, DELETED, MODIFIED, Store, Stored, decode_continue, dumps, encode_continue
 from .watch import Watcher, error_line, run_watch
 
 log = logging.getLogger(__name__)
@@ -320,7 +320,9 @@ def as_table(request: web.Request, t: Target, resp: web.Response) -> web.Respons
     accept = request.headers.get("Accept")
     if not printing.wants_table(accept) or resp.status != 200:
         return resp
-    doc = json.loads(resp.body)  # type: ignore[arg-type]
+    if not isinstance(resp.body, bytes):
+        return resp  # only a JSON body we wrote ourselves can be re-rendered
+    doc = json.loads(resp.body)
     items = doc.get("items") if t.name is None else [doc]
     list_meta = (
         doc.get("metadata", {})
@@ -490,13 +492,13 @@ class ApiServer:
             await asyncio.sleep(decision.delay)
         if decision.status is not None:
             if decision.status == 409 and isinstance(target, Target):
-                err = errors.conflict(target.rt.plural, target.rt.group, target.name or "")
+                injected = errors.conflict(target.rt.plural, target.rt.group, target.name or "")
             else:
-                err = ApiError(decision.status, decision.message or "injected failure")
+                injected = ApiError(decision.status, decision.message or "injected failure")
             if decision.retry_after is not None:
-                err.headers["Retry-After"] = str(decision.retry_after)
-                err.details = {"retryAfterSeconds": decision.retry_after}
-            raise err
+                injected.headers["Retry-After"] = str(decision.retry_after)
+                injected.details = {"retryAfterSeconds": decision.retry_after}
+            raise injected
         if failure is not None:
             raise failure
         if not isinstance(target, Target):
@@ -580,7 +582,7 @@ class ApiServer:
 
     # --- helpers -------------------------------------------------------------------------------
 
-    def _existing(self, t: Target):
+    def _existing(self, t: Target) -> Stored:
         assert t.name is not None and t.namespace is not None
         stored = self.store.get(t.rt, t.namespace, t.name)
         if stored is None:
@@ -882,7 +884,7 @@ class ApiServer:
         meta = check_types(rt, doc)
         if meta.get("name") != t.name or (rt.namespaced and meta.get("namespace") != t.namespace):
             raise errors.bad_request("a patch may not change metadata.name or metadata.namespace")
-        headers: dict[str, str] = {}
+        headers = {}
         if t.sub is None:
             field_validation(rt, doc, query, headers)
             ssa.record(old.obj, doc, self._manager, "Update", rt.api_version)

@@ -11,8 +11,9 @@ PROTO_NAMES = ("recover", "fault", "job", "pubfault")
 
 
 def generated_files() -> list[Path]:
-    """Every module ``generate`` writes."""
-    return [GEN_DIR / f"{name}{suffix}" for name in PROTO_NAMES for suffix in ("_pb2.py", "_pb2_grpc.py")]
+    """Every module ``generate`` writes (the ``.pyi`` stubs give mypy the message classes)."""
+    suffixes = ("_pb2.py", "_pb2.pyi", "_pb2_grpc.py")
+    return [GEN_DIR / f"{name}{suffix}" for name in PROTO_NAMES for suffix in suffixes]
 
 
 def generate() -> None:
@@ -23,7 +24,8 @@ def generate() -> None:
     from grpc_tools import protoc  # imported lazily: only needed when regenerating
 
     protos = [str(PROTO_DIR / f"{name}.proto") for name in PROTO_NAMES]
-    args = ["protoc", f"-I{PROTO_DIR}", f"--python_out={GEN_DIR}", f"--grpc_python_out={GEN_DIR}", *protos]
+    outputs = [f"--python_out={GEN_DIR}", f"--pyi_out={GEN_DIR}", f"--grpc_python_out={GEN_DIR}"]
+    args = ["protoc", f"-I{PROTO_DIR}", *outputs, *protos]
     if protoc.main(args) != 0:
         raise RuntimeError(f"protoc failed for {protos}")
     for path in GEN_DIR.glob("*_pb2_grpc.py"):
