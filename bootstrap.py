@@ -324,7 +324,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         env = dict(os.environ)
         env["REDIS_URL"] = redis_url_or_start(children)
         env.setdefault("DEBUG", "true")
-        env.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.base")
+        # Development settings: DEBUG on and the simulated cluster's commands installed.
+        env.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.dev")
         manage = [str(PY), "manage.py"]
         simulated = not env.get("KUBECONFIG")
         if simulated:

@@ -104,7 +104,7 @@ def main() -> None:
                 [
                     sys.executable,
                     "-c",
-                    "import asyncio; from apps.simcluster.kubeapi import serve; "
+                    "import asyncio; from simcluster.kubeapi import serve; "
                     f"asyncio.run(serve('127.0.0.1', {api_port}))",
                 ],
                 cwd=REPO,

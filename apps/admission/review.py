@@ -33,7 +33,6 @@ from apps.admission.jsonpatch import diff
 from apps.admission.merge import ANNOTATION_PRESET, Merged, keep_user_metadata, merge_layers
 from apps.admission.models import NamespaceDefault
 from apps.audit.services import audit_record
-from apps.cluster import constants as c
 from apps.events import kinds
 from apps.events.services import event_record
 from apps.jobs.adoption import job_facts
@@ -44,6 +43,7 @@ from apps.policies.rendering import render
 from apps.policies.services import Actor
 from apps.policies.spec import JobContext, PolicySpec
 from apps.policies.validation import validate_policy
+from mindcluster import keys as c
 
 log = logging.getLogger(__name__)
 

@@ -9,11 +9,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.audit.services import audit_record
-from apps.cluster import constants as c
 from apps.jobs.incarnations import incarnation_observe_job
 from apps.jobs.models import Cluster, JobIncarnation, TrainingJob
 from apps.policies.spec import DEFAULT_RELEASE, FRAMEWORKS, JobContext
 from apps.policies.validation import validate_policy
+from mindcluster import keys as c
 
 log = logging.getLogger(__name__)
 

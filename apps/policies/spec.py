@@ -9,46 +9,24 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
-from apps.cluster import constants as k
+from mindcluster import keys as k
 
-# --- MindCluster releases, oldest first ---------------------------------------------------------
-RELEASES: Final = ("7.0", "7.1", "7.2", "7.3", "26.0", "26.1")
-DEFAULT_RELEASE: Final = "26.1"
-
-
-def release_at_least(release: str, minimum: str) -> bool:
-    """True when ``release`` is ``minimum`` or newer (both must be in RELEASES)."""
-    return RELEASES.index(release) >= RELEASES.index(minimum)
-
-
-# --- strategies ----------------------------------------------------------------------------------
-# ClusterD's fixed priority (clusterd/pkg/domain/common/utils.go): lower runs first.
-STRATEGY_PRIORITY: Final = {
-    "retry": 1,
-    "recover-in-place": 2,
-    "recover": 3,
-    "elastic-training": 4,
-    "dump": 5,
-    "exit": 6,
-}
-STRATEGIES: Final = tuple(sorted(STRATEGY_PRIORITY, key=STRATEGY_PRIORITY.__getitem__))
-# The first release that knows each strategy (mindcluster.md §8).
-STRATEGY_SINCE: Final = {
-    "retry": "7.0",
-    "recover": "7.0",
-    "dump": "7.0",
-    "exit": "7.0",
-    "recover-in-place": "7.1",
-    "elastic-training": "7.2",
-}
-# Strategies that need the MindIO/TaskD process-level machinery in the image and pods.
-PROCESS_STRATEGIES: Final = frozenset(STRATEGY_PRIORITY)
+# The release and strategy vocabulary is MindCluster's own (``mindcluster``); the policy spec speaks
+# it, and re-exports it so the product reads one module for "what a policy may say".
+from mindcluster.releases import DEFAULT_RELEASE as DEFAULT_RELEASE
+from mindcluster.releases import RELEASES as RELEASES
+from mindcluster.releases import release_at_least as release_at_least
+from mindcluster.strategies import PLATFORM_STRATEGIES as PLATFORM_STRATEGIES
+from mindcluster.strategies import PROCESS_STRATEGIES as PROCESS_STRATEGIES
+from mindcluster.strategies import STRATEGIES as STRATEGIES
+from mindcluster.strategies import STRATEGY_PRIORITY as STRATEGY_PRIORITY
+from mindcluster.strategies import STRATEGY_SINCE as STRATEGY_SINCE
+from mindcluster.strategies import sort_strategies as sort_strategies
 
 FAULT_SCHEDULING_VALUES: Final = ("grace", "force", "off")
 SUB_HEALTHY_VALUES: Final = ("ignore", "graceExit", "forceExit", "hotSwitch")
 FRAMEWORKS: Final = ("pytorch", "mindspore", "tensorflow")
-# What ClusterD accepts in ProcessRecoverStrategy (mindcluster.md §6.4); "ask" = a person decides.
-PLATFORM_STRATEGIES: Final = ("retry", "recover", "dump", "exit")
+# "ask" = a person decides.
 DECISION_ACTIONS: Final = (*PLATFORM_STRATEGIES, "ask")
 FAULT_TYPES: Final = ("uce", "hccl", "normal", "node")
 
@@ -62,11 +40,6 @@ BOUNDS: Final = {
     "ttp_port": (1_024, 65_535),
     "decision_timeout_s": (1, 290),
 }
-
-
-def sort_strategies(names: list[str] | tuple[str, ...] | set[str] | frozenset[str]) -> tuple[str, ...]:
-    """Known strategy names de-duplicated and in ClusterD priority order."""
-    return tuple(sorted(set(names), key=STRATEGY_PRIORITY.__getitem__))
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The what-if simulator: rehearse a policy against a sequence of faults before a real one happens.
 
-It runs the same strategy choice and fallback chain as ClusterD (``apps.simcluster.clusterd.engine``,
+It runs the same strategy choice and fallback chain as ClusterD (``mindcluster.clusterd``,
 the pure model read from the MindCluster source that the simulated ClusterD also executes) and
 accounts the restart budget across the faults. ``simulate`` starts from the PodGroup keys a policy
 renders (what ClusterD would snapshot if the job were recreated with it); ``simulate_snapshot``
@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from apps.cluster import constants as c
 from apps.decisions.rules import FaultFacts, evaluate
 from apps.policies.spec import FAULT_TYPES, PolicySpec, release_at_least
-from apps.simcluster.clusterd import engine
+from mindcluster import clusterd as engine
+from mindcluster import keys as c
 
 _WIRE_TYPE = {
     "uce": engine.FAULT_UCE,

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from apps.cluster import constants as c
 from apps.jobs.models import TrainingJob
 from apps.policies.desired import PLATFORM_MODE
 from apps.policies.in_effect import current_incarnation, in_effect, observed_config, process_recovery_on
 from apps.policies.rendering.when import BACKOFF_LIMIT_KEY
+from mindcluster import keys as c
 
 StartAs = Literal["in-effect", "after-recreation"]
 START_AS: tuple[str, ...] = ("in-effect", "after-recreation")

@@ -92,7 +92,6 @@ INSTALLED_APPS = [
     "apps.decisions",
     "apps.admission",
     "apps.advice",
-    "apps.simcluster",
     "apps.web",
 ]
 

@@ -22,8 +22,8 @@ from apps.policies.desired import desired_state
 from apps.policies.models import PolicySync
 from apps.policies.services import Actor, policy_revision_create
 from apps.policies.validation import validate_policy
-from apps.simcluster.kube import Kube
-from apps.simcluster.runtime import SimCluster
+from simcluster.kube import Kube
+from simcluster.runtime import SimCluster
 from tests.events.conftest import sim  # noqa: F401  (module-scoped simulated cluster)
 from tests.push.conftest import Worker
 from tests.simcluster.sim_fixtures import create_job, make_job

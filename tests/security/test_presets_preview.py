@@ -18,7 +18,7 @@ from kubernetes import config as k8s_config
 
 from apps.accounts.services import token_issue
 from apps.policies.models import Preset
-from apps.simcluster.kubeapi import KubeApiEmulator
+from simcluster.kubeapi import KubeApiEmulator
 from tests.api.conftest import World
 
 pytestmark = pytest.mark.django_db

@@ -20,14 +20,14 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from apps.simcluster.clock import SimClock
-from apps.simcluster.clusterd.controller import ClusterD
-from apps.simcluster.clusterd.grpc_server import ClusterDGrpcServer
-from apps.simcluster.injector import FAULT_KINDS, FaultSpec, UnknownJobError, parse_fault
-from apps.simcluster.kubeapi import KubeApiEmulator
-from apps.simcluster.operator import NodePool, SimOperator, pod_slots
-from apps.simcluster.scenarios import Scenario, ScenarioRun, run_scenario
-from apps.simcluster.taskd import TaskdManagers
+from simcluster.clock import SimClock
+from simcluster.clusterd.controller import ClusterD
+from simcluster.clusterd.grpc_server import ClusterDGrpcServer
+from simcluster.injector import FAULT_KINDS, FaultSpec, UnknownJobError, parse_fault
+from simcluster.kubeapi import KubeApiEmulator
+from simcluster.operator import NodePool, SimOperator, pod_slots
+from simcluster.scenarios import Scenario, ScenarioRun, run_scenario
+from simcluster.taskd import TaskdManagers
 
 log = logging.getLogger(__name__)
 DEMO_FAULT_RATE_PER_MIN = 0.5
@@ -110,13 +110,13 @@ class SimCluster:
         self.grpc.start()
         self.grpc_address = self.grpc.address
         if self.control_port is not None:
-            from apps.simcluster.control import ControlServer  # aiohttp app only when asked for
+            from simcluster.control import ControlServer  # aiohttp app only when asked for
 
             self.control = ControlServer(self, host=self.host, port=self.control_port)
             self.control.start()
             self.control_url = self.control.url
         if self.demo:
-            from apps.simcluster.demo import seed_demo_jobs
+            from simcluster.demo import seed_demo_jobs
 
             seed_demo_jobs(self.kubeconfig_path)
         if self.random_fault_rate_per_min > 0:

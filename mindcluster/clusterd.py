@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from apps.cluster import constants as k
-from apps.policies.spec import STRATEGY_PRIORITY
+from mindcluster import keys as k
+from mindcluster.strategies import STRATEGY_PRIORITY
 
 # --- fault vocabulary -----------------------------------------------------------------------------
 # FaultRank.faultType values on the wire (const.go:204-209).

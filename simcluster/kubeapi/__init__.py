@@ -2,7 +2,7 @@
 
 The official ``kubernetes`` Python client talks to it unchanged over real HTTP::
 
-    from apps.simcluster.kubeapi import KubeApiEmulator
+    from simcluster.kubeapi import KubeApiEmulator
 
     with KubeApiEmulator() as emu:                       # port 0 = pick a free port
         cfg = emu.write_kubeconfig(tmp_path / "kubeconfig")

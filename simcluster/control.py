@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from apps.simcluster.injector import FaultSpecError, UnknownJobError
-from apps.simcluster.scenarios import ScenarioError, parse_scenario
+from simcluster.injector import FaultSpecError, UnknownJobError
+from simcluster.scenarios import ScenarioError, parse_scenario
 
 if TYPE_CHECKING:
-    from apps.simcluster.runtime import SimCluster
+    from simcluster.runtime import SimCluster
 
 log = logging.getLogger(__name__)
 

@@ -71,7 +71,7 @@ def _job_of(pod: dict[str, Any]) -> str | None:
 
 
 def _related_events(store: Any, pod: dict[str, Any]) -> list[dict[str, Any]]:
-    from apps.simcluster.kubeapi.resources import EVENTS
+    from simcluster.kubeapi.resources import EVENTS
 
     meta = pod["metadata"]
     job = _job_of(pod)
@@ -173,8 +173,8 @@ def _format(lines: list[tuple[datetime, str]], timestamps: bool) -> bytes:
 
 
 def _bad(message: str) -> web.Response:
-    from apps.simcluster.kubeapi.errors import ApiError
-    from apps.simcluster.kubeapi.server import error_response
+    from simcluster.kubeapi.errors import ApiError
+    from simcluster.kubeapi.server import error_response
 
     return error_response(ApiError(400, message))
 
@@ -186,9 +186,9 @@ async def serve(
     name: str,
     pod_history: dict[tuple[str, str], list[dict[str, Any]]],
 ) -> web.StreamResponse:
-    from apps.simcluster.kubeapi import errors
-    from apps.simcluster.kubeapi.resources import PODS
-    from apps.simcluster.kubeapi.server import error_response
+    from simcluster.kubeapi import errors
+    from simcluster.kubeapi.resources import PODS
+    from simcluster.kubeapi.server import error_response
 
     stored = store.get(PODS, namespace, name)
     if stored is None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.simcluster.runtime import SimCluster
+from simcluster.runtime import SimCluster
 
 DEFAULT_KUBECONFIG = Path("var") / "simcluster.kubeconfig"
 
@@ -137,7 +137,7 @@ def _record_fault_endpoint(kubeconfig: Path, url: str) -> None:
     ``sim_fault`` finds it whatever port it got."""
     import yaml
 
-    from apps.simcluster.management.commands.sim_fault import FAULT_ENDPOINT_EXTENSION
+    from simcluster.management.commands.sim_fault import FAULT_ENDPOINT_EXTENSION
 
     if not url:
         return

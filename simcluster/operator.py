@@ -23,9 +23,10 @@ from typing import Any, Final
 
 from kubernetes.client.exceptions import ApiException
 
-from apps.cluster import constants as k
-from apps.policies.spec import DEFAULT_RELEASE, RELEASES, npus_in, release_at_least
-from apps.simcluster.kube import Informer, Kube, rfc3339
+from apps.policies.spec import npus_in
+from mindcluster import keys as k
+from mindcluster.releases import DEFAULT_RELEASE, RELEASES, release_at_least
+from simcluster.kube import Informer, Kube, rfc3339
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from apps.simcluster.clusterd.engine import FAULT_HCCL, FAULT_OTHER, FAULT_UCE
+from mindcluster.clusterd import FAULT_HCCL, FAULT_OTHER, FAULT_UCE
 
 FAULT_KINDS: Final = ("uce", "hccl", "normal", "node")
 # kind → (FaultRank.faultType, default fault code, default handling level, node-level?)

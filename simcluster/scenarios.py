@@ -20,8 +20,8 @@ from typing import Any
 
 import yaml
 
-from apps.simcluster.clock import SimClock
-from apps.simcluster.injector import FaultSpec, FaultSpecError, UnknownJobError, parse_fault
+from simcluster.clock import SimClock
+from simcluster.injector import FaultSpec, FaultSpecError, UnknownJobError, parse_fault
 
 log = logging.getLogger(__name__)
 MAX_SCENARIO_FAULTS = 1000

@@ -1,6 +1,6 @@
 """ClusterD's gRPC surface (clusterd-wire.md): ``fault.Fault``, ``job.Job``, ``PubFault`` and ``Recover``.
 
-Served with ``grpcio`` from messages generated out of ``apps/simcluster/protos``; field names and
+Served with ``grpcio`` from messages generated out of ``apps/clusterd/protos``; field names and
 numbers follow the real protos, so a client built for a real ClusterD works against this one.
 """
 
@@ -17,10 +17,7 @@ from typing import Any, Final
 
 import grpc
 
-from apps.cluster import constants as k
-from apps.simcluster.clusterd.controller import TOPIC_FAULT, TOPIC_JOB, ActiveFault, ClusterD, topic_process
-from apps.simcluster.clusterd.engine import UNHEALTHY_LEVELS
-from apps.simcluster.grpc_gen import (
+from apps.clusterd.grpc_gen import (
     fault_pb2,
     fault_pb2_grpc,
     job_pb2,
@@ -30,8 +27,11 @@ from apps.simcluster.grpc_gen import (
     recover_pb2,
     recover_pb2_grpc,
 )
-from apps.simcluster.injector import FaultSpec, UnknownJobError
-from apps.simcluster.operator import ANNOTATION_RANK_INDEX, LABEL_JOB_NAME
+from mindcluster import keys as k
+from mindcluster.clusterd import UNHEALTHY_LEVELS
+from simcluster.clusterd.controller import TOPIC_FAULT, TOPIC_JOB, ActiveFault, ClusterD, topic_process
+from simcluster.injector import FaultSpec, UnknownJobError
+from simcluster.operator import ANNOTATION_RANK_INDEX, LABEL_JOB_NAME
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from apps.cluster import constants as k
+from mindcluster import keys as k
 
 POLL_S: Final = 3.0  # constant.CheckPeriod
 TIMEOUT_S: Final = 300.0  # constant.ProcessControlTimeout

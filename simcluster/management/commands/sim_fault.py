@@ -13,8 +13,8 @@ from urllib.parse import urlsplit, urlunsplit
 import yaml
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.simcluster.injector import FAULT_KINDS, KNOWN_LEVELS, FaultSpecError, parse_job_ref
-from apps.simcluster.management.commands.simcluster import DEFAULT_KUBECONFIG
+from simcluster.injector import FAULT_KINDS, KNOWN_LEVELS, FaultSpecError, parse_job_ref
+from simcluster.management.commands.simcluster import DEFAULT_KUBECONFIG
 
 EXIT_UNKNOWN_JOB = 1
 EXIT_BAD_INPUT = 2
@@ -124,8 +124,8 @@ def _check_rank(kubeconfig: str, namespace: str, name: str, rank: int) -> None:
     from kubernetes.client.exceptions import ApiException
     from urllib3.exceptions import HTTPError as Urllib3Error
 
-    from apps.simcluster.kube import Kube
-    from apps.simcluster.operator import pod_slots
+    from simcluster.kube import Kube
+    from simcluster.operator import pod_slots
 
     if not Path(kubeconfig).is_file():
         return

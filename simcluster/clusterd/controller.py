@@ -29,14 +29,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from apps.cluster import constants as k
-from apps.simcluster.clock import SimClock
-from apps.simcluster.clusterd import engine, platform
-from apps.simcluster.clusterd.engine import EngineInput, RankFault, RecoveryPolicy, Step, StepKind
-from apps.simcluster.hub import Hub
-from apps.simcluster.injector import FaultSpec, UnknownJobError
-from apps.simcluster.kube import Informer, Kube, rfc3339
-from apps.simcluster.operator import (
+from mindcluster import clusterd as engine
+from mindcluster import keys as k
+from mindcluster.clusterd import EngineInput, RankFault, RecoveryPolicy, Step, StepKind
+from simcluster.clock import SimClock
+from simcluster.clusterd import platform
+from simcluster.hub import Hub
+from simcluster.injector import FaultSpec, UnknownJobError
+from simcluster.kube import Informer, Kube, rfc3339
+from simcluster.operator import (
     ANNOTATION_RANK_INDEX,
     LABEL_VERSION,
     SimOperator,
@@ -48,7 +49,7 @@ from apps.simcluster.operator import (
     podgroup_name,
     with_condition,
 )
-from apps.simcluster.taskd import TaskdManagers
+from simcluster.taskd import TaskdManagers
 
 log = logging.getLogger(__name__)
 

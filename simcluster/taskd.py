@@ -19,11 +19,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from apps.cluster import constants as k
-from apps.policies.spec import STRATEGY_SINCE, JobContext, release_at_least
-from apps.simcluster.clusterd.engine import agent_words
-from apps.simcluster.kube import Kube
-from apps.simcluster.operator import job_release
+from apps.policies.spec import JobContext
+from mindcluster import keys as k
+from mindcluster.clusterd import agent_words
+from mindcluster.releases import release_at_least
+from mindcluster.strategies import STRATEGY_SINCE
+from simcluster.kube import Kube
+from simcluster.operator import job_release
 
 ALL_STRATEGIES = frozenset(STRATEGY_SINCE)
 EVENT_INIT_FAILED = "TaskDInitFailed"

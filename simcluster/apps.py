@@ -6,6 +6,6 @@ from django.apps import AppConfig
 
 
 class SimclusterConfig(AppConfig):
-    name = "apps.simcluster"
+    name = "simcluster"
     label = "simcluster"
     verbose_name = "Simulated MindCluster cluster"

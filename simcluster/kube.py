@@ -17,7 +17,7 @@ from kubernetes import watch
 from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
-from apps.cluster import constants as k
+from mindcluster import keys as k
 
 log = logging.getLogger(__name__)
 

@@ -16,10 +16,10 @@ from typing import Any
 import yaml
 from kubernetes.client.exceptions import ApiException
 
-from apps.cluster import constants as k
 from apps.policies.spec import PolicySpec
-from apps.simcluster.kube import Kube
-from apps.simcluster.operator import LABEL_RELEASE
+from mindcluster import keys as k
+from simcluster.kube import Kube
+from simcluster.operator import LABEL_RELEASE
 
 log = logging.getLogger(__name__)
 DATA_FILE = Path(__file__).resolve().parent / "data" / "demo_jobs.yaml"

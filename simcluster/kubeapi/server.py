@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from apps.simcluster import openapi, podlogs, printing
+from simcluster import openapi, podlogs, printing
 
 from . import admission, errors, resources, ssa
 from .errors import ApiError

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from apps.simcluster.kubeapi.resources import ALL, ASCENDJOBS, ResourceType
+from simcluster.kubeapi.resources import ALL, ASCENDJOBS, ResourceType
 
 CRD_PATH = Path(__file__).parent / "data" / "ascendjob-crd.yaml"
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1"
@@ -233,7 +233,7 @@ def v3_document(group: str, version: str) -> bytes | None:
 
 @functools.cache
 def v2_protobuf() -> bytes:
-    from apps.simcluster import openapi_pb
+    from simcluster import openapi_pb
 
     return openapi_pb.from_json(v2_document())
 
