@@ -23,8 +23,8 @@ from typing import Any, Final
 
 from kubernetes.client.exceptions import ApiException
 
-from apps.policies.spec import npus_in
 from mindcluster import keys as k
+from mindcluster.ascendjob import npus_in
 from mindcluster.releases import DEFAULT_RELEASE, RELEASES, release_at_least
 from simcluster.kube import Informer, Kube, rfc3339
 

@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from apps.policies.spec import JobContext
 from mindcluster import keys as k
+from mindcluster.ascendjob import JobContext
 from mindcluster.clusterd import agent_words
 from mindcluster.releases import release_at_least
 from mindcluster.strategies import STRATEGY_SINCE

@@ -20,6 +20,7 @@ from typing import Any
 
 from django.db import transaction
 
+from apps.accounts.actors import Actor
 from apps.audit.services import audit_record
 from apps.cluster import client as kube
 from apps.cluster.errors import ClusterError
@@ -31,7 +32,6 @@ from apps.jobs.clusters import cluster_ref
 from apps.jobs.models import TrainingJob
 from apps.policies.models import PolicyRevision
 from apps.policies.rendering import render
-from apps.policies.services import Actor
 from apps.policies.spec import JobContext
 from apps.policies.validation import validate_policy
 from mindcluster import keys as c

@@ -29,6 +29,7 @@ from django.db import IntegrityError, close_old_connections, connection, transac
 from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 
+from apps.accounts.actors import Actor
 from apps.admission.jsonpatch import diff
 from apps.admission.merge import ANNOTATION_PRESET, Merged, keep_user_metadata, merge_layers
 from apps.admission.models import NamespaceDefault
@@ -40,7 +41,6 @@ from apps.jobs.models import Cluster, TrainingJob
 from apps.policies.builtin_presets import builtin_preset
 from apps.policies.models import PolicyRevision, PolicySync, Preset
 from apps.policies.rendering import render
-from apps.policies.services import Actor
 from apps.policies.spec import JobContext, PolicySpec
 from apps.policies.validation import validate_policy
 from mindcluster import keys as c

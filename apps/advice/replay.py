@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from apps.advice.assumptions import ATTEMPT_NAMES, Assumption
 from apps.advice.history import FaultClass
-from apps.policies import whatif
+from apps.decisions import whatif
 from apps.policies.spec import PolicySpec
 from mindcluster import clusterd as engine
 from mindcluster.clusterd import StepKind

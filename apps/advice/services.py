@@ -21,9 +21,9 @@ from apps.advice.candidates import Candidate, valid_candidates
 from apps.advice.history import FaultClass, History, fault_history, step_durations
 from apps.advice.models import AdviceSummary
 from apps.advice.replay import Path, engine_key, replay
+from apps.decisions import whatif
 from apps.events.models import Incident
 from apps.jobs.models import TrainingJob
-from apps.policies import whatif
 from apps.policies.in_effect import in_effect as in_effect_view
 from apps.policies.models import PolicyRevision
 from apps.policies.spec import PolicySpec

@@ -31,6 +31,7 @@ import yaml
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
+from apps.accounts.actors import Actor
 from apps.accounts.models import NamespaceGrant, Role
 from apps.accounts.services import token_issue
 from apps.admission.merge import ANNOTATION_PRESET
@@ -40,7 +41,7 @@ from apps.events.models import Incident, JobEvent
 from apps.jobs.adoption import job_adopt
 from apps.jobs.models import Cluster, TrainingJob
 from apps.policies.models import PolicyRevision
-from apps.policies.services import Actor, policy_revision_create
+from apps.policies.services import policy_revision_create
 from mindcluster import keys as k
 from simcluster.kube import Kube
 from simcluster.runtime import SimCluster

@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
+from apps.accounts.actors import Actor
 from apps.jobs.incarnations import incarnation_observe_podgroup
 from apps.jobs.models import TrainingJob
-from apps.policies.services import Actor, policy_revision_create
+from apps.policies.services import policy_revision_create
 from mindcluster import keys as c
 from tests.api.conftest import World
 

@@ -619,8 +619,9 @@ class DashboardBrowserTests(ChannelsLiveServerTestCase):
 
     def test_in_effect_revision_and_what_waits_are_shown_in_the_header_and_what_changes(self) -> None:
         """Issue #13: created with revision 1; revision 2 is written but waits for a recreation."""
+        from apps.accounts.actors import Actor
         from apps.jobs.incarnations import incarnation_observe_podgroup
-        from apps.policies.services import Actor, policy_revision_create
+        from apps.policies.services import policy_revision_create
 
         job = self.live_job("in-effect")
         actor = Actor(name="pipeline")

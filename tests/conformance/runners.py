@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from apps.policies import whatif
+from apps.decisions import whatif
 from mindcluster import clusterd as engine
 from mindcluster import keys as k
 from simcluster.injector import FaultSpec

@@ -17,11 +17,12 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
+from apps.accounts.actors import Actor
 from apps.decisions.models import Decision
 from apps.decisions.watcher import PodGroupWatcher
 from apps.jobs.models import Cluster, TrainingJob
 from apps.policies.rendering import render
-from apps.policies.services import Actor, policy_revision_create
+from apps.policies.services import policy_revision_create
 from apps.policies.validation import validate_policy
 from mindcluster import keys as c
 from simcluster.runtime import SimCluster

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from apps.accounts.actors import Actor
 from apps.events.ingest.init_snapshot import init_snapshot_of, snapshot_keys
 from apps.jobs.adoption import job_adopt
 from apps.jobs.incarnations import incarnation_observe_init, incarnation_observe_podgroup
@@ -23,7 +24,7 @@ from apps.policies.models import PolicyRevision, PolicySync
 from apps.policies.preview import skeleton_manifest
 from apps.policies.rendering import render
 from apps.policies.rendering.when import key_when
-from apps.policies.services import Actor, policy_revision_create
+from apps.policies.services import policy_revision_create
 from apps.policies.validation import validate_policy
 from mindcluster import keys as c
 
