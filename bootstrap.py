@@ -270,6 +270,8 @@ def cmd_test(args: argparse.Namespace) -> int:
         say(f"database {env['DATABASE_URL']}, redis {redis_url}")
         steps = [
             ("lint", [str(PY), "-m", "ruff", "check", "."]),
+            # The layering contracts in pyproject.toml [tool.importlinter] (issue #14).
+            ("import layering", [str(VENV / "bin" / "lint-imports"), "--no-cache"]),
             ("migrations up to date", [str(PY), "manage.py", "makemigrations", "--check", "--dry-run"]),
         ]
         if args.pytest_args:

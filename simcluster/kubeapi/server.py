@@ -24,13 +24,12 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from simcluster import openapi, podlogs, printing
-
-from . import admission, errors, resources, ssa
+from . import admission, errors, openapi, podlogs, printing, resources, ssa
 from .errors import ApiError
 from .faults import WRITE_METHODS, FaultInjector, WriteTally
 from .patch import PatchDecodeError, PatchError, json_patch, merge_patch
 from .resources import EVENTS, NAMESPACES, PODS, ResourceType
+from .responses import error_response, json_response
 from .selectors import FieldSelector, LabelSelector, SelectorError, _check_key, _check_value
 from .store import ADDED, DELETED, MODIFIED, Store, decode_continue, dumps, encode_continue
 from .watch import Watcher, error_line, run_watch
@@ -54,16 +53,6 @@ _CONTINUE_EXPIRED = (
 
 def now_rfc3339() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def json_response(code: int, raw: bytes, headers: dict[str, str] | None = None) -> web.Response:
-    resp = web.Response(body=raw, status=code, content_type="application/json", headers=headers)
-    resp.headers["Cache-Control"] = "no-cache, private"
-    return resp
-
-
-def error_response(err: ApiError) -> web.Response:
-    return json_response(err.code, dumps(err.status()), headers=err.headers)
 
 
 def _reject_constant(name: str) -> Any:

@@ -13,14 +13,11 @@ from urllib.parse import urlsplit, urlunsplit
 import yaml
 from django.core.management.base import BaseCommand, CommandError
 
+from simcluster.endpoints import DEFAULT_KUBECONFIG, FAULT_ENDPOINT_EXTENSION
 from simcluster.injector import FAULT_KINDS, KNOWN_LEVELS, FaultSpecError, parse_job_ref
-from simcluster.management.commands.simcluster import DEFAULT_KUBECONFIG
 
 EXIT_UNKNOWN_JOB = 1
 EXIT_BAD_INPUT = 2
-
-
-FAULT_ENDPOINT_EXTENSION = "simcluster-fault-endpoint"
 
 
 def control_url_from_kubeconfig(path: str) -> str:

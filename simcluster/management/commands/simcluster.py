@@ -10,9 +10,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from simcluster.endpoints import DEFAULT_KUBECONFIG
 from simcluster.runtime import SimCluster
-
-DEFAULT_KUBECONFIG = Path("var") / "simcluster.kubeconfig"
 
 
 def _check_ports(host: str, ports: dict[str, int]) -> None:
@@ -137,7 +136,7 @@ def _record_fault_endpoint(kubeconfig: Path, url: str) -> None:
     ``sim_fault`` finds it whatever port it got."""
     import yaml
 
-    from simcluster.management.commands.sim_fault import FAULT_ENDPOINT_EXTENSION
+    from simcluster.endpoints import FAULT_ENDPOINT_EXTENSION
 
     if not url:
         return

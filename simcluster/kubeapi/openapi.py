@@ -1,6 +1,6 @@
 """OpenAPI v2 / v3 documents for the emulator, and the schema checks a real API server applies.
 
-Schemas come from two real sources: the AscendJob CRD (``data/ascendjob-crd.yaml``, a copy of the
+Schemas come from two real sources: the AscendJob CRD (``simcluster/data/ascendjob-crd.yaml``, a copy of the
 MindCluster CRD) and the official Python client's models (``kubernetes.client``, generated from the
 Kubernetes OpenAPI) for the core types. ``kubectl`` uses ``/openapi/v3`` to learn that the server
 does field validation (so ``kubectl apply`` validates without ``--validate=false``) and for
@@ -21,7 +21,7 @@ import yaml
 
 from simcluster.kubeapi.resources import ALL, ASCENDJOBS, ResourceType
 
-CRD_PATH = Path(__file__).parent / "data" / "ascendjob-crd.yaml"
+CRD_PATH = Path(__file__).parent.parent / "data" / "ascendjob-crd.yaml"
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1"
 _META_TYPES = {"V1ObjectMeta", "V1OwnerReference", "V1ManagedFieldsEntry", "V1ListMeta", "V1Status"}
 _MODEL_ROOTS = {
@@ -233,7 +233,7 @@ def v3_document(group: str, version: str) -> bytes | None:
 
 @functools.cache
 def v2_protobuf() -> bytes:
-    from simcluster import openapi_pb
+    from simcluster.kubeapi import openapi_pb
 
     return openapi_pb.from_json(v2_document())
 

@@ -174,7 +174,7 @@ def _format(lines: list[tuple[datetime, str]], timestamps: bool) -> bytes:
 
 def _bad(message: str) -> web.Response:
     from simcluster.kubeapi.errors import ApiError
-    from simcluster.kubeapi.server import error_response
+    from simcluster.kubeapi.responses import error_response
 
     return error_response(ApiError(400, message))
 
@@ -188,7 +188,7 @@ async def serve(
 ) -> web.StreamResponse:
     from simcluster.kubeapi import errors
     from simcluster.kubeapi.resources import PODS
-    from simcluster.kubeapi.server import error_response
+    from simcluster.kubeapi.responses import error_response
 
     stored = store.get(PODS, namespace, name)
     if stored is None:
