@@ -273,6 +273,8 @@ def cmd_test(args: argparse.Namespace) -> int:
         say(f"database {env['DATABASE_URL']}, redis {redis_url}")
         steps = [
             ("lint", [str(PY), "-m", "ruff", "check", "."]),
+            # The layering contracts in pyproject.toml [tool.importlinter] (issue #14).
+            ("import layering", [str(VENV / "bin" / "lint-imports"), "--no-cache"]),
             # Reads [tool.mypy] in pyproject.toml; .mypy_cache keeps a re-run to a few seconds.
             ("types", [str(PY), "-m", "mypy"]),
             ("migrations up to date", [str(PY), "manage.py", "makemigrations", "--check", "--dry-run"]),
@@ -329,7 +331,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         env = dict(os.environ)
         env["REDIS_URL"] = redis_url_or_start(children)
         env.setdefault("DEBUG", "true")
-        env.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.base")
+        # Development settings: DEBUG on and the simulated cluster's commands installed.
+        env.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.dev")
         manage = [str(PY), "manage.py"]
         simulated = not env.get("KUBECONFIG")
         if simulated:

@@ -55,9 +55,9 @@ def seed() -> None:
     import django
 
     django.setup()
+    from apps.accounts.actors import Actor
     from apps.admission.services import namespace_default_set
     from apps.jobs.models import Cluster
-    from apps.policies.services import Actor
 
     cluster = Cluster.objects.create(name="bench", kubeconfig_path="/nonexistent", is_default=True)
     namespace_default_set(

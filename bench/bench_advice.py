@@ -155,7 +155,7 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     from rest_framework.test import APIClient
 
-    from apps.policies import whatif
+    from apps.decisions import whatif
     from apps.policies.validation import validate_policy
 
     job_id, user = seed(args.incidents, args.jobs)

@@ -75,6 +75,8 @@ def main() -> None:
                 sys.executable,
                 "manage.py",
                 "simcluster",
+                "--settings",
+                "controlplane.settings.dev",
                 "--port",
                 str(api_port),
                 "--grpc-port",
@@ -146,11 +148,12 @@ def run(args: argparse.Namespace, sim: Any, env: dict[str, str], procs: list[Any
     from kubernetes import config as k8s_config
     from kubernetes import watch as k8s_watch
 
-    from apps.cluster import constants as c
+    from apps.accounts.actors import Actor
     from apps.jobs.models import Cluster, TrainingJob
     from apps.policies.rendering import render
-    from apps.policies.services import Actor, policy_revision_create
+    from apps.policies.services import policy_revision_create
     from apps.policies.validation import validate_policy
+    from mindcluster import keys as c
 
     api = k8s_config.new_client_from_config(config_file=sim.kubeconfig_path)
     custom = k8s.CustomObjectsApi(api)

@@ -31,7 +31,7 @@ GROUP, VERSION, PLURAL, NS = "mindxdl.gitee.com", "v1", "ascendjobs", "bench"
 EMULATOR_CODE = """
 import asyncio, sys
 sys.path.insert(0, {root!r})
-from apps.simcluster.kubeapi import serve
+from simcluster.kubeapi import serve
 asyncio.run(serve("127.0.0.1", {port}, history_limit={history}))
 """
 

@@ -104,7 +104,7 @@ def main() -> None:
                 [
                     sys.executable,
                     "-c",
-                    "import asyncio; from apps.simcluster.kubeapi import serve; "
+                    "import asyncio; from simcluster.kubeapi import serve; "
                     f"asyncio.run(serve('127.0.0.1', {api_port}))",
                 ],
                 cwd=REPO,
@@ -154,9 +154,10 @@ def run(args: argparse.Namespace, kubeconfig: Path) -> dict[str, Any]:
     from kubernetes import client as k8s
     from kubernetes import config as k8s_config
 
+    from apps.accounts.actors import Actor
     from apps.jobs.models import Cluster, TrainingJob
     from apps.policies.models import PolicySync
-    from apps.policies.services import Actor, policy_revision_create
+    from apps.policies.services import policy_revision_create
 
     api = k8s_config.new_client_from_config(config_file=str(kubeconfig))
     custom = k8s.CustomObjectsApi(api)

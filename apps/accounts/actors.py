@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import User
+from dataclasses import dataclass
+
+from django.contrib.auth.models import AnonymousUser, User
 from rest_framework.exceptions import NotAuthenticated
 from rest_framework.request import Request
 
 from apps.accounts.authentication import token_name_of
 from apps.core.middleware import request_id_of
-from apps.policies.services import Actor
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who is making a change, as the audit trail records it."""
+
+    user: User | AnonymousUser | None = None
+    name: str = ""  # e.g. "system:adoption" when there is no user
+    token_name: str = ""
+    request_id: str = ""
 
 
 def actor_for(request: Request) -> Actor:

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from apps.cluster import constants as c
 from apps.policies.rendering.keys import owned_keys
 from apps.policies.spec import RELEASES
+from mindcluster import keys as c
 
 ANNOTATION_PRESET = "recovery.mindcluster.io/preset"
 

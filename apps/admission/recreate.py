@@ -20,9 +20,9 @@ from typing import Any
 
 from django.db import transaction
 
+from apps.accounts.actors import Actor
 from apps.audit.services import audit_record
 from apps.cluster import client as kube
-from apps.cluster import constants as c
 from apps.cluster.errors import ClusterError
 from apps.core.errors import ApplicationError
 from apps.events import kinds
@@ -32,9 +32,9 @@ from apps.jobs.clusters import cluster_ref
 from apps.jobs.models import TrainingJob
 from apps.policies.models import PolicyRevision
 from apps.policies.rendering import render
-from apps.policies.services import Actor
 from apps.policies.spec import JobContext
 from apps.policies.validation import validate_policy
+from mindcluster import keys as c
 
 # Set on the row while the old incarnation is being replaced, so the watcher's DELETED for the
 # old UID (``job_mark_deleted`` matches by UID) does not close the job's history.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from apps.cluster import constants as c
+from mindcluster import keys as c
 
 WEBHOOK_CONFIGURATION_NAME = "mindcluster-recovery-policy"
 WEBHOOK_NAME = "ascendjobs.recovery.mindcluster.io"

@@ -3,7 +3,7 @@
 Sources: ``measured`` (this cluster's incidents, when there are at least ``MIN_SAMPLES``),
 ``published`` (MindCluster's published figures, ``reference/mindcluster.md`` §7.3, or a constant in its
 source), ``model`` (no figure is published: the simulator's nominal duration,
-``apps.simcluster.clusterd.engine.PHASE_SECONDS``, within x0.5-x2), ``user`` (a query parameter) and
+``mindcluster.clusterd.PHASE_SECONDS``, within x0.5-x2), ``user`` (a query parameter) and
 ``default`` (a parameter the user did not give).
 """
 
@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from apps.simcluster.clusterd import engine
+from mindcluster import clusterd as engine
 
 # Fewer incidents than this on a path and its duration stays published/model: a median of 5 is the
 # smallest sample whose 10th-90th percentile range still excludes a single outlier on each side.

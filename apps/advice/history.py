@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apps.advice.assumptions import ATTEMPT_NAMES, PRIORS, RESCHEDULE_NAMES, Assumption, measured
+from apps.decisions.whatif import FaultSpec
 from apps.policies.spec import FAULT_TYPES
-from apps.policies.whatif import FaultSpec
 
 _OUTCOME_OK = {"succeeded": True, "saved": True, "failed": False}
 _PSEUDO = frozenset({"exit", "pod-rescheduling", "job-rescheduling"})

@@ -14,10 +14,10 @@ from functools import lru_cache
 
 from apps.advice.assumptions import ATTEMPT_NAMES, Assumption
 from apps.advice.history import FaultClass
-from apps.policies import whatif
+from apps.decisions import whatif
 from apps.policies.spec import PolicySpec
-from apps.simcluster.clusterd import engine
-from apps.simcluster.clusterd.engine import StepKind
+from mindcluster import clusterd as engine
+from mindcluster.clusterd import StepKind
 
 _STEP_COST = {
     StepKind.EXIT: "exit_s",

@@ -21,15 +21,15 @@ from apps.advice.candidates import Candidate, valid_candidates
 from apps.advice.history import FaultClass, History, fault_history, step_durations
 from apps.advice.models import AdviceSummary
 from apps.advice.replay import EngineKey, Path, engine_key, replay
-from apps.cluster import constants as c
+from apps.decisions import whatif
 from apps.events.models import Incident
 from apps.jobs.models import TrainingJob
-from apps.policies import whatif
 from apps.policies.in_effect import in_effect as in_effect_view
 from apps.policies.models import PolicyRevision
 from apps.policies.spec import PolicySpec
 from apps.policies.validation import validate_policy
-from apps.simcluster.clusterd import engine
+from mindcluster import clusterd as engine
+from mindcluster import keys as c
 
 _INCIDENT_FIELDS = (
     "opened_at",

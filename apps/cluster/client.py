@@ -19,8 +19,8 @@ from kubernetes import watch as k8s_watch
 from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
-from apps.cluster import constants as c
 from apps.cluster.errors import ClusterError
+from mindcluster import keys as c
 
 FIELD_MANAGER = "mindcluster-recovery-control-plane"
 MERGE_PATCH = "application/merge-patch+json"

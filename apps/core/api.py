@@ -7,7 +7,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.policies.spec import RELEASES, STRATEGIES
+from mindcluster.releases import RELEASES
+from mindcluster.strategies import STRATEGIES
 
 
 class ApiRoot(APIView):

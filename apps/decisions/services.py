@@ -32,7 +32,6 @@ from django.utils import timezone
 
 from apps.audit.services import audit_record
 from apps.cluster import client as kube
-from apps.cluster import constants as c
 from apps.cluster.errors import ClusterError
 from apps.core.errors import ApplicationError
 from apps.decisions.models import Decision
@@ -44,6 +43,7 @@ from apps.jobs.models import TrainingJob
 from apps.policies.rendering.keys import STANDING_ANSWERS, standing_answer
 from apps.policies.spec import PLATFORM_STRATEGIES, PolicySpec
 from apps.policies.validation import validate_policy
+from mindcluster import keys as c
 
 log = logging.getLogger(__name__)
 State = Decision.State

@@ -18,11 +18,11 @@ from typing import Any
 from django.db import close_old_connections, connection
 
 from apps.cluster import client as kube
-from apps.cluster import constants as c
 from apps.cluster.errors import ClusterError
 from apps.decisions.services import decision_observe, is_standing
 from apps.jobs.clusters import cluster_ref
 from apps.jobs.models import Cluster, TrainingJob
+from mindcluster import keys as c
 
 log = logging.getLogger(__name__)
 _UID_LENGTH = 36

@@ -9,11 +9,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.audit.services import audit_record
-from apps.cluster import constants as c
 from apps.jobs.incarnations import incarnation_observe_job
 from apps.jobs.models import Cluster, JobIncarnation, TrainingJob
 from apps.policies.spec import DEFAULT_RELEASE, FRAMEWORKS, JobContext
 from apps.policies.validation import validate_policy
+from mindcluster import keys as c
 
 log = logging.getLogger(__name__)
 
@@ -110,8 +110,9 @@ def _phase(manifest: dict[str, Any]) -> str:
 
 def job_adopt(*, cluster: Cluster, manifest: dict[str, Any]) -> tuple[TrainingJob, bool]:
     """Create or refresh the row for a live AscendJob; a new one gets its observed policy as r1."""
+    from apps.accounts.actors import Actor
     from apps.policies.models import PolicyRevision
-    from apps.policies.services import Actor, policy_revision_create
+    from apps.policies.services import policy_revision_create
 
     meta = manifest.get("metadata") or {}
     facts = job_facts(manifest)

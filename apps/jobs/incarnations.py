@@ -13,8 +13,8 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from apps.cluster import constants as c
 from apps.jobs.models import JobIncarnation, TrainingJob
+from mindcluster import keys as c
 
 # The metadata keys a PodGroup is created with that say what the job runs with.
 TRACKED_LABELS = (

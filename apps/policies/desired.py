@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from apps.cluster import constants as c
 from apps.core.jsonmerge import merge_patch_diff
 from apps.policies.rendering import RenderResult, render
 from apps.policies.rendering.keys import policy_keys
 from apps.policies.rendering.plan import RenderPlan
 from apps.policies.rendering.when import BACKOFF_LIMIT_KEY, PLATFORM_MODE_KEY, TARGET_WHEN, When, key_when
 from apps.policies.spec import STRATEGY_PRIORITY, PolicySpec
+from mindcluster import keys as c
 
 # The creation config: what ClusterD snapshots at Init plus what the operator reads at creation.
 PLATFORM_MODE = "platform-mode"

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from apps.cluster import constants as c
 from apps.jobs.models import JobIncarnation, TrainingJob
 from apps.policies.desired import (
     PLATFORM_MODE,
@@ -29,6 +28,7 @@ from apps.policies.models import PolicyRevision, PolicySync
 from apps.policies.rendering.when import BACKOFF_LIMIT_KEY
 from apps.policies.spec import PolicySpec
 from apps.policies.validation import validate_policy
+from mindcluster import keys as c
 
 MAX_PENDING_REVISIONS = 10
 WRITTEN_STATES = (PolicySync.State.APPLIED, PolicySync.State.DRIFTED)

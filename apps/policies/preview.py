@@ -14,7 +14,6 @@ import logging
 from typing import Any
 
 from apps.cluster import client as kube
-from apps.cluster import constants as c
 from apps.cluster.errors import ClusterError
 from apps.core.jsonmerge import merge_patch_diff
 from apps.jobs.clusters import cluster_ref
@@ -23,6 +22,7 @@ from apps.policies.desired import desired_state
 from apps.policies.push import key_differences
 from apps.policies.rendering import RenderResult
 from apps.policies.services import policy_validate_for_job
+from mindcluster import keys as c
 
 log = logging.getLogger(__name__)
 

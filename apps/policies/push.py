@@ -22,7 +22,6 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.cluster import client as kube
-from apps.cluster import constants as c
 from apps.cluster.errors import ClusterError
 from apps.core.jsonmerge import merge_patch_diff
 from apps.events.services import event_record
@@ -33,6 +32,7 @@ from apps.policies.models import PolicyRevision, PolicySync
 from apps.policies.rendering import RenderResult, render
 from apps.policies.spec import PolicySpec
 from apps.policies.validation import validate_policy
+from mindcluster import keys as c
 
 log = logging.getLogger(__name__)
 State = PolicySync.State

@@ -13,13 +13,13 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.cluster import client as kube
-from apps.cluster import constants as c
 from apps.cluster.errors import ClusterError
 from apps.events.services import event_record
 from apps.jobs.clusters import cluster_ref
 from apps.policies.models import PolicySync
 from apps.policies.push import enqueue_push, podgroup_desired, same_value, spec_of
 from apps.policies.rendering import render
+from mindcluster import keys as c
 
 log = logging.getLogger(__name__)
 State = PolicySync.State

@@ -2,28 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AnonymousUser, User
 from django.db import transaction
 
+from apps.accounts.actors import Actor
 from apps.audit.services import audit_record
 from apps.core.errors import ValidationFailed
 from apps.jobs.models import TrainingJob
 from apps.policies.models import PolicyRevision, PolicySync, Preset
 from apps.policies.spec import JobContext, ReplicaFacts
 from apps.policies.validation import ValidationResult, validate_policy
-
-
-@dataclass(frozen=True)
-class Actor:
-    """Who is making a change, as the audit trail records it."""
-
-    user: User | AnonymousUser | None = None
-    name: str = ""  # e.g. "system:adoption" when there is no user
-    token_name: str = ""
-    request_id: str = ""
 
 
 def job_context(job: TrainingJob) -> JobContext:

@@ -9,46 +9,26 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
-from apps.cluster import constants as k
-
-# --- MindCluster releases, oldest first ---------------------------------------------------------
-RELEASES: Final = ("7.0", "7.1", "7.2", "7.3", "26.0", "26.1")
-DEFAULT_RELEASE: Final = "26.1"
-
-
-def release_at_least(release: str, minimum: str) -> bool:
-    """True when ``release`` is ``minimum`` or newer (both must be in RELEASES)."""
-    return RELEASES.index(release) >= RELEASES.index(minimum)
-
-
-# --- strategies ----------------------------------------------------------------------------------
-# ClusterD's fixed priority (clusterd/pkg/domain/common/utils.go): lower runs first.
-STRATEGY_PRIORITY: Final = {
-    "retry": 1,
-    "recover-in-place": 2,
-    "recover": 3,
-    "elastic-training": 4,
-    "dump": 5,
-    "exit": 6,
-}
-STRATEGIES: Final = tuple(sorted(STRATEGY_PRIORITY, key=STRATEGY_PRIORITY.__getitem__))
-# The first release that knows each strategy (mindcluster.md §8).
-STRATEGY_SINCE: Final = {
-    "retry": "7.0",
-    "recover": "7.0",
-    "dump": "7.0",
-    "exit": "7.0",
-    "recover-in-place": "7.1",
-    "elastic-training": "7.2",
-}
-# Strategies that need the MindIO/TaskD process-level machinery in the image and pods.
-PROCESS_STRATEGIES: Final = frozenset(STRATEGY_PRIORITY)
+# The release and strategy vocabulary is MindCluster's own (``mindcluster``); the policy spec speaks
+# it, and re-exports it so the product reads one module for "what a policy may say".
+# What an AscendJob manifest says about the job a policy is for.
+from mindcluster.ascendjob import JobContext as JobContext
+from mindcluster.ascendjob import ReplicaFacts as ReplicaFacts
+from mindcluster.ascendjob import npus_in as npus_in
+from mindcluster.releases import DEFAULT_RELEASE as DEFAULT_RELEASE
+from mindcluster.releases import RELEASES as RELEASES
+from mindcluster.releases import release_at_least as release_at_least
+from mindcluster.strategies import PLATFORM_STRATEGIES as PLATFORM_STRATEGIES
+from mindcluster.strategies import PROCESS_STRATEGIES as PROCESS_STRATEGIES
+from mindcluster.strategies import STRATEGIES as STRATEGIES
+from mindcluster.strategies import STRATEGY_PRIORITY as STRATEGY_PRIORITY
+from mindcluster.strategies import STRATEGY_SINCE as STRATEGY_SINCE
+from mindcluster.strategies import sort_strategies as sort_strategies
 
 FAULT_SCHEDULING_VALUES: Final = ("grace", "force", "off")
 SUB_HEALTHY_VALUES: Final = ("ignore", "graceExit", "forceExit", "hotSwitch")
 FRAMEWORKS: Final = ("pytorch", "mindspore", "tensorflow")
-# What ClusterD accepts in ProcessRecoverStrategy (mindcluster.md §6.4); "ask" = a person decides.
-PLATFORM_STRATEGIES: Final = ("retry", "recover", "dump", "exit")
+# "ask" = a person decides.
 DECISION_ACTIONS: Final = (*PLATFORM_STRATEGIES, "ask")
 FAULT_TYPES: Final = ("uce", "hccl", "normal", "node")
 
@@ -62,11 +42,6 @@ BOUNDS: Final = {
     "ttp_port": (1_024, 65_535),
     "decision_timeout_s": (1, 290),
 }
-
-
-def sort_strategies(names: list[str] | tuple[str, ...] | set[str] | frozenset[str]) -> tuple[str, ...]:
-    """Known strategy names de-duplicated and in ClusterD priority order."""
-    return tuple(sorted(set(names), key=STRATEGY_PRIORITY.__getitem__))
 
 
 @dataclass(frozen=True)
@@ -119,108 +94,3 @@ class PolicySpec:
 
 
 # --- job facts -----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ReplicaFacts:
-    """What the rules need to know about one replica type of an AscendJob."""
-
-    role: str
-    replicas: int
-    restart_policy: str  # "" when unset (operator default: Never)
-    npus_per_pod: int
-    container_names: tuple[str, ...]
-    env_names: tuple[str, ...]  # env of the ascend container
-    host_network: bool = False
-
-
-@dataclass(frozen=True)
-class JobContext:
-    """Facts about the job a policy is meant for; every field may be unknown (None/empty)."""
-
-    name: str | None = None
-    namespace: str | None = None
-    framework: str | None = None
-    mindcluster_version: str | None = None
-    scheduler_name: str | None = None
-    replicas: tuple[ReplicaFacts, ...] = ()
-    labels: dict[str, str] = field(default_factory=dict)
-    annotations: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def node_nums(self) -> int:
-        """Total pods in the job (``init_taskd_manager`` ``node_nums``)."""
-        return sum(r.replicas for r in self.replicas)
-
-    @property
-    def proc_per_node(self) -> int:
-        """Training processes per pod = NPUs requested per pod (the largest across roles)."""
-        return max((r.npus_per_pod for r in self.replicas), default=0)
-
-    @classmethod
-    def from_manifest(cls, manifest: Any) -> JobContext:
-        """Read what can be read from an AscendJob manifest; tolerate any shape without raising."""
-        if not isinstance(manifest, dict):
-            return cls()
-        meta = _as_dict(manifest.get("metadata"))
-        spec = _as_dict(manifest.get("spec"))
-        labels = {str(key): str(v) for key, v in _as_dict(meta.get("labels")).items()}
-        annotations = {str(key): str(v) for key, v in _as_dict(meta.get("annotations")).items()}
-        replicas = tuple(
-            _replica_facts(str(role), _as_dict(rspec))
-            for role, rspec in _as_dict(spec.get("replicaSpecs")).items()
-        )
-        name = meta.get("name")
-        namespace = meta.get("namespace")
-        scheduler = spec.get("schedulerName")
-        return cls(
-            name=name if isinstance(name, str) else None,
-            namespace=namespace if isinstance(namespace, str) else None,
-            framework=labels.get(k.LABEL_FRAMEWORK),
-            scheduler_name=scheduler if isinstance(scheduler, str) else None,
-            replicas=replicas,
-            labels=labels,
-            annotations=annotations,
-        )
-
-
-def _as_dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _as_list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def npus_in(resources: Any) -> int:
-    """NPUs a container asks for: requests (or limits) of ``huawei.com/Ascend*`` / ``huawei.com/npu*``."""
-    res = _as_dict(resources)
-    for section in ("requests", "limits"):
-        total = 0
-        for key, value in _as_dict(res.get(section)).items():
-            if str(key).startswith(k.NPU_RESOURCE_PREFIXES):
-                try:
-                    total += int(str(value))
-                except ValueError:
-                    continue
-        if total:
-            return total
-    return 0
-
-
-def _replica_facts(role: str, rspec: dict[str, Any]) -> ReplicaFacts:
-    pod_spec = _as_dict(_as_dict(rspec.get("template")).get("spec"))
-    containers = [_as_dict(c) for c in _as_list(pod_spec.get("containers"))]
-    names = tuple(str(c.get("name", "")) for c in containers)
-    ascend = next((c for c in containers if c.get("name") == k.CONTAINER_NAME), {})
-    env_names = tuple(str(_as_dict(e).get("name", "")) for e in _as_list(ascend.get("env")))
-    raw_replicas = rspec.get("replicas", 1)
-    replicas = raw_replicas if isinstance(raw_replicas, int) and not isinstance(raw_replicas, bool) else 1
-    restart = rspec.get("restartPolicy", "")
-    return ReplicaFacts(
-        role=role,
-        replicas=replicas,
-        restart_policy=restart if isinstance(restart, str) else "",
-        npus_per_pod=sum(npus_in(c.get("resources")) for c in containers),
-        container_names=names,
-        env_names=env_names,
-        host_network=pod_spec.get("hostNetwork") is True,
-    )

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from apps.cluster import constants as k
-from apps.policies.spec import JobContext
+from mindcluster import keys as k
+from mindcluster.ascendjob import JobContext
 
 # The job id is only known inside the pod; this is what a config preview shows in its place.
 JOB_ID_AT_RUNTIME = f"${{{k.ENV_MINDX_TASK_ID}}}"

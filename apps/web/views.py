@@ -24,7 +24,7 @@ from apps.accounts.selectors import (
     role_for,
 )
 from apps.jobs.api.serializers import JobOutputSerializer
-from apps.policies.api.views import policy_body
+from apps.policies.api.bodies import policy_body
 from apps.policies.spec import (
     BOUNDS,
     DECISION_ACTIONS,

@@ -93,7 +93,6 @@ INSTALLED_APPS = [
     "apps.decisions",
     "apps.admission",
     "apps.advice",
-    "apps.simcluster",
     "apps.web",
 ]
 

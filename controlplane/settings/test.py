@@ -15,6 +15,9 @@ os.environ.setdefault("SECRET_KEY", "tests-only-secret-key-7f3c9a1e5b2d8406-not-
 from controlplane.env import env_str
 from controlplane.settings.base import *  # noqa: F403
 
+# The simulated cluster's management commands (simcluster, sim_fault): a tool for tests and local runs,
+# never installed in production (controlplane.settings.base).
+INSTALLED_APPS = [*INSTALLED_APPS, "simcluster"]  # noqa: F405
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast; test users only
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

@@ -31,19 +31,20 @@ import yaml
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
+from apps.accounts.actors import Actor
 from apps.accounts.models import NamespaceGrant, Role
 from apps.accounts.services import token_issue
 from apps.admission.merge import ANNOTATION_PRESET
 from apps.admission.services import namespace_default_set
 from apps.admission.webhook_config import MANAGED_LABEL
-from apps.cluster import constants as k
 from apps.events.models import Incident, JobEvent
 from apps.jobs.adoption import job_adopt
 from apps.jobs.models import Cluster, TrainingJob
 from apps.policies.models import PolicyRevision
-from apps.policies.services import Actor, policy_revision_create
-from apps.simcluster.kube import Kube
-from apps.simcluster.runtime import SimCluster
+from apps.policies.services import policy_revision_create
+from mindcluster import keys as k
+from simcluster.kube import Kube
+from simcluster.runtime import SimCluster
 from tests.simcluster.sim_fixtures import make_job, wait_for
 
 KUBECTL = next(
@@ -129,7 +130,7 @@ def clusterd_init(sim: SimCluster, job: dict[str, Any]) -> int:
     """ClusterD's ``Init`` over gRPC (waits out 402 JobNotExist): 0 accepted, 403 ProcessRescheduleOff."""
     import grpc
 
-    from apps.simcluster.grpc_gen import recover_pb2, recover_pb2_grpc
+    from apps.clusterd.grpc_gen import recover_pb2, recover_pb2_grpc
 
     channel = grpc.insecure_channel(sim.grpc_address)
     try:

@@ -19,7 +19,7 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from apps.simcluster.kubeapi import KubeApiEmulator
+from simcluster.kubeapi import KubeApiEmulator
 
 
 class Hook:

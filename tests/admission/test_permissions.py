@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from apps.accounts.actors import Actor
 from apps.admission.services import namespace_default_set
 from apps.audit.models import AuditEntry
-from apps.policies.services import Actor
 from tests.api.conftest import NAMESPACE, PERSONAS, World, superuser_client, world  # noqa: F401
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from apps.cluster import constants as c
 from apps.events.models import Incident
 from apps.jobs.incarnations import incarnation_observe_podgroup
 from apps.jobs.models import Cluster, TrainingJob
@@ -18,6 +17,7 @@ from apps.policies.desired import desired_state
 from apps.policies.models import PolicyRevision, PolicySync
 from apps.policies.spec import PolicySpec
 from apps.policies.validation import validate_policy
+from mindcluster import keys as c
 
 NPUS = 16
 

@@ -13,8 +13,8 @@ from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from apps.events.ingest.runner import ClusterIngester
-from apps.simcluster.kube import Kube
-from apps.simcluster.runtime import SimCluster
+from simcluster.kube import Kube
+from simcluster.runtime import SimCluster
 from tests.events.conftest import (  # noqa: F401  (fixtures used by name)
     cluster_row,
     ingester,

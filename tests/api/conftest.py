@@ -17,12 +17,13 @@ import pytest
 from django.contrib.auth.models import Group, User
 from rest_framework.test import APIClient
 
+from apps.accounts.actors import Actor
 from apps.accounts.models import NamespaceGrant, Role
 from apps.accounts.services import token_issue
 from apps.jobs.models import Cluster, TrainingJob
 from apps.policies.builtin_presets import BUILTIN_PRESETS
 from apps.policies.models import Preset
-from apps.policies.services import Actor, policy_revision_create
+from apps.policies.services import policy_revision_create
 
 NAMESPACE = "team-a"
 SPEC: dict[str, Any] = {"mindcluster_version": "26.1", "strategies": ["retry", "recover", "dump"]}

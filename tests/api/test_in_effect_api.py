@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 
-from apps.cluster import constants as c
+from apps.accounts.actors import Actor
 from apps.jobs.incarnations import incarnation_observe_podgroup
 from apps.jobs.models import TrainingJob
-from apps.policies.services import Actor, policy_revision_create
+from apps.policies.services import policy_revision_create
+from mindcluster import keys as c
 from tests.api.conftest import World
 
 pytestmark = pytest.mark.django_db

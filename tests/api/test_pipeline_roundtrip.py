@@ -24,11 +24,11 @@ from kubernetes import config as k8s_config
 
 from apps.accounts.models import NamespaceGrant, Role
 from apps.accounts.services import token_issue
-from apps.cluster import constants as c
 from apps.jobs.models import Cluster, TrainingJob
 from apps.policies.api.examples import EXAMPLE_MANIFEST
 from apps.policies.push import push_sync
-from apps.simcluster.kubeapi import KubeApiEmulator
+from mindcluster import keys as c
+from simcluster.kubeapi import KubeApiEmulator
 from tests.conftest import REPO_ROOT
 from tests.push.conftest import create_live_job
 

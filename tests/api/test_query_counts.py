@@ -11,13 +11,14 @@ from django.db import connection
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
+from apps.accounts.actors import Actor
 from apps.accounts.models import NamespaceGrant, Role
 from apps.accounts.services import token_issue
 from apps.audit.services import audit_record
 from apps.events.services import event_record
 from apps.jobs.models import Cluster
 from apps.policies.models import Preset
-from apps.policies.services import Actor, policy_revision_create
+from apps.policies.services import policy_revision_create
 from tests.api.conftest import World, make_job
 
 pytestmark = pytest.mark.django_db

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
-from apps.cluster import constants as k
 from apps.policies.api.examples import EXAMPLE_MANIFEST
 from apps.policies.validation import validate_manifest, validate_policy
+from mindcluster import keys as k
 from tests.api.conftest import World
 
 pytestmark = pytest.mark.django_db

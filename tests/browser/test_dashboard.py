@@ -28,15 +28,15 @@ from django.utils import timezone
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from apps.cluster import constants as c
 from apps.events import broadcast
 from apps.events.models import Incident, JobEvent
 from apps.events.services import event_record
 from apps.jobs.models import Cluster, TrainingJob
 from apps.policies.models import PolicySync
 from apps.policies.push import push_sync
-from apps.simcluster.kubeapi import KubeApiEmulator
 from controlplane.celery import app as celery_app
+from mindcluster import keys as c
+from simcluster.kubeapi import KubeApiEmulator
 from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS, chromium_available
 
 PASSWORD = "correct-horse-battery"
@@ -509,7 +509,7 @@ class DashboardBrowserTests(ChannelsLiveServerTestCase):
     def test_fault_injected_in_the_simulated_cluster_reaches_the_timeline(self) -> None:
         """The whole path: simulated ClusterD → Kubernetes objects → ingester → store → socket → page."""
         from apps.events.ingest.runner import ClusterIngester
-        from apps.simcluster.runtime import SimCluster
+        from simcluster.runtime import SimCluster
         from tests.simcluster.sim_fixtures import create_job, make_job
 
         sim = SimCluster(clock_speed=200, seed=5).start()
@@ -655,8 +655,9 @@ class DashboardBrowserTests(ChannelsLiveServerTestCase):
 
     def test_in_effect_revision_and_what_waits_are_shown_in_the_header_and_what_changes(self) -> None:
         """Issue #13: created with revision 1; revision 2 is written but waits for a recreation."""
+        from apps.accounts.actors import Actor
         from apps.jobs.incarnations import incarnation_observe_podgroup
-        from apps.policies.services import Actor, policy_revision_create
+        from apps.policies.services import policy_revision_create
 
         job = self.live_job("in-effect")
         actor = Actor(name="pipeline")

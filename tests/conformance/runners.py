@@ -13,13 +13,13 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from apps.cluster import constants as k
-from apps.policies import whatif
-from apps.simcluster.clusterd import engine
-from apps.simcluster.injector import FaultSpec
-from apps.simcluster.kube import Kube
-from apps.simcluster.operator import build_podgroup
-from apps.simcluster.runtime import SimCluster
+from apps.decisions import whatif
+from mindcluster import clusterd as engine
+from mindcluster import keys as k
+from simcluster.injector import FaultSpec
+from simcluster.kube import Kube
+from simcluster.operator import build_podgroup
+from simcluster.runtime import SimCluster
 from tests.conformance.scenarios import Scenario
 from tests.simcluster.sim_fixtures import create_job, make_job, podgroup_of, wait_for
 

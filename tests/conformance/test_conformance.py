@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from apps.simcluster.kube import Kube
-from apps.simcluster.runtime import SimCluster
+from simcluster.kube import Kube
+from simcluster.runtime import SimCluster
 from tests.conformance.runners import Observed, run_builtin, run_whatif
 from tests.conformance.scenarios import SCENARIOS, Scenario, sources
 

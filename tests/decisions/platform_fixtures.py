@@ -17,14 +17,15 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from apps.cluster import constants as c
+from apps.accounts.actors import Actor
 from apps.decisions.models import Decision
 from apps.decisions.watcher import PodGroupWatcher
 from apps.jobs.models import Cluster, TrainingJob
 from apps.policies.rendering import render
-from apps.policies.services import Actor, policy_revision_create
+from apps.policies.services import policy_revision_create
 from apps.policies.validation import validate_policy
-from apps.simcluster.runtime import SimCluster
+from mindcluster import keys as c
+from simcluster.runtime import SimCluster
 from tests.push.conftest import BASE_JOB, RedisServer, purge_queues, wait_for
 
 POLICY: dict[str, Any] = {

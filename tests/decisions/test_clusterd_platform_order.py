@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from apps.cluster import constants as k
-from apps.simcluster.clusterd import platform
-from apps.simcluster.clusterd.engine import RankFault
-from apps.simcluster.clusterd.platform import Handshake, dedupe_faults, read_strategy
+from mindcluster import keys as k
+from mindcluster.clusterd import RankFault
+from simcluster.clusterd import platform
+from simcluster.clusterd.platform import Handshake, dedupe_faults, read_strategy
 
 
 class FakePodGroup:

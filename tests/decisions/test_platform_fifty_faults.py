@@ -21,10 +21,10 @@ from django.db import connection
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from apps.cluster import constants as c
 from apps.decisions.models import Decision
 from apps.jobs.models import TrainingJob
-from apps.simcluster.runtime import SimCluster
+from mindcluster import keys as c
+from simcluster.runtime import SimCluster
 from tests.decisions.platform_fixtures import _clean, decider, platform_job
 from tests.push.conftest import Worker, wait_for
 

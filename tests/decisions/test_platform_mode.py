@@ -15,11 +15,11 @@ import pytest
 from django.contrib.auth.models import User
 
 from apps.audit.models import AuditEntry
-from apps.cluster import constants as c
 from apps.decisions.services import decision_answer, decisions_sweep
 from apps.events.models import JobEvent
 from apps.jobs.models import TrainingJob
-from apps.simcluster.runtime import SimCluster
+from mindcluster import keys as c
+from simcluster.runtime import SimCluster
 from tests.decisions.platform_fixtures import (
     POLICY,
     _clean,

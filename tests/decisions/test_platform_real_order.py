@@ -20,11 +20,11 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from rest_framework.test import APIClient
 
-from apps.cluster import constants as c
 from apps.decisions.models import Decision
 from apps.decisions.services import ABANDONED_AFTER_S, NO_STATUS, decisions_sweep
 from apps.jobs.models import TrainingJob
-from apps.simcluster.runtime import SimCluster
+from mindcluster import keys as c
+from simcluster.runtime import SimCluster
 from tests.api.conftest import superuser_client
 from tests.decisions.platform_fixtures import (
     POLICY,

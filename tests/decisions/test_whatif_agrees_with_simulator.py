@@ -23,11 +23,11 @@ from hypothesis import strategies as st
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from apps.cluster import constants as c
+from apps.decisions.whatif import parse_scenario, simulate
 from apps.policies.rendering import render
 from apps.policies.validation import validate_policy
-from apps.policies.whatif import parse_scenario, simulate
-from apps.simcluster.runtime import SimCluster
+from mindcluster import keys as c
+from simcluster.runtime import SimCluster
 from tests.push.conftest import BASE_JOB, wait_for
 
 pytestmark = pytest.mark.slow

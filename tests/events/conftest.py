@@ -20,8 +20,8 @@ from django.db import connection
 from apps.events.ingest.runner import ClusterIngester
 from apps.events.models import Incident, JobEvent
 from apps.jobs.models import Cluster, TrainingJob
-from apps.simcluster.kube import Kube
-from apps.simcluster.runtime import SimCluster
+from simcluster.kube import Kube
+from simcluster.runtime import SimCluster
 from tests.support import RedisServer, connectable, free_port, wait_for
 
 REPO = Path(__file__).resolve().parents[2]

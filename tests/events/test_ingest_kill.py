@@ -18,8 +18,8 @@ import pytest
 from apps.events import kinds
 from apps.events.models import Incident, IngestCursor, JobEvent
 from apps.jobs.models import Cluster, TrainingJob
-from apps.simcluster.kube import Kube
-from apps.simcluster.runtime import SimCluster
+from simcluster.kube import Kube
+from simcluster.runtime import SimCluster
 from tests.events.conftest import REPO, assert_gap_free, server_env, wait_for
 from tests.simcluster.sim_fixtures import create_job, make_job
 

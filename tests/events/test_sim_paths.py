@@ -14,8 +14,8 @@ import pytest
 from apps.events import kinds
 from apps.events.ingest.runner import ClusterIngester
 from apps.events.models import Incident, JobEvent, RestartBudget
-from apps.simcluster.kube import Kube
-from apps.simcluster.runtime import SimCluster
+from simcluster.kube import Kube
+from simcluster.runtime import SimCluster
 from tests.events.conftest import assert_gap_free, closed_incidents, job_row, kinds_of, wait_for
 from tests.simcluster.sim_fixtures import create_job, make_job
 

@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from apps.cluster import constants as k
 from apps.policies.rendering import Artifacts, RenderResult, owned_keys, render
 from apps.policies.spec import JobContext, PolicySpec
 from apps.taskd.manager_script import JOB_ID_AT_RUNTIME, manager_config, render_manager_py
+from mindcluster import keys as k
 
 ROLES = ("Master", "Worker")
 

@@ -24,7 +24,6 @@ from typing import Any
 import pytest
 import yaml
 
-from apps.cluster import constants as k
 from apps.policies.rendering import render
 from apps.policies.spec import (
     PLATFORM_STRATEGIES,
@@ -34,6 +33,7 @@ from apps.policies.spec import (
     sort_strategies,
 )
 from apps.policies.validation import validate_manifest, validate_policy
+from mindcluster import keys as k
 from tests.policies.crd_schema import assert_valid_ascendjob
 
 SHARED_DIR = Path(__file__).resolve().parents[1] / "fixtures"

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from apps.cluster import constants as c
+from apps.accounts.actors import Actor
 from apps.events.ingest.init_snapshot import init_snapshot_of, snapshot_keys
 from apps.jobs.adoption import job_adopt
 from apps.jobs.incarnations import incarnation_observe_init, incarnation_observe_podgroup
@@ -24,8 +24,9 @@ from apps.policies.models import PolicyRevision, PolicySync
 from apps.policies.preview import skeleton_manifest
 from apps.policies.rendering import render
 from apps.policies.rendering.when import key_when
-from apps.policies.services import Actor, policy_revision_create
+from apps.policies.services import policy_revision_create
 from apps.policies.validation import validate_policy
+from mindcluster import keys as c
 
 pytestmark = pytest.mark.django_db
 ADMIN = Actor(name="test")
@@ -320,7 +321,7 @@ def test_init_snapshot_of_the_built_in_clusterd_event() -> None:
     """The built-in ClusterD publishes its Init snapshot (GetRecoverBaseInfo,
     component/clusterd/pkg/domain/common/utils.go:100-140) as ``InitSuccess``: its strategy list has
     the rescheduling switches as pseudo-strategies and always ``exit`` (utils.go:114-123)."""
-    from apps.simcluster.clusterd.controller import INIT_MESSAGE_PREFIX
+    from simcluster.clusterd.controller import INIT_MESSAGE_PREFIX
 
     config = {
         "strategies": ["retry", "recover", "pod-rescheduling", "job-rescheduling", "exit"],

@@ -22,10 +22,10 @@ from django.db import connection
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from apps.cluster import constants as c
 from apps.jobs.models import Cluster, TrainingJob
-from apps.simcluster.kubeapi import KubeApiEmulator
 from controlplane.celery import app as celery_app
+from mindcluster import keys as c
+from simcluster.kubeapi import KubeApiEmulator
 from tests.support import RedisServer, wait_for
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,11 +10,11 @@ import pytest
 import yaml
 from kubernetes import client as k8s
 
-from apps.cluster import constants as c
 from apps.jobs.models import Cluster, TrainingJob
 from apps.jobs.watcher import ClusterJobWatcher
 from apps.policies.models import PolicyRevision, PolicySync
-from apps.simcluster.kubeapi import KubeApiEmulator
+from mindcluster import keys as c
+from simcluster.kubeapi import KubeApiEmulator
 from tests.push.conftest import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -8,8 +8,8 @@ import pytest
 
 from apps.jobs.clusters import cluster_check_health
 from apps.jobs.models import Cluster
-from apps.simcluster.kubeapi import KubeApiEmulator
 from controlplane.celery import app
+from simcluster.kubeapi import KubeApiEmulator
 from tests.support import free_port
 
 

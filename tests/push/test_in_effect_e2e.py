@@ -14,16 +14,17 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
+from apps.accounts.actors import Actor
 from apps.events import kinds
 from apps.events.ingest.runner import ClusterIngester
 from apps.events.models import JobEvent
 from apps.jobs.models import Cluster, TrainingJob
 from apps.policies.desired import desired_state
 from apps.policies.models import PolicySync
-from apps.policies.services import Actor, policy_revision_create
+from apps.policies.services import policy_revision_create
 from apps.policies.validation import validate_policy
-from apps.simcluster.kube import Kube
-from apps.simcluster.runtime import SimCluster
+from simcluster.kube import Kube
+from simcluster.runtime import SimCluster
 from tests.events.conftest import sim  # noqa: F401  (module-scoped simulated cluster)
 from tests.push.conftest import Worker
 from tests.simcluster.sim_fixtures import create_job, make_job

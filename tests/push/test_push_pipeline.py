@@ -14,15 +14,16 @@ import pytest
 from django.test import override_settings
 from kubernetes import client as k8s
 
-from apps.cluster import constants as c
+from apps.accounts.actors import Actor
 from apps.events.models import JobEvent
 from apps.jobs.models import TrainingJob
 from apps.policies.models import PolicySync
 from apps.policies.reconcile import reconcile_all, sweep_stuck_syncs
 from apps.policies.rendering import render
-from apps.policies.services import Actor, policy_revision_create
+from apps.policies.services import policy_revision_create
 from apps.policies.validation import validate_policy
-from apps.simcluster.kubeapi import KubeApiEmulator
+from mindcluster import keys as c
+from simcluster.kubeapi import KubeApiEmulator
 from tests.push.conftest import RedisServer, Worker, purge_queues, read_live, wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]

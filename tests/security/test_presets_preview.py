@@ -18,7 +18,7 @@ from kubernetes import config as k8s_config
 
 from apps.accounts.services import token_issue
 from apps.policies.models import Preset
-from apps.simcluster.kubeapi import KubeApiEmulator
+from simcluster.kubeapi import KubeApiEmulator
 from tests.api.conftest import World
 
 pytestmark = pytest.mark.django_db
@@ -47,8 +47,8 @@ def test_the_author_and_a_superuser_may(world: World, superuser_client: Any) -> 
 
 def test_the_rule_holds_below_the_api_too(world: World) -> None:
     """The service refuses as well, so no other entry point (page, command) can skip the check."""
+    from apps.accounts.actors import Actor
     from apps.policies.preset_services import PresetForbidden, preset_delete
-    from apps.policies.services import Actor
 
     with pytest.raises(PresetForbidden):
         preset_delete(preset=world.owner_preset, actor=Actor(user=world.users["admin"], name="admin"))

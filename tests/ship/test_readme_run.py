@@ -119,6 +119,8 @@ def test_the_readme_run_command_on_a_clean_checkout(tmp_path: Path) -> None:
                 str(checkout / ".venv" / "bin" / "python"),
                 "manage.py",
                 "sim_fault",
+                "--settings",
+                "controlplane.settings.dev",
                 f"{job['namespace']}/{job['name']}",
                 "--rank",
                 "1",

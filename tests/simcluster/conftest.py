@@ -17,7 +17,7 @@ if str(_ROOT) not in sys.path:
 
 from kubernetes import client, config  # noqa: E402
 
-from apps.simcluster.kubeapi import FaultInjector, KubeApiEmulator  # noqa: E402
+from simcluster.kubeapi import FaultInjector, KubeApiEmulator  # noqa: E402
 
 
 @pytest.fixture(scope="session")

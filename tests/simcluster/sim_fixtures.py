@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from apps.cluster import constants as k
-from apps.simcluster.kube import Kube
-from apps.simcluster.runtime import SimCluster
+from mindcluster import keys as k
+from simcluster.kube import Kube
+from simcluster.runtime import SimCluster
 
 
 def pod_template(

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from apps.cluster import constants as k
-from apps.simcluster.injector import FaultSpecError, UnknownJobError
+from mindcluster import keys as k
+from simcluster.injector import FaultSpecError, UnknownJobError
 from tests.simcluster import sim_fixtures
 from tests.simcluster.sim_fixtures import (
     conditions,

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from apps.simcluster.management.commands.sim_fault import Command as SimFault
-from apps.simcluster.management.commands.sim_fault import control_url_from_kubeconfig
-from apps.simcluster.scenarios import ScenarioError, parse_scenario
+from simcluster.management.commands.sim_fault import Command as SimFault
+from simcluster.management.commands.sim_fault import control_url_from_kubeconfig
+from simcluster.scenarios import ScenarioError, parse_scenario
 from tests.simcluster import sim_fixtures
 from tests.simcluster.sim_fixtures import create_job, event_reasons, make_job, wait_for
 

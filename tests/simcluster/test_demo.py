@@ -6,11 +6,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from apps.cluster import constants as k
-from apps.simcluster.demo import DEMO_JOBS, build_demo_manifests
-from apps.simcluster.kube import Kube
-from apps.simcluster.operator import LABEL_RELEASE
-from apps.simcluster.runtime import SimCluster
+from mindcluster import keys as k
+from simcluster.demo import DEMO_JOBS, build_demo_manifests
+from simcluster.kube import Kube
+from simcluster.operator import LABEL_RELEASE
+from simcluster.runtime import SimCluster
 from tests.simcluster.sim_fixtures import conditions, events_text, wait_for
 
 
@@ -19,7 +19,7 @@ def demo_sim() -> Iterator[SimCluster]:
     # No random faults here: the test injects its own, so outcomes are deterministic.
     cluster = SimCluster(clock_speed=500, seed=5)
     cluster.start()
-    from apps.simcluster.demo import seed_demo_jobs
+    from simcluster.demo import seed_demo_jobs
 
     seed_demo_jobs(cluster.kubeconfig_path)
     try:

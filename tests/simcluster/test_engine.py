@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from apps.simcluster.clusterd.engine import (
+from mindcluster.clusterd import (
     FAULT_HCCL,
     FAULT_OTHER,
     FAULT_UCE,

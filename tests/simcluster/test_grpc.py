@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import grpc
 import pytest
 
-from apps.simcluster.grpc_gen import (
+from apps.clusterd.grpc_gen import (
     fault_pb2,
     fault_pb2_grpc,
     job_pb2,
@@ -19,8 +19,8 @@ from apps.simcluster.grpc_gen import (
     recover_pb2,
     recover_pb2_grpc,
 )
-from apps.simcluster.kube import Kube
-from apps.simcluster.runtime import SimCluster
+from simcluster.kube import Kube
+from simcluster.runtime import SimCluster
 from tests.simcluster.sim_fixtures import create_job, event_reasons, make_job
 
 

@@ -9,7 +9,7 @@ import pytest
 import urllib3
 from kubernetes import client
 
-from apps.simcluster.kubeapi import FaultInjector, KubeApiEmulator
+from simcluster.kubeapi import FaultInjector, KubeApiEmulator
 
 from .conftest import ACJ, ascendjob
 

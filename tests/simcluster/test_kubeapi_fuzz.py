@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kubernetes import client
 
-from apps.simcluster.kubeapi import KubeApiEmulator
+from simcluster.kubeapi import KubeApiEmulator
 
 from .conftest import ascendjob
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from kubernetes import client
 
-from apps.simcluster.kubeapi import KubeApiEmulator
+from simcluster.kubeapi import KubeApiEmulator
 
 from .conftest import ACJ, ascendjob, pod
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from kubernetes import client
 
-from apps.simcluster.kubeapi.patch import PatchError, json_patch, merge_patch
+from simcluster.kubeapi.patch import PatchError, json_patch, merge_patch
 
 from .conftest import ACJ, ascendjob
 

@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 import pytest
 from kubernetes import client, watch
 
-from apps.simcluster.kubeapi import KubeApiEmulator
+from simcluster.kubeapi import KubeApiEmulator
 
 from .conftest import ACJ, ascendjob, pod
 

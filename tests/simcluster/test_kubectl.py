@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from apps.simcluster.runtime import SimCluster
+from simcluster.runtime import SimCluster
 from tests.simcluster.sim_fixtures import make_job, wait_for
 
 KUBECTL_DIR = Path("/usr/lib/google-cloud-sdk/bin")

@@ -13,11 +13,11 @@ from django.core.management.base import CommandError
 from django.test import override_settings
 
 from apps.jobs.models import Cluster
-from apps.simcluster.management.commands.sim_fault import (
+from simcluster.management.commands.sim_fault import (
     FAULT_ENDPOINT_EXTENSION,
     control_url_from_kubeconfig,
 )
-from apps.simcluster.management.commands.simcluster import _check_ports, _record_fault_endpoint
+from simcluster.management.commands.simcluster import _check_ports, _record_fault_endpoint
 from tests.simcluster import sim_fixtures
 from tests.simcluster.sim_fixtures import create_job, make_job
 from tests.simcluster.test_commands import run_sim_fault

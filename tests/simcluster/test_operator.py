@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from apps.cluster import constants as k
-from apps.simcluster.operator import PodSlot, build_podgroup, injected_env, pod_slots
+from mindcluster import keys as k
+from simcluster.operator import PodSlot, build_podgroup, injected_env, pod_slots
 from tests.simcluster import sim_fixtures
 from tests.simcluster.sim_fixtures import (
     conditions,

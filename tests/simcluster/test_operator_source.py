@@ -11,8 +11,8 @@ from collections import Counter
 
 import pytest
 
-from apps.cluster import constants as k
-from apps.simcluster.operator import (
+from mindcluster import keys as k
+from simcluster.operator import (
     PodSlot,
     backoff_limit_at_creation,
     build_podgroup,

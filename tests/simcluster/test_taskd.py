@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from apps.cluster import constants as k
-from apps.simcluster.operator import PodSlot, build_pod, pod_slots
-from apps.simcluster.taskd import evaluate_support, parse_manager_config
+from mindcluster import keys as k
+from simcluster.operator import PodSlot, build_pod, pod_slots
+from simcluster.taskd import evaluate_support, parse_manager_config
 from tests.simcluster import sim_fixtures
 from tests.simcluster.sim_fixtures import create_job, events_text, make_job, wait_for
 

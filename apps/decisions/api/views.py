@@ -26,10 +26,10 @@ from apps.decisions.api.serializers import (
 )
 from apps.decisions.models import Decision
 from apps.decisions.services import DecisionChoiceError, DecisionError, decision_answer
+from apps.decisions.whatif import ScenarioError, parse_scenario, simulate
+from apps.decisions.whatif_start import rehearsal_start
 from apps.policies.services import policy_validate_for_job
 from apps.policies.validation import validate_policy
-from apps.policies.whatif import ScenarioError, parse_scenario, simulate
-from apps.policies.whatif_start import rehearsal_start
 
 STATES = [choice for choice, _ in Decision.State.choices]
 

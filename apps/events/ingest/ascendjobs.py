@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from apps.cluster import constants as c
 from apps.events import kinds
 from apps.events.ingest.observation import JobRef, Observation, best_time, parse_k8s_time
+from mindcluster import keys as c
 
 SOURCE = "ascendjob"
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from apps.cluster import constants as c
 from apps.events.ingest.observation import JobRef, best_time, parse_k8s_time, split_uid_suffix
+from mindcluster import keys as c
 
 # ``InitSuccess`` / ``ProcessRecoverEnableOff`` (a refused Init, code 403) are what the built-in
 # ClusterD writes; the others are accepted for platforms that publish the snapshot their own way.

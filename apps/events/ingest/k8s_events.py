@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from apps.cluster import constants as c
 from apps.events import kinds
 from apps.events.ingest.observation import JobRef, Observation, best_time, parse_k8s_time
 from apps.events.ingest.podgroups import recover_status_kind
+from mindcluster import keys as c
 
 SOURCE = "k8s-event"
 

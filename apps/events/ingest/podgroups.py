@@ -9,9 +9,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from apps.cluster import constants as c
 from apps.events import kinds
 from apps.events.ingest.observation import JobRef, Observation, split_uid_suffix
+from mindcluster import keys as c
 
 SOURCE = "podgroup"
 EXIT_COMPLETED = "exit-completed"

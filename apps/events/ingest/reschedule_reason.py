@@ -13,9 +13,9 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from apps.cluster import constants as c
 from apps.events import kinds
 from apps.events.ingest.observation import JobRef, Observation, best_time, split_uid_suffix
+from mindcluster import keys as c
 
 SOURCE = "reschedule-reason"
 RECORDS_KEY = "recent-reschedule-records"

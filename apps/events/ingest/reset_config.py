@@ -11,9 +11,9 @@ import json
 from datetime import datetime
 from typing import Any
 
-from apps.cluster import constants as c
 from apps.events import kinds
 from apps.events.ingest.observation import JobRef, Observation
+from mindcluster import keys as c
 
 SOURCE = "reset-config"
 RESET_KEY = "reset.json"

@@ -26,13 +26,13 @@ from django.db import close_old_connections, connection
 from django.utils import timezone
 
 from apps.cluster import client as kube
-from apps.cluster import constants as c
 from apps.cluster.errors import ClusterError
 from apps.clusterd.client import ClusterDError, FaultSignal, FaultStream
 from apps.events import broadcast, metrics
 from apps.events.ingest.store import IngestStore
 from apps.events.models import IngestCursor
 from apps.jobs.models import Cluster
+from mindcluster import keys as c
 
 log = logging.getLogger(__name__)
 

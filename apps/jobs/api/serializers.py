@@ -6,11 +6,11 @@ from typing import Any
 
 from rest_framework import serializers
 
-from apps.cluster import constants as k
 from apps.core.api_inputs import StrictInputSerializer, dns_label_field
 from apps.jobs.models import Cluster, TrainingJob
 from apps.policies.api.serializers import InEffectSerializer
 from apps.policies.spec import DEFAULT_RELEASE, FRAMEWORKS, RELEASES
+from mindcluster import keys as k
 
 MAX_REPLICAS = 20_000
 MAX_NPUS_PER_POD = 64

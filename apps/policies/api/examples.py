@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiExample
 
-from apps.cluster import constants as k
+from mindcluster import keys as k
 
 EXAMPLE_MANIFEST = {
     "apiVersion": k.ASCENDJOB_API_VERSION,

@@ -7,9 +7,9 @@ from typing import Any, Literal
 
 import yaml
 
-from apps.cluster import constants as k
 from apps.core.api_errors import field_error
 from apps.core.parsers import json_safety_problem
+from mindcluster import keys as k
 
 Format = Literal["yaml", "json"]
 MAX_MANIFEST_CHARS = 1_000_000

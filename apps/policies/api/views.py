@@ -25,8 +25,8 @@ from apps.accounts.selectors import has_role, role_for
 from apps.core.api_errors import ApiError, ErrorResponseSerializer, RevisionConflictSerializer, field_error
 from apps.jobs.models import TrainingJob
 from apps.policies.api import examples
+from apps.policies.api.bodies import latest_sync, policy_body
 from apps.policies.api.serializers import (
-    InEffectSerializer,
     PolicyOutputSerializer,
     PolicyPutInputSerializer,
     PreviewInputSerializer,
@@ -35,11 +35,10 @@ from apps.policies.api.serializers import (
     RevisionOutputSerializer,
     SyncOutputSerializer,
 )
-from apps.policies.in_effect import in_effect
-from apps.policies.models import PolicyRevision, PolicySync, Preset
+from apps.policies.models import PolicyRevision, Preset
 from apps.policies.preview import policy_preview, with_release
 from apps.policies.push import sync_request_apply
-from apps.policies.services import policy_revision_create, policy_revision_restore, policy_validate_for_job
+from apps.policies.services import policy_revision_create, policy_revision_restore
 
 TAG = "policies"
 MAX_REVISION = 2**31 - 1  # PolicyRevision.number is a 32-bit column
@@ -51,32 +50,6 @@ IF_MATCH_PARAMETER = OpenApiParameter(
     required=False,
     description='The revision the change is based on, as an ETag: "3" (0 = no policy yet); 409 when stale',
 )
-
-
-def latest_sync(job: TrainingJob) -> PolicySync | None:
-    return PolicySync.objects.filter(job=job).order_by("-generation", "-id").first()
-
-
-def policy_body(job: TrainingJob, warnings: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The current policy of ``job`` with its latest push; warnings re-computed when not given."""
-    revision = job.current_revision
-    if warnings is None and revision is not None:
-        warnings = [
-            issue.to_dict() for issue in policy_validate_for_job(job=job, spec=revision.spec).warnings
-        ]
-    sync = latest_sync(job)
-    return {
-        "job": job.pk,
-        "revision": revision.number if revision else None,
-        "spec": revision.spec if revision else None,
-        "source": revision.source if revision else None,
-        "comment": revision.comment if revision else "",
-        "author": revision.author_name if revision else "",
-        "created_at": revision.created_at if revision else None,
-        "warnings": warnings or [],
-        "sync": SyncOutputSerializer(sync).data if sync else None,
-        "in_effect": InEffectSerializer(in_effect(job)).data,
-    }
 
 
 def _etag(job: TrainingJob) -> str:

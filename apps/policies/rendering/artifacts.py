@@ -6,8 +6,8 @@ Chinese comments are translated. mindcluster.md §4 lists what changes between r
 
 from __future__ import annotations
 
-from apps.cluster import constants as k
 from apps.policies.spec import release_at_least
+from mindcluster import keys as k
 
 from .manifest import TASKD_MOUNT_PATH
 from .plan import MINDSPORE, PYTORCH, RenderPlan

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from apps.cluster import constants as k
+from mindcluster import keys as k
 
 from .plan import RenderPlan
 

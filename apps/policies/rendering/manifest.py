@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from apps.cluster import constants as k
 from apps.core.jsonmerge import merge_patch_diff
+from mindcluster import keys as k
 
 from .entries import ENV, MOUNT, PORT, VOLUME, Entry, format_marker, merge_entries, parse_marker
 from .keys import PolicyKeys

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from apps.cluster import constants as k
 from apps.policies.spec import JobContext, PolicySpec, release_at_least
+from mindcluster import keys as k
 
 PYTORCH = "pytorch"
 MINDSPORE = "mindspore"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from apps.cluster import constants as k
 from apps.policies.spec import PolicySpec
 from apps.taskd.manager_script import render_manager_py
+from mindcluster import keys as k
 
 from . import artifacts as art
 from .configmap import taskd_configmap

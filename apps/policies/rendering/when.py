@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from apps.cluster import constants as k
+from mindcluster import keys as k
 
 When = Literal["live", "recreate", "pod-restart", "image-build", "training-start"]
 WHENS: tuple[When, ...] = ("live", "recreate", "pod-restart", "image-build", "training-start")

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from apps.cluster import constants as k
 from apps.policies.spec import FRAMEWORKS, npus_in
+from mindcluster import keys as k
 
 from .fields import did_you_mean, is_int
 from .issues import Issue, IssueCollector, describe, json_type, key_text, pointer

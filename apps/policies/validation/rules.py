@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from apps.cluster import constants as k
 from apps.policies.spec import (
     STRATEGIES,
     STRATEGY_SINCE,
@@ -20,6 +19,7 @@ from apps.policies.spec import (
     PolicySpec,
     release_at_least,
 )
+from mindcluster import keys as k
 
 from .fields import normalise_release
 from .issues import IssueCollector, pointer

@@ -20,13 +20,13 @@ from typing import Any
 import yaml
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from apps.cluster import constants as k
 from apps.policies.builtin_presets import builtin_preset, preset_names
 from apps.policies.management.commands.validate_policy import parse_json, read_text
 from apps.policies.rendering import render
 from apps.policies.spec import JobContext
 from apps.policies.validation import validate_manifest, validate_policy
 from apps.policies.validation.fields import normalise_release
+from mindcluster import keys as k
 
 FORMATS = ("yaml", "json")
 

@@ -15,9 +15,9 @@ from typing import Any
 import yaml
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from apps.cluster import constants as k
 from apps.policies.spec import JobContext
 from apps.policies.validation import ValidationResult, validate_manifest, validate_policy
+from mindcluster import keys as k
 
 STDIN = "-"
 

@@ -1,0 +1,821 @@
+"""ClusterD's recovery-strategy choice as a pure, deterministic function, read from the real source.
+
+No I/O, no clock, no randomness: given the recovery config ClusterD snapshotted at the job's first
+``Init`` (``RecoveryPolicy``), the strategies the agent reported, the faults, the platform's answers
+and an oracle for the result of each attempt, ``plan`` returns the ordered ``Step``s ClusterD takes.
+The simulated ClusterD executes those steps against the cluster; the what-if simulator prints them.
+
+Every rule cites the MindCluster source (``Ascend/mind-cluster`` at 22bb3d98, paths under
+``component/clusterd/pkg/``): ``controller.go`` is ``application/recover/controller.go``,
+``utils.go`` is ``domain/common/utils.go``, ``const.go`` is ``common/constant/const.go``.
+
+Typical use::
+
+    policy = RecoveryPolicy.from_podgroup(labels, annotations)   # what Init snapshotted
+    inputs = EngineInput(policy=policy, supported=frozenset({"retry", "recover", "dump"}),
+                         faults=(RankFault(rank=8, pod_rank=1, node="node-2", fault_type=FAULT_UCE),))
+    steps = plan(inputs, outcome=lambda strategy, attempt: True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from mindcluster import keys as k
+from mindcluster.strategies import STRATEGY_PRIORITY
+
+# --- fault vocabulary -----------------------------------------------------------------------------
+# FaultRank.faultType values on the wire (const.go:204-209).
+FAULT_UCE: Final = "0"
+FAULT_OTHER: Final = "1"
+FAULT_HCCL: Final = "2"
+RETRY_FAULT_TYPES: Final = frozenset({FAULT_UCE, FAULT_HCCL})  # anything but NormalFaultType (utils.go:431)
+
+# Chip handling levels for which recover-in-place restarts only the processes.
+IN_PLACE_LEVELS: Final = frozenset({"RestartRequest", "RestartBusiness"})
+# Levels after which the faulty chip/node cannot keep training: the job is UnHealthy.
+UNHEALTHY_LEVELS: Final = frozenset(
+    {
+        "FreeRestartNPU",
+        "RestartNPU",
+        "PreSeparateNPU",
+        "SeparateNPU",
+        "ManuallySeparateNPU",
+        "PreSeparateFault",
+        "SeparateFault",
+    }
+)
+SUB_HEALTHY_LEVELS: Final = frozenset({"SubHealthFault"})
+
+# --- strategies -----------------------------------------------------------------------------------
+PSEUDO_POD_RESCHEDULING: Final = "pod-rescheduling"
+PSEUDO_JOB_RESCHEDULING: Final = "job-rescheduling"
+# utils.go:31-38 gives only the process strategies a priority; the pseudo-strategies sort last.
+_PRIORITY: Final = {**STRATEGY_PRIORITY, PSEUDO_POD_RESCHEDULING: 7, PSEUDO_JOB_RESCHEDULING: 8}
+PROCESS_STRATEGIES: Final = ("retry", "recover-in-place", "recover", "elastic-training", "dump")
+
+# The agent (TaskD / MindIO / Elastic Agent) reports these words in ReportRecoverStrategy; ClusterD
+# checks recover-in-place against "recover" (controller.go:376-386) and elastic-training against
+# ScaleInStrategyName = "downgrade" (controller.go:388-401, const.go:53).
+AGENT_WORDS: Final = ("retry", "recover", "dump", "downgrade")
+_AGENT_WORD: Final = {"recover-in-place": "recover", "elastic-training": "downgrade"}
+# ProcessManageSignal.changeStrategy ClusterD sends for each strategy (const.go:38-55,
+# controller.go:1307-1308: recover-in-place goes out as "recover").
+CHANGE_STRATEGY_SIGNAL: Final = {
+    "retry": "retry",
+    "recover": "recover",
+    "recover-in-place": "recover",
+    "elastic-training": "downgrade",
+    "dump": "dump",
+    "exit": "exit",
+}
+# ProcessRecoverStatus prefix per strategy (controller.go:1415-1458); None: ClusterD writes nothing
+# (scale-in, controller.go:1464-1500).
+_STATUS_NAME: Final[dict[str, str | None]] = {
+    "retry": "retry",
+    "recover": "recover",
+    "recover-in-place": "recover",  # the agent reports it as "recover"
+    "elastic-training": None,
+    "dump": "dump",
+}
+SCALE_IN_EXTRA_PARAMS: Final = '{"scale-in-strategy": "DP"}'  # controller.go:1245
+IN_PLACE_EXTRA_PARAMS: Final = "recover-in-place"  # controller.go:1307
+ACTION_CHANGE_STRATEGY: Final = "change_strategy"
+ACTION_FAULT_NODES_RESTART: Final = "fault_nodes_restart"  # const.go:345, controller.go:1309
+DUMP_EXIT: Final = "dump_exit"  # const.go:183, sent by sendDumpExit (controller.go:1840-1850)
+
+# Nominal simulated durations in seconds (retry fastest, process-level tens of seconds,
+# rescheduling one to four minutes). The controller scales them with its clock.
+PHASE_SECONDS: Final = {
+    "detect": 3.0,
+    "retry": 8.0,
+    "hccl-route-convergence": 3.0,
+    "recover-in-place": 25.0,
+    "recover": 45.0,
+    "elastic-training": 30.0,
+    "dump": 20.0,
+    "exit": 5.0,
+    "pod-reschedule": 70.0,
+    "job-reschedule": 150.0,
+}
+
+# Return codes (domain/common/code.go:11-81).
+CODE_OK: Final = 0
+CODE_PROCESS_RECOVER_ENABLE_OFF: Final = 403  # Init refused (fault_recover_service.go:550-555)
+CODE_RECOVERABLE_RETRY_ERROR: Final = 405  # retry failed, flush faults again (controller.go:1428-1430)
+CODE_UNRECOVERABLE_RETRY_ERROR: Final = 406  # retry failed, agent loses "recover" (controller.go:1431)
+CODE_CLIENT_ERROR: Final = 499  # retry failed, agent loses "recover" and "dump" (controller.go:1432-1434)
+WAIT_PLATFORM_STRATEGY_TIMEOUT_CODE: Final = 508  # code.go:75, controller.go:664-674
+# A failed attempt reported without a code: for retry we take 405 (the agent could not step-retry
+# but the process-level chain is intact); MindIO's real code is not in the public source.
+DEFAULT_FAILURE_CODE: Final = {"retry": CODE_RECOVERABLE_RETRY_ERROR}
+DEFAULT_OTHER_FAILURE_CODE: Final = CODE_CLIENT_ERROR
+# ProcessRecoverStrategy values accepted before ClusterD writes ProcessConfirmFault
+# (fault_recover_platform_plugin.go); exit is only accepted after ProcessResultFault.
+PLATFORM_STANDING_ANSWERS: Final = ("retry", "recover", "dump")
+PLATFORM_FINAL_ANSWERS: Final = ("retry", "recover", "dump", "exit")
+LABEL_ON: Final = "on"
+LABEL_PAUSE: Final = "pause"
+
+# Source lines the rules come from (cited in reasons and by the conformance table).
+SRC: Final = {
+    "init": "component/clusterd/pkg/application/recover/fault_recover_service.go:570-592",
+    "init-off": "component/clusterd/pkg/application/recover/fault_recover_service.go:550-555",
+    "config": "component/clusterd/pkg/domain/common/utils.go:100-140",
+    "delete": "component/clusterd/pkg/application/recover/fault_recover_service.go:68-74",
+    "first": "component/clusterd/pkg/application/recover/controller.go:1096-1106",
+    "restart-fail": "component/clusterd/pkg/application/recover/controller.go:1108-1119",
+    "scale-in": "component/clusterd/pkg/application/recover/controller.go:1121-1135",
+    "retry-fail": "component/clusterd/pkg/application/recover/controller.go:1137-1151",
+    "recover-fail": "component/clusterd/pkg/application/recover/controller.go:1153-1158",
+    "retry-unsupported": "component/clusterd/pkg/application/recover/controller.go:1164-1183",
+    "retry-support": "component/clusterd/pkg/application/recover/controller.go:364-370",
+    "recover-support": "component/clusterd/pkg/application/recover/controller.go:376-386",
+    "downgrade": "component/clusterd/pkg/application/recover/controller.go:388-401",
+    "dump-support": "component/clusterd/pkg/application/recover/controller.go:418-428",
+    "dump-for-fault": "component/clusterd/pkg/application/recover/controller.go:430-470",
+    "platform-wait": "component/clusterd/pkg/application/recover/controller.go:664-674",
+    "rank-table": "component/clusterd/pkg/application/recover/controller.go:1219-1233",
+    "scale-in-wire": "component/clusterd/pkg/application/recover/controller.go:1244-1245",
+    "in-place-wire": "component/clusterd/pkg/application/recover/controller.go:1305-1310",
+    "in-place-soft": "component/clusterd/pkg/application/recover/controller.go:2146-2149",
+    "result": "component/clusterd/pkg/application/recover/controller.go:1415-1462",
+    "retry-codes": "component/clusterd/pkg/application/recover/controller.go:1422-1435",
+    "scale-result": "component/clusterd/pkg/application/recover/controller.go:1464-1500",
+    "fault-retry": "component/clusterd/pkg/application/recover/controller.go:1534-1566",
+    "dump-exit": "component/clusterd/pkg/application/recover/controller.go:1840-1850",
+    "schedule": "component/clusterd/pkg/application/recover/controller.go:1809-1827",
+    "codes": "component/clusterd/pkg/domain/common/code.go:11-81",
+}
+
+
+class StepKind:
+    """What a ``Step`` does. Plain strings so steps serialise and compare easily."""
+
+    PLATFORM_TIMEOUT = "platform-timeout"  # no standing ProcessRecoverStrategy within 300 s → code 508
+    RANK_TABLE_NOT_READY = "rank-table-not-ready"  # platform mode: RankTableReady is not "true"
+    CHOOSE = "choose"  # a strategy was chosen (first choice or fallback)
+    ATTEMPT = "attempt"  # changeStrategy / saveAndExit signal sent, waiting for ReportRecoverStatus
+    SUCCEEDED = "succeeded"  # the attempt worked
+    FAILED = "failed"  # the attempt failed (``code`` = the agent's code)
+    REFLUSH = "reflush"  # retry failed with 405: ClusterD flushes the faults again
+    EXIT = "exit"  # training processes stopped; ProcessRecoverStatus exit-completed
+    DUMP_EXIT = "dump-exit"  # changeStrategy exit with extraParams dump_exit (after dump / in fault-retry)
+    PAUSE = "pause"  # PodGroup label process-recover-enable=pause (fault-retry only)
+    POD_RESCHEDULE = "pod-reschedule"  # Pod-level rescheduling of the faulty pods (Volcano)
+    JOB_RESCHEDULE = "job-reschedule"  # Job-level rescheduling: every pod recreated (Volcano)
+    RESUME = "resume"  # PodGroup label process-recover-enable=on again (fault-retry only)
+    JOB_FAILED = "job-failed"  # nothing left to restart the job with
+    DONE = "done"  # training runs again
+
+
+# --- inputs ---------------------------------------------------------------------------------------
+def parse_recover_strategy(annotation: str | None, labels: Mapping[str, str]) -> tuple[str, ...]:
+    """Parse ``recover-strategy`` plus the rescheduling labels exactly like ClusterD (utils.go:107-123).
+
+    Split on ``,`` with no trimming: unknown names and names with spaces are silently dropped.
+    ``job-rescheduling`` is added when ``fault-scheduling`` is grace/force, ``pod-rescheduling`` when
+    ``pod-rescheduling=on``, and ``exit`` always. The result is de-duplicated and in priority order.
+    """
+    names = [name for name in (annotation or "").split(",") if name in STRATEGY_PRIORITY]
+    if labels.get(k.LABEL_FAULT_SCHEDULING) in ("grace", "force"):
+        names.append(PSEUDO_JOB_RESCHEDULING)
+    if labels.get(k.LABEL_POD_RESCHEDULING) == "on":
+        names.append(PSEUDO_POD_RESCHEDULING)
+    names.append("exit")
+    return tuple(sorted(set(names), key=_PRIORITY.__getitem__))
+
+
+def agent_words(names: Iterable[str]) -> frozenset[str]:
+    """The agent's vocabulary for ``names``: product names (recover-in-place, elastic-training) map to
+    the words the agent really reports (recover, downgrade); exit and unknown words are dropped."""
+    words = {_AGENT_WORD.get(name, name) for name in names}
+    return frozenset(w for w in words if w in AGENT_WORDS)
+
+
+@dataclass(frozen=True)
+class RankFault:
+    """One faulty process rank, as ClusterD sees it after fault flushing."""
+
+    rank: int  # global process rank (FaultRank.rankId)
+    pod_rank: int  # hccl/rankIndex of the pod the rank runs in
+    node: str
+    fault_type: str = FAULT_OTHER  # FAULT_UCE / FAULT_OTHER / FAULT_HCCL
+    level: str = ""  # chip/node handling level; "" = business-process exception (software fault)
+    code: str = ""
+    node_fault: bool = False  # the whole node is faulty (deviceId "-1")
+
+    @property
+    def business_process(self) -> bool:
+        """A software fault caught by MindIO inside the container rather than reported by hardware."""
+        return not self.level and not self.node_fault
+
+
+def job_health(faults: tuple[RankFault, ...]) -> str:
+    """``Healthy`` / ``SubHealthy`` / ``UnHealthy`` from the faults' handling levels."""
+    if any(f.node_fault or f.level in UNHEALTHY_LEVELS for f in faults):
+        return "UnHealthy"
+    if any(f.level in SUB_HEALTHY_LEVELS for f in faults):
+        return "SubHealthy"
+    return "Healthy"
+
+
+@dataclass(frozen=True)
+class RecoveryPolicy:
+    """The recovery config ClusterD reads from the PodGroup at the job's first ``Init`` (utils.go:100-140)."""
+
+    configured: tuple[str, ...] = ("exit",)  # parse_recover_strategy output (MindXConfigStrategies)
+    process_recover_enable: str = ""  # PodGroup label: on / pause / off / ""
+    platform_mode: bool = False  # ProcessRecoverStrategy annotation present (utils.go:106)
+    sub_healthy_strategy: str = "ignore"
+
+    @classmethod
+    def from_podgroup(cls, labels: Mapping[str, str], annotations: Mapping[str, str]) -> RecoveryPolicy:
+        """Build the policy from a PodGroup's (or job's) labels and annotations."""
+        return cls(
+            configured=parse_recover_strategy(annotations.get(k.ANNOTATION_RECOVER_STRATEGY), labels),
+            process_recover_enable=labels.get(k.LABEL_PROCESS_RECOVER_ENABLE, ""),
+            platform_mode=k.ANNOTATION_PLATFORM_STRATEGY in annotations,
+            sub_healthy_strategy=labels.get(k.LABEL_SUB_HEALTHY_STRATEGY, "ignore"),
+        )
+
+    @property
+    def job_rescheduling(self) -> bool:
+        return PSEUDO_JOB_RESCHEDULING in self.configured
+
+    @property
+    def pod_rescheduling(self) -> bool:
+        return PSEUDO_POD_RESCHEDULING in self.configured
+
+    @property
+    def process_strategies(self) -> tuple[str, ...]:
+        """Configured process-level strategies (without exit and the pseudo-strategies)."""
+        return tuple(s for s in self.configured if s in PROCESS_STRATEGIES)
+
+    @property
+    def process_recovery_on(self) -> bool:
+        """ClusterD's ``ProcessRecoverEnable``: the label is exactly ``on`` (utils.go:124-129)."""
+        return self.process_recover_enable == LABEL_ON
+
+    @property
+    def init_accepted(self) -> bool:
+        """``Init`` succeeds only with process-recover-enable=on or subHealthyStrategy=hotSwitch
+        (fault_recover_service.go:550-555); otherwise it returns 403 and ClusterD never runs its
+        per-job recovery state machine for the job."""
+        return self.process_recovery_on or self.sub_healthy_strategy == "hotSwitch"
+
+    @classmethod
+    def from_description(cls, data: Mapping[str, object]) -> RecoveryPolicy:
+        """The inverse of ``describe`` (e.g. the config of an ``InitSuccess`` Event)."""
+        strategies = data.get("strategies")
+        configured = tuple(
+            s
+            for s in (strategies if isinstance(strategies, list) else [])
+            if isinstance(s, str) and s in _PRIORITY
+        )
+        return cls(
+            configured=tuple(sorted(set(configured) | {"exit"}, key=_PRIORITY.__getitem__)),
+            process_recover_enable=str(data.get("process-recover-enable") or ""),
+            platform_mode=bool(data.get("platform-mode")),
+            sub_healthy_strategy=str(data.get("subHealthyStrategy") or "ignore"),
+        )
+
+    def describe(self) -> dict[str, object]:
+        """The snapshot as plain data (for Events and the product)."""
+        return {
+            "strategies": list(self.configured),
+            "process-recover-enable": self.process_recover_enable or None,
+            "platform-mode": self.platform_mode,
+            "subHealthyStrategy": self.sub_healthy_strategy,
+        }
+
+
+@dataclass(frozen=True)
+class EngineInput:
+    """Everything the choice depends on, frozen at fault time."""
+
+    policy: RecoveryPolicy  # the Init snapshot
+    supported: frozenset[str]  # ReportRecoverStrategy: agent words (product names are mapped)
+    faults: tuple[RankFault, ...]
+    platform_choice: str | None = None  # ProcessRecoverStrategy re-read after ProcessResultFault
+    platform_timed_out: bool = False  # no standing answer within 300 s (code 508)
+    spare_resources: bool = True  # a free node exists for migration / rescheduling
+    restart_budget: int | None = None  # Job/Pod reschedules left; None = unlimited
+    rank_table_ready: bool = True  # platform mode: RankTableReady is exactly "true"
+    platform_standing: str | None = None  # the answer at step 1; None = same as platform_choice
+
+    @property
+    def agent(self) -> frozenset[str]:
+        return agent_words(self.supported)
+
+    @property
+    def rank0_faulty(self) -> bool:
+        return any(f.pod_rank == 0 for f in self.faults)
+
+    @property
+    def faulty_pod_ranks(self) -> tuple[int, ...]:
+        return tuple(sorted({f.pod_rank for f in self.faults}))
+
+    @property
+    def health(self) -> str:
+        return job_health(self.faults)
+
+    @property
+    def standing_answer(self) -> str | None:
+        return self.platform_standing if self.platform_standing is not None else self.platform_choice
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A chosen strategy and the rule that chose it."""
+
+    strategy: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Step:
+    """One thing ClusterD does. ``reason`` cites the source line behind it."""
+
+    kind: str
+    strategy: str | None = None
+    reason: str = ""
+    label_changes: Mapping[str, str] = field(default_factory=dict)  # PodGroup labels to set
+    budget_change: int = 0  # change of the Job/Pod restart budget
+    recover_status: str | None = None  # PodGroup ProcessRecoverStatus to write
+    signal: str | None = None  # ProcessManageSignal.signalType sent to the agent
+    change_strategy: str | None = None  # ProcessManageSignal.changeStrategy (wire name)
+    pod_ranks: tuple[int, ...] = ()  # pods affected (migration / rescheduling)
+    duration_s: float = 0.0  # nominal simulated duration of the step
+    code: int = 0  # ClusterD / agent return code, when the step is an error
+    extra_params: str = ""  # ProcessManageSignal.extraParams
+    actions: tuple[str, ...] = ()  # ProcessManageSignal.actions
+    removed: tuple[str, ...] = ()  # agent words ClusterD dropped after this failure
+
+
+# --- the rules ------------------------------------------------------------------------------------
+@dataclass
+class _State:
+    """What changes while one fault event runs: the agent's list shrinks after failed retries."""
+
+    agent: set[str]
+    tried: list[str] = field(default_factory=list)
+
+
+def _platform_is(inputs: EngineInput, answer: str) -> bool:
+    return inputs.platform_choice == answer
+
+
+def support_retry(inputs: EngineInput) -> bool:
+    """Configured, and in platform mode the answer is retry; the agent is not asked here
+    (controller.go:364-370)."""
+    if "retry" not in inputs.policy.configured:
+        return False
+    return not inputs.policy.platform_mode or _platform_is(inputs, "retry")
+
+
+def _support_recover_kind(inputs: EngineInput, state: _State, strategy: str) -> bool:
+    """recover / recover-in-place: configured, agent reports ``recover``, platform answer recover
+    (controller.go:376-386)."""
+    if strategy not in inputs.policy.configured or "recover" not in state.agent:
+        return False
+    return not inputs.policy.platform_mode or _platform_is(inputs, "recover")
+
+
+def support_dump(inputs: EngineInput, state: _State) -> bool:
+    """Configured, agent reports ``dump``, platform answer dump (controller.go:418-428)."""
+    if "dump" not in inputs.policy.configured or "dump" not in state.agent:
+        return False
+    return not inputs.policy.platform_mode or _platform_is(inputs, "dump")
+
+
+def can_scale_in(inputs: EngineInput, state: _State) -> tuple[bool, str]:
+    """canChooseScaleInStrategy (controller.go:1121-1135): never gated by the platform's answer."""
+    if inputs.rank0_faulty:
+        return False, "the rank-0 pod is faulty"
+    if "elastic-training" not in inputs.policy.configured or "downgrade" not in state.agent:
+        return False, "elastic-training is not configured or the agent does not report downgrade"
+    rescheduling = inputs.policy.job_rescheduling or inputs.policy.pod_rescheduling
+    if rescheduling and inputs.spare_resources:
+        return False, "Job/Pod rescheduling is configured and there are enough resources"
+    return True, ""
+
+
+def in_place_condition(faults: tuple[RankFault, ...]) -> bool:
+    """``restartFaultProcess``: every faulty node has only business-process or RestartRequest /
+    RestartBusiness faults, and software faults alone on more than one pod rule it out
+    (controller.go:2138-2150)."""
+    if not faults or not all(f.business_process or f.level in IN_PLACE_LEVELS for f in faults):
+        return False
+    only_software = all(f.business_process for f in faults)
+    return not (only_software and len({f.pod_rank for f in faults}) > 1)
+
+
+def _only_retry_faults(faults: tuple[RankFault, ...]) -> bool:
+    return bool(faults) and all(f.fault_type in RETRY_FAULT_TYPES and not f.node_fault for f in faults)
+
+
+def _support_in_place(inputs: EngineInput, state: _State, restart_fault_process: bool) -> bool:
+    """supportRestartProcessStrategy (controller.go:414-416)."""
+    return restart_fault_process and _support_recover_kind(inputs, state, "recover-in-place")
+
+
+def _why_none(inputs: EngineInput, state: _State) -> str:
+    parts = [
+        f"configured={list(inputs.policy.process_strategies)}",
+        f"agent reports={sorted(state.agent)}",
+    ]
+    if inputs.policy.platform_mode:
+        parts.append(f"platform={inputs.platform_choice!r}")
+    return "(" + ", ".join(parts) + ")"
+
+
+def _choose_for_recover_fail(inputs: EngineInput, state: _State, why: str) -> Decision:
+    """chooseForRecoverFail (controller.go:1153-1158): dump, else exit."""
+    if support_dump(inputs, state):
+        return Decision("dump", f"{why} → dump ({SRC['recover-fail']})")
+    return Decision(
+        "exit", f"{why} → exit, dump not usable {_why_none(inputs, state)} ({SRC['recover-fail']})"
+    )
+
+
+def _choose_for_restart_fail(inputs: EngineInput, state: _State, why: str, src: str) -> Decision:
+    """chooseForRestartProcessFail (controller.go:1108-1119): recover → scale-in → dump → exit."""
+    if _support_recover_kind(inputs, state, "recover"):
+        return Decision("recover", f"{why}: recover is usable ({src})")
+    if can_scale_in(inputs, state)[0]:
+        return Decision("elastic-training", f"{why}: scale-in (downgrade) is usable ({SRC['scale-in']})")
+    if support_dump(inputs, state):
+        return Decision("dump", f"{why}: dump is usable ({src})")
+    return Decision("exit", f"{why}: no usable process strategy {_why_none(inputs, state)} ({src})")
+
+
+def first_choice(inputs: EngineInput, state: _State | None = None) -> Decision:
+    """firstChooseStrategy + chooseStrategy's retry check (controller.go:1096-1106, 1164-1183)."""
+    state = state or _State(agent=set(inputs.agent))
+    if dump_for_fault(inputs):
+        return Decision(
+            "dump",
+            f"DumpForFault: dump is the only process strategy and the job is {inputs.health} "
+            f"({SRC['dump-for-fault']})",
+        )
+    if support_retry(inputs) and _only_retry_faults(inputs.faults):
+        if "retry" not in state.agent:
+            return _choose_for_recover_fail(
+                inputs,
+                state,
+                f"retry is first but the agent does not report retry ({SRC['retry-unsupported']})",
+            )
+        return Decision("retry", f"retry is configured and every fault is UCE/HCCL ({SRC['first']})")
+    if _support_in_place(inputs, state, in_place_condition(inputs.faults)):
+        return Decision(
+            "recover-in-place",
+            "every faulty pod has only business-process or RestartRequest/RestartBusiness faults "
+            f"({SRC['first']}, {SRC['in-place-soft']})",
+        )
+    return _choose_for_restart_fail(inputs, state, "first choice", SRC["restart-fail"])
+
+
+def after_failure(
+    inputs: EngineInput, failed: str, state: _State | None = None, restart_fault_process: bool = True
+) -> Decision:
+    """chooseStrategy after a failed attempt (controller.go:1184-1192)."""
+    state = state or _State(agent=set(inputs.agent))
+    if failed == "retry":
+        why = "retry failed"
+        if _support_in_place(inputs, state, restart_fault_process and in_place_condition(inputs.faults)):
+            return Decision("recover-in-place", f"{why}: recover-in-place is usable ({SRC['retry-fail']})")
+        return _choose_for_restart_fail(inputs, state, why, SRC["retry-fail"])
+    if failed in ("recover", "recover-in-place", "elastic-training"):
+        return _choose_for_recover_fail(inputs, state, f"{failed} failed")
+    return Decision("exit", f"{failed} failed → exit ({SRC['result']})")
+
+
+def dump_for_fault(inputs: EngineInput) -> bool:
+    """shouldDumpWhenOccurFault (controller.go:430-470): dump is the only choice and the job is
+    UnHealthy (or SubHealthy with graceExit); the agent is not asked."""
+    policy = inputs.policy
+    if not policy.process_recovery_on:
+        return False
+    if policy.platform_mode:
+        if inputs.standing_answer != "dump" or "dump" not in policy.configured:
+            return False
+    elif not policy.configured or policy.configured[0] != "dump":
+        return False
+    health = inputs.health
+    return health == "UnHealthy" or (health == "SubHealthy" and policy.sub_healthy_strategy == "graceExit")
+
+
+def usable_strategies(inputs: EngineInput) -> tuple[str, ...]:
+    """The process strategies ClusterD could pick for these inputs, in priority order (for display)."""
+    state = _State(agent=set(inputs.agent))
+    found = []
+    if support_retry(inputs) and "retry" in state.agent:
+        found.append("retry")
+    if _support_recover_kind(inputs, state, "recover-in-place"):
+        found.append("recover-in-place")
+    if _support_recover_kind(inputs, state, "recover"):
+        found.append("recover")
+    if can_scale_in(inputs, state)[0]:
+        found.append("elastic-training")
+    if support_dump(inputs, state):
+        found.append("dump")
+    return tuple(found)
+
+
+def _attempt_step(inputs: EngineInput, strategy: str, attempt: int) -> Step:
+    duration = PHASE_SECONDS[strategy]
+    if strategy == "retry" and any(f.fault_type == FAULT_HCCL for f in inputs.faults):
+        duration += PHASE_SECONDS["hccl-route-convergence"]  # wait for HCCL route convergence first
+    wire = CHANGE_STRATEGY_SIGNAL[strategy]
+    actions: tuple[str, ...] = (ACTION_CHANGE_STRATEGY,)
+    extra = ""
+    if strategy == "recover-in-place":
+        actions = (ACTION_CHANGE_STRATEGY, ACTION_FAULT_NODES_RESTART)
+        extra = IN_PLACE_EXTRA_PARAMS
+    elif strategy == "elastic-training":
+        extra = SCALE_IN_EXTRA_PARAMS
+    return Step(
+        StepKind.ATTEMPT,
+        strategy,
+        f"attempt {attempt}: changeStrategy {wire}" + (f" ({extra})" if extra else ""),
+        signal="changeStrategy",
+        change_strategy=wire,
+        pod_ranks=inputs.faulty_pod_ranks if strategy in ("recover", "recover-in-place") else (),
+        duration_s=duration,
+        extra_params=extra,
+        actions=actions,
+    )
+
+
+def _result_code(result: bool | int, strategy: str) -> int:
+    if result is True:
+        return CODE_OK
+    if result is False:
+        return DEFAULT_FAILURE_CODE.get(strategy, DEFAULT_OTHER_FAILURE_CODE)
+    return int(result)
+
+
+def outer_rescheduling(inputs: EngineInput, why: str, *, fault_retry: bool = False) -> list[Step]:
+    """What follows exit / dump: Volcano's Pod- or Job-level rescheduling, which ClusterD waits for
+    (controller.go:1809-1827). Only fault-retry (controller.go:1534-1566) pauses the label around it."""
+    policy = inputs.policy
+    pause = fault_retry and policy.process_recovery_on
+    steps: list[Step] = []
+    if not (policy.pod_rescheduling or policy.job_rescheduling):
+        steps.append(
+            Step(
+                StepKind.JOB_FAILED,
+                reason=f"{why}; neither fault-scheduling nor pod-rescheduling is configured, so nothing "
+                "restarts the job",
+            )
+        )
+        return steps
+    if inputs.restart_budget is not None and inputs.restart_budget <= 0:
+        steps.append(
+            Step(
+                StepKind.JOB_FAILED,
+                reason=f"{why}; the restart budget (backoffLimit / fault-retry-times) is exhausted",
+            )
+        )
+        return steps
+    if pause:
+        steps.append(
+            Step(
+                StepKind.PAUSE,
+                reason="fault-retry: process recovery paused while Volcano reschedules "
+                f"({SRC['fault-retry']})",
+                label_changes={k.LABEL_PROCESS_RECOVER_ENABLE: LABEL_PAUSE},
+            )
+        )
+        steps.append(
+            Step(
+                StepKind.DUMP_EXIT,
+                "exit",
+                f"fault-retry: changeStrategy exit with extraParams {DUMP_EXIT} ({SRC['dump-exit']})",
+                signal="changeStrategy",
+                change_strategy="exit",
+                extra_params=DUMP_EXIT,
+                actions=(ACTION_CHANGE_STRATEGY,),
+            )
+        )
+    if policy.pod_rescheduling and not inputs.rank0_faulty:
+        steps.append(
+            Step(
+                StepKind.POD_RESCHEDULE,
+                reason=f"{why}; pod-rescheduling=on: only the faulty pods are rescheduled",
+                budget_change=-1,
+                pod_ranks=inputs.faulty_pod_ranks,
+                duration_s=PHASE_SECONDS["pod-reschedule"],
+            )
+        )
+    else:
+        because = (
+            "the rank-0 pod failed, which always means Job-level"
+            if policy.pod_rescheduling
+            else f"fault-scheduling is set ({PSEUDO_JOB_RESCHEDULING})"
+        )
+        steps.append(
+            Step(
+                StepKind.JOB_RESCHEDULE,
+                reason=f"{why}; {because}",
+                budget_change=-1,
+                duration_s=PHASE_SECONDS["job-reschedule"],
+            )
+        )
+    if pause:
+        steps.append(
+            Step(
+                StepKind.RESUME,
+                reason=f"fault-retry: the job runs again, label back to on ({SRC['fault-retry']})",
+                label_changes={k.LABEL_PROCESS_RECOVER_ENABLE: LABEL_ON},
+            )
+        )
+    steps.append(Step(StepKind.DONE, reason="training restarted by rescheduling"))
+    return steps
+
+
+Outcome = Callable[[str, int], "bool | int"]
+
+
+def plan(inputs: EngineInput, outcome: Outcome) -> list[Step]:
+    """Every step ClusterD takes for one fault event.
+
+    ``outcome(strategy, attempt)`` is what the agent reports for attempt number ``attempt`` (1-based,
+    counted over the whole event) of ``strategy``: True / 0 = success, False = failure with the
+    default code, an int = that ReportRecoverStatus code. It is called once per attempt, in order.
+    """
+    policy = inputs.policy
+    if not policy.init_accepted:
+        # Init returned 403: no EventController for the job, only Volcano acts on the fault.
+        why = (
+            "process-level recovery is off (PodGroup label process-recover-enable="
+            f"{policy.process_recover_enable or 'absent'} at Init, code "
+            f"{CODE_PROCESS_RECOVER_ENABLE_OFF}; {SRC['init-off']})"
+        )
+        return outer_rescheduling(inputs, why)
+    steps: list[Step] = []
+    standing_missing = (
+        inputs.platform_standing is not None and inputs.platform_standing not in PLATFORM_STANDING_ANSWERS
+    )
+    if policy.platform_mode and (inputs.platform_timed_out or standing_missing):
+        steps.append(
+            Step(
+                StepKind.PLATFORM_TIMEOUT,
+                reason=f"no standing retry/recover/dump in ProcessRecoverStrategy within 300 s "
+                f"({SRC['platform-wait']})",
+                code=WAIT_PLATFORM_STRATEGY_TIMEOUT_CODE,
+            )
+        )
+        steps.extend(outer_rescheduling(inputs, "fault-retry after code 508", fault_retry=True))
+        return steps
+    state = _State(agent=set(inputs.agent))
+    if dump_for_fault(inputs):
+        state.agent.add("dump")  # controller.go:680: ClusterD adds dump to the agent's list itself
+        return _run(inputs, state, steps, first_choice(inputs, state), outcome, save_and_exit=True)
+    return _run(inputs, state, steps, first_choice(inputs, state), outcome)
+
+
+def _run(
+    inputs: EngineInput,
+    state: _State,
+    steps: list[Step],
+    decision: Decision,
+    outcome: Outcome,
+    *,
+    save_and_exit: bool = False,
+) -> list[Step]:
+    attempt = 0
+    restart_fault_process = True
+    while decision.strategy != "exit":
+        strategy = decision.strategy
+        if strategy in state.tried:  # defensive: the fallback order never repeats
+            decision = Decision("exit", f"{strategy} was already tried → exit")
+            break
+        if (
+            strategy == "recover"
+            and inputs.policy.platform_mode
+            and not inputs.rank_table_ready
+            and "recover" not in state.tried
+        ):
+            steps.append(Step(StepKind.CHOOSE, strategy, decision.reason))
+            steps.append(
+                Step(
+                    StepKind.RANK_TABLE_NOT_READY,
+                    strategy,
+                    f"RankTableReady is not exactly 'true' ({SRC['rank-table']})",
+                )
+            )
+            state.tried.append(strategy)
+            decision = _choose_for_recover_fail(inputs, state, "RankTableReady not ready")
+            continue
+        state.tried.append(strategy)
+        attempt += 1
+        steps.append(Step(StepKind.CHOOSE, strategy, decision.reason))
+        if strategy == "dump" and save_and_exit:
+            steps.append(
+                Step(
+                    StepKind.ATTEMPT,
+                    "dump",
+                    f"attempt {attempt}: saveAndExit ({SRC['dump-for-fault']})",
+                    signal="saveAndExit",
+                    change_strategy="",
+                    duration_s=PHASE_SECONDS["dump"],
+                    actions=("save_and_exit",),
+                )
+            )
+        else:
+            steps.append(_attempt_step(inputs, strategy, attempt))
+        code = _result_code(outcome(strategy, attempt), strategy)
+        status = _STATUS_NAME[strategy]
+        if code == CODE_OK:
+            steps.append(
+                Step(
+                    StepKind.SUCCEEDED,
+                    strategy,
+                    f"ReportRecoverStatus: {strategy} succeeded ({SRC['result']})",
+                    recover_status=f"{status}-success" if status else None,
+                )
+            )
+            if strategy != "dump":
+                steps.append(Step(StepKind.DONE, strategy, "training continues"))
+                return steps
+            return _after_dump(inputs, steps)
+        removed: tuple[str, ...] = ()
+        if strategy == "retry" and code != CODE_RECOVERABLE_RETRY_ERROR:
+            removed = ("recover", "dump") if code == CODE_CLIENT_ERROR else ("recover",)
+            state.agent.difference_update(removed)
+        steps.append(
+            Step(
+                StepKind.FAILED,
+                strategy,
+                f"ReportRecoverStatus: {strategy} failed with code {code}"
+                + (f"; ClusterD drops {', '.join(removed)} from the agent's list" if removed else "")
+                + f" ({SRC['retry-codes'] if strategy == 'retry' else SRC['result']})",
+                recover_status=f"{status}-failed" if status else None,
+                code=code,
+                removed=removed,
+            )
+        )
+        if strategy == "dump":
+            return _after_dump(inputs, steps)
+        if strategy == "retry":
+            if code == CODE_RECOVERABLE_RETRY_ERROR:
+                steps.append(
+                    Step(
+                        StepKind.REFLUSH,
+                        reason=f"code {code}: ClusterD flushes the faults again ({SRC['retry-codes']})",
+                        code=code,
+                    )
+                )
+            else:
+                # handleKillPod goes straight back to the choice; restartFaultProcess was never set
+                # for a retry-type fault, so recover-in-place is out (controller.go:1006-1011, 1024).
+                restart_fault_process = False
+        decision = after_failure(inputs, strategy, state, restart_fault_process)
+    steps.append(Step(StepKind.CHOOSE, "exit", decision.reason))
+    steps.append(
+        Step(
+            StepKind.EXIT,
+            "exit",
+            f"stop training; ProcessRecoverStatus exit-completed ({SRC['result']})",
+            recover_status="exit-completed",
+            signal="changeStrategy",
+            change_strategy="exit",
+            duration_s=PHASE_SECONDS["exit"],
+            actions=(ACTION_CHANGE_STRATEGY,),
+        )
+    )
+    steps.extend(outer_rescheduling(inputs, "after exit"))
+    return steps
+
+
+def _after_dump(inputs: EngineInput, steps: list[Step]) -> list[Step]:
+    """After a dump (saved or not) ClusterD sends the dump-exit signal and waits for rescheduling;
+    it writes no exit-completed (controller.go:1446-1458)."""
+    steps.append(
+        Step(
+            StepKind.DUMP_EXIT,
+            "exit",
+            f"changeStrategy exit with extraParams {DUMP_EXIT} ({SRC['dump-exit']})",
+            signal="changeStrategy",
+            change_strategy="exit",
+            extra_params=DUMP_EXIT,
+            duration_s=PHASE_SECONDS["exit"],
+            actions=(ACTION_CHANGE_STRATEGY,),
+        )
+    )
+    steps.extend(outer_rescheduling(inputs, "after dump"))
+    return steps
+
+
+def chosen_strategies(steps: list[Step]) -> list[str]:
+    """The strategies in the order they were chosen (handy for tables and tests)."""
+    return [s.strategy for s in steps if s.kind == StepKind.CHOOSE and s.strategy]
+
+
+def recover_statuses(steps: list[Step]) -> list[str]:
+    """The ProcessRecoverStatus values ClusterD writes, in order."""
+    return [s.recover_status for s in steps if s.recover_status]

@@ -1,0 +1,864 @@
+"""Simulated ClusterD: runs the pure engine against live objects and writes what the real one writes.
+
+``Init`` (called by the job's agent when its pods start, or by a real client over gRPC) snapshots the
+recovery config from the PodGroup once, like ``GetRecoverBaseInfo`` at the first ``Init``
+(fault_recover_service.go:570-592); the snapshot lives until the PodGroup is deleted
+(fault_recover_service.go:68-74). Each snapshot is published as a Kubernetes Event on the PodGroup,
+reason ``InitSuccess`` (or ``ProcessRecoverEnableOff`` for a refused Init, code 403), message
+``job(uid=<uid>) init success; config=<JSON>`` with the keys of ``RecoveryPolicy.describe``.
+
+Per fault: flush (``reset-config-<job>``), platform handshake when the snapshot says platform mode,
+ask the agent what it supports, ``engine.plan`` over the snapshot, then execute each step: Events on
+the AscendJob, ``ProcessRecoverStatus`` and ``process-recover-enable`` on the PodGroup, pod
+migration / Pod- / Job-level rescheduling with the ``version`` label bumped, the
+``job-reschedule-reason`` history, the restart budget, and AscendJob conditions. Live keys
+(``wait-reschedule-timeout``, the platform's answers, ``RankTableReady``) are read at fault time.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import random
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from mindcluster import clusterd as engine
+from mindcluster import keys as k
+from mindcluster.clusterd import EngineInput, RankFault, RecoveryPolicy, Step, StepKind
+from simcluster.clock import SimClock
+from simcluster.clusterd import platform
+from simcluster.hub import Hub
+from simcluster.injector import FaultSpec, UnknownJobError
+from simcluster.kube import Informer, Kube, rfc3339
+from simcluster.operator import (
+    ANNOTATION_RANK_INDEX,
+    LABEL_VERSION,
+    SimOperator,
+    backoff_limit_at_creation,
+    condition,
+    job_key,
+    npus_per_pod,
+    pod_slots,
+    podgroup_name,
+    with_condition,
+)
+from simcluster.taskd import TaskdManagers
+
+log = logging.getLogger(__name__)
+
+VOLCANO_NAMESPACE: Final = "volcano-system"
+FAULT_NPU_CONFIGMAP: Final = "vcjob-fault-npu-cm"
+KEY_REMAIN_RETRY: Final = "remain-retry-times"
+KEY_RESCHEDULE_RECORDS: Final = "recent-reschedule-records"
+MAX_RESCHEDULE_RECORDS: Final = 10
+COMPONENT: Final = "clusterd"
+EVENT_INIT: Final = "InitSuccess"
+EVENT_INIT_REFUSED: Final = "ProcessRecoverEnableOff"
+INIT_MESSAGE_PREFIX: Final = "init success; config="
+
+TOPIC_FAULT: Final = "fault"
+TOPIC_JOB: Final = "job"
+
+
+def topic_process(job_uid: str) -> str:
+    """Hub topic of the ProcessManageSignals for one job (gRPC ``SubscribeProcessManageSignal``)."""
+    return f"process:{job_uid}"
+
+
+# reset.json Policy per handling level (§6.3).
+_RESET_POLICY: Final = {
+    "": "",
+    "NotHandleFault": "ignore",
+    "SubHealthFault": "ignore",
+    "RestartRequest": "restart_request",
+    "RestartBusiness": "restart",
+    "FreeRestartNPU": "free_reset",
+    "RestartNPU": "reset",
+    "PreSeparateNPU": "isolate",
+    "SeparateNPU": "isolate",
+    "ManuallySeparateNPU": "isolate",
+    "PreSeparateFault": "isolate",
+    "SeparateFault": "isolate",
+}
+
+
+@dataclass
+class ActiveFault:
+    """A fault ClusterD currently reports on its fault stream."""
+
+    spec: FaultSpec
+    job_uid: str
+    node: str
+    node_ip: str
+    rank_fault: RankFault
+    started: float = field(default_factory=time.monotonic)
+
+
+@dataclass(frozen=True)
+class InitRecord:
+    """What one ``Init`` call read: code 0 and the snapshot, or 403 and what it refused on."""
+
+    code: int
+    policy: RecoveryPolicy
+    podgroup_uid: str = ""
+    at: float = field(default_factory=time.time)
+
+    @property
+    def accepted(self) -> bool:
+        return self.code == engine.CODE_OK
+
+
+def init_event_message(uid: str, record: InitRecord) -> str:
+    """The Event message for an Init: fixed prefix, then the snapshot as sorted JSON."""
+    config = json.dumps(record.policy.describe(), sort_keys=True)
+    if record.accepted:
+        return f"job(uid={uid}) {INIT_MESSAGE_PREFIX}{config}"
+    return f"job(uid={uid}) init refused (code {record.code}); config={config}"
+
+
+def parse_init_event(message: str) -> dict[str, Any] | None:
+    """The snapshotted config from an ``InitSuccess`` Event message (for the product's reader)."""
+    _, sep, rest = message.partition(INIT_MESSAGE_PREFIX)
+    if not sep:
+        return None
+    try:
+        value = json.loads(rest)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+@dataclass
+class JobRecord:
+    """What ClusterD remembers about a job (for summaries and the Recover service)."""
+
+    namespace: str
+    name: str
+    uid: str
+    framework: str
+    status: str = "pending"
+    init_done: bool = False
+
+
+class ClusterD:
+    """The simulated ClusterD: one recovery worker per job, fed by ``inject``."""
+
+    def __init__(
+        self,
+        kubeconfig_path: str,
+        clock: SimClock,
+        operator: SimOperator,
+        taskd: TaskdManagers,
+        *,
+        seed: int | None = None,
+        spare_resources: bool = True,
+    ) -> None:
+        self.kube = Kube(kubeconfig_path)
+        self.clock = clock
+        self.operator = operator
+        self.taskd = taskd
+        self.hub = Hub()
+        self.rng = random.Random(seed)
+        self.spare_resources = spare_resources
+        self.confirm_refusals = 0  # times ProcessConfirmFault could not be written (not cleared)
+        self._stop = threading.Event()
+        self._lock = threading.RLock()
+        self._idle = threading.Condition(self._lock)
+        self._busy = 0
+        self._queues: dict[str, queue.Queue[list[FaultSpec]]] = {}
+        self._workers: dict[str, threading.Thread] = {}
+        self._faults: dict[str, list[ActiveFault]] = {}  # job uid → active faults
+        self.jobs: dict[str, JobRecord] = {}  # job uid → record
+        self._reschedules: dict[str, int] = {}  # job uid → reschedules done
+        self._informer: Informer | None = None
+        self._pg_informer: Informer | None = None
+        self._inits: dict[str, InitRecord] = {}  # job uid → what its Init read (the snapshot)
+        self.history: list[tuple[str, list[Step]]] = []  # (fault id, steps) for tests and what-if
+
+    # --- lifecycle ----------------------------------------------------------------------------------
+    def start(self) -> None:
+        self.kube.ensure_namespace(VOLCANO_NAMESPACE)
+        self._informer = Informer("clusterd-jobs", self.kube.list_jobs, self._on_job, self._stop)
+        self._informer.start()
+        self._pg_informer = Informer(
+            "clusterd-podgroups", self.kube.list_podgroups, self._on_podgroup, self._stop
+        )
+        self._pg_informer.start()
+        self._informer.synced.wait(10)
+        self._pg_informer.synced.wait(10)
+
+    def request_stop(self) -> None:
+        """Ask the informer and workers to stop without waiting."""
+        self._stop.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        for informer in (self._informer, self._pg_informer):
+            if informer:
+                informer.join(timeout=5)
+        for worker in list(self._workers.values()):
+            worker.join(timeout=5)
+        self.kube.close()
+
+    # --- job tracking -------------------------------------------------------------------------------
+    def _on_job(self, event_type: str, job: dict[str, Any]) -> None:
+        meta = job.get("metadata", {})
+        uid = meta.get("uid")
+        if not uid:
+            return
+        if event_type == "DELETED":
+            with self._lock:
+                record = self.jobs.pop(uid, None)
+            if record:
+                self.hub.publish(TOPIC_JOB, self.summary(record, "delete"))
+            return
+        status = _job_status(job)
+        with self._lock:
+            record = self.jobs.get(uid)
+            is_new = record is None
+            if record is None:
+                record = JobRecord(
+                    meta.get("namespace", "default"),
+                    meta["name"],
+                    uid,
+                    (meta.get("labels") or {}).get(k.LABEL_FRAMEWORK, ""),
+                )
+                self.jobs[uid] = record
+            changed = is_new or record.status != status
+            record.status = status
+        if changed:
+            self.hub.publish(TOPIC_JOB, self.summary(record, "add"))
+        if status == "running":
+            self.taskd.start_manager(job)
+            if changed:
+                # The agent calls Init when the training processes start (and again on every restart);
+                # only the first successful one reads the config.
+                self.init_job(uid)
+
+    def _on_podgroup(self, event_type: str, podgroup: dict[str, Any]) -> None:
+        """DeleteJob on PodGroup deletion: the snapshot goes, the next Init reads again."""
+        if event_type != "DELETED":
+            return
+        owner: dict[str, Any] = next(iter(podgroup.get("metadata", {}).get("ownerReferences") or []), {})
+        uid = str(owner.get("uid") or "")
+        with self._lock:
+            record = self._inits.get(uid)
+            if record is not None and record.podgroup_uid in ("", podgroup["metadata"].get("uid")):
+                self._inits.pop(uid, None)
+
+    # --- Init: the recovery-config snapshot ---------------------------------------------------------
+    def init_job(self, uid: str) -> tuple[int, str]:
+        """``Recover/Init`` for job ``uid``: (code, info), like fault_recover_service.go:570-592.
+
+        The first accepted Init snapshots the PodGroup's recovery config; later calls return OK without
+        reading. A refused Init (403, process-recover-enable not on and no hotSwitch) stores nothing
+        that sticks: the next Init reads the PodGroup again."""
+        with self._lock:
+            current = self._inits.get(uid)
+            record = self.jobs.get(uid)
+        if current is not None and current.accepted:
+            return engine.CODE_OK, f"job(uid={uid}) init success"
+        if record is None:
+            return 402, f"job {uid!r} does not exist"
+        podgroup = self.kube.get_podgroup(record.namespace, f"{record.name}-{uid}")
+        if podgroup is None:
+            return 502, f"job(uid={uid}) has no PodGroup"
+        meta = podgroup["metadata"]
+        policy = RecoveryPolicy.from_podgroup(meta.get("labels") or {}, meta.get("annotations") or {})
+        code = engine.CODE_OK if policy.init_accepted else engine.CODE_PROCESS_RECOVER_ENABLE_OFF
+        new = InitRecord(code, policy, meta.get("uid", ""))
+        with self._lock:
+            current = self._inits.get(uid)
+            if current is not None and current.accepted:  # another caller won the race
+                return engine.CODE_OK, f"job(uid={uid}) init success"
+            self._inits[uid] = new
+        if current is None or current != new:
+            self.kube.event(
+                podgroup,
+                EVENT_INIT if new.accepted else EVENT_INIT_REFUSED,
+                init_event_message(uid, new),
+                type_="Normal" if new.accepted else "Warning",
+                component=COMPONENT,
+            )
+        if new.accepted:
+            return engine.CODE_OK, f"job(uid={uid}) init success"
+        return code, (
+            f"job(uid={uid}) process-recover-enable and subhealthy hotswitch not open "
+            f"(ProcessRecoverEnableOff)"
+        )
+
+    def init_record(self, uid: str) -> InitRecord | None:
+        """What the job's last Init read (accepted or refused), or None if no Init happened."""
+        with self._lock:
+            return self._inits.get(uid)
+
+    def init_snapshot(self, uid: str) -> RecoveryPolicy | None:
+        """The recovery config ClusterD snapshotted at the job's first accepted Init, if any."""
+        record = self.init_record(uid)
+        return record.policy if record is not None and record.accepted else None
+
+    def summary(self, record: JobRecord, operator: str) -> dict[str, str]:
+        """A ``JobSummarySignal`` as a dict (the gRPC layer turns it into the message)."""
+        return {
+            "uuid": str(uuid.uuid4()),
+            "jobId": record.uid,
+            "jobName": record.name,
+            "namespace": record.namespace,
+            "frameWork": record.framework,
+            "jobStatus": record.status,
+            "time": str(int(time.time())),
+            "operator": operator,
+            "deleteTime": str(int(time.time())) if operator == "delete" else "",
+        }
+
+    def job_summaries(self) -> list[dict[str, str]]:
+        with self._lock:
+            return [self.summary(r, "add") for r in self.jobs.values()]
+
+    def find_job_by_uid(self, uid: str) -> JobRecord | None:
+        with self._lock:
+            return self.jobs.get(uid)
+
+    # --- fault state (fault.Fault stream) -----------------------------------------------------------
+    def fault_snapshot(self) -> dict[str, list[ActiveFault]]:
+        with self._lock:
+            return {uid: list(faults) for uid, faults in self._faults.items() if faults}
+
+    def _set_faults(self, uid: str, faults: list[ActiveFault]) -> None:
+        def update() -> None:
+            if faults:
+                self._faults[uid] = faults
+            else:
+                self._faults.pop(uid, None)
+
+        self.hub.publish(TOPIC_FAULT, (uid, list(faults)), update=update)
+
+    # --- injection ----------------------------------------------------------------------------------
+    def inject(self, spec: FaultSpec, *more: FaultSpec) -> str:
+        """Queue one fault event (``spec`` plus ``more`` faults of the same job, flushed together) for
+        its job's recovery worker; raises ``UnknownJobError`` for unknown jobs/ranks."""
+        job = self.kube.get_job(spec.namespace, spec.job)
+        if job is None:
+            raise UnknownJobError(f"job {spec.namespace}/{spec.job} not found")
+        slots = pod_slots(job)
+        for item in (spec, *more):
+            if (item.namespace, item.job) != (spec.namespace, spec.job):
+                raise UnknownJobError("all faults of one event must belong to the same job")
+            if item.rank >= len(slots):
+                raise UnknownJobError(
+                    f"job {spec.namespace}/{spec.job} has no pod rank {item.rank} (it has {len(slots)} pods)"
+                )
+        uid = job["metadata"]["uid"]
+        with self._lock:
+            self._busy += 1
+            work = self._queues.setdefault(uid, queue.Queue())
+            work.put([spec, *more])
+            worker = self._workers.get(uid)
+            if worker is None or not worker.is_alive():
+                worker = threading.Thread(
+                    target=self._work, args=(uid,), name=f"clusterd-{spec.job}", daemon=True
+                )
+                self._workers[uid] = worker
+                worker.start()
+        return spec.id
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Block until no recovery is queued or running; False on timeout."""
+        deadline = time.monotonic() + timeout
+        with self._idle:
+            while self._busy:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._idle.wait(left)
+        return True
+
+    def _work(self, uid: str) -> None:
+        work = self._queues[uid]
+        while not self._stop.is_set():
+            try:
+                specs = work.get(timeout=0.2)
+            except queue.Empty:
+                with self._lock:
+                    if work.empty():
+                        self._workers.pop(uid, None)
+                        return
+                continue
+            try:
+                self.handle_fault(*specs)
+            except Exception:
+                log.exception("ClusterD failed to handle %s", [s.id for s in specs])
+            finally:
+                with self._idle:
+                    self._busy -= 1
+                    self._idle.notify_all()
+
+    # --- one fault event ----------------------------------------------------------------------------
+    def handle_fault(self, spec: FaultSpec, *more: FaultSpec) -> list[Step]:
+        """Run the whole flow for one fault event (one or more faults of one job); returns the steps."""
+        job = self.kube.get_job(spec.namespace, spec.job)
+        if job is None:
+            return []
+        run = _FaultRun(self, job, [spec, *more])
+        return run.execute()
+
+    def restart_budget(self, job: Mapping[str, Any]) -> int | None:
+        """Reschedules left: the operator's limit and the ``fault-retry-times`` remain count.
+
+        The operator reads ``backoffLimit`` (else ``fault-retry-times``) once, in its create handler
+        (component/ascend-operator/pkg/controllers/v1/ascendjob_controller.go:361-386) and checks pod
+        versions against that record (job.go:79-80), so a later patch of the AscendJob changes nothing.
+        """
+        uid = job["metadata"]["uid"]
+        limits: list[int] = []
+        backoff = backoff_limit_at_creation(uid)
+        if backoff is None:  # the operator has not seen the job: fall back to what the job says
+            backoff = ((job.get("spec") or {}).get("runPolicy") or {}).get("backoffLimit")
+        if isinstance(backoff, int) and backoff > 0:
+            limits.append(backoff - self._reschedules.get(uid, 0))
+        retry_times = _int_label(job, k.LABEL_FAULT_RETRY_TIMES)
+        if retry_times > 0:
+            limits.append(self._remain_retry_times(job, retry_times))
+        return min(limits) if limits else None
+
+    def _remain_retry_times(self, job: Mapping[str, Any], initial: int) -> int:
+        cm = self.kube.get_configmap(VOLCANO_NAMESPACE, FAULT_NPU_CONFIGMAP)
+        remain = _loads((cm or {}).get("data", {}).get(KEY_REMAIN_RETRY))
+        entry = remain.get(job_key(job))
+        return int(entry["Times"]) if isinstance(entry, dict) and "Times" in entry else initial
+
+    def consume_budget(self, job: Mapping[str, Any]) -> None:
+        uid = job["metadata"]["uid"]
+        with self._lock:
+            self._reschedules[uid] = self._reschedules.get(uid, 0) + 1
+        retry_times = _int_label(job, k.LABEL_FAULT_RETRY_TIMES)
+        if retry_times > 0:
+            cm = self.kube.get_configmap(VOLCANO_NAMESPACE, FAULT_NPU_CONFIGMAP)
+            remain = _loads((cm or {}).get("data", {}).get(KEY_REMAIN_RETRY))
+            left = self._remain_retry_times(job, retry_times) - 1
+            remain[job_key(job)] = {"UUID": uid, "Times": max(0, left)}
+            self.kube.upsert_configmap(
+                VOLCANO_NAMESPACE, FAULT_NPU_CONFIGMAP, {KEY_REMAIN_RETRY: json.dumps(remain, sort_keys=True)}
+            )
+
+    def reschedule_count(self, uid: str) -> int:
+        with self._lock:
+            return self._reschedules.get(uid, 0)
+
+
+class _FaultRun:
+    """Executes one fault event for one job (kept separate so state stays local to the event)."""
+
+    def __init__(self, clusterd: ClusterD, job: dict[str, Any], specs: list[FaultSpec]) -> None:
+        self.cd = clusterd
+        self.kube = clusterd.kube
+        self.clock = clusterd.clock
+        self.job = job
+        self.specs = specs
+        self.spec = specs[0]  # the event's id, outcome and kind come from the first fault
+        meta = job["metadata"]
+        self.namespace = meta.get("namespace", "default")
+        self.name = meta["name"]
+        self.uid = meta["uid"]
+        self.pg_name = podgroup_name(job)
+        self.reset_state: dict[str, Any] = {}
+        self.active: ActiveFault | None = None
+        self.actives: list[ActiveFault] = []
+        self.per_pod = 1
+
+    # --- helpers ------------------------------------------------------------------------------------
+    def event(self, reason: str, message: str, warning: bool = False) -> None:
+        self.kube.event(
+            self.job, reason, message, type_="Warning" if warning else "Normal", component=COMPONENT
+        )
+
+    def sleep(self, sim_seconds: float) -> None:
+        self.clock.sleep(sim_seconds, self.cd._stop)
+
+    def podgroup(self) -> dict[str, Any] | None:
+        return self.kube.get_podgroup(self.namespace, self.pg_name)
+
+    def patch_podgroup(
+        self, labels: Mapping[str, str] | None = None, annotations: Mapping[str, str | None] | None = None
+    ) -> None:
+        meta: dict[str, Any] = {}
+        if labels:
+            meta["labels"] = dict(labels)
+        if annotations:
+            meta["annotations"] = dict(annotations)
+        try:
+            self.kube.patch_podgroup(self.namespace, self.pg_name, {"metadata": meta})
+        except Exception as exc:  # the PodGroup may be gone (deleted by a test); ClusterD logs and moves on
+            log.warning("cannot patch PodGroup %s: %s", self.pg_name, exc)
+
+    def write_reset(self, **changes: Any) -> None:
+        self.reset_state.update(changes)
+        self.kube.upsert_configmap(
+            self.namespace,
+            f"{k.RESET_CONFIGMAP_PREFIX}{self.name}",
+            {"reset.json": json.dumps(self.reset_state), "checkCode": ""},
+        )
+
+    def set_rank_status(self, status: str) -> None:
+        ranks = [dict(r, Status=status) for r in self.reset_state.get("RankList", [])]
+        self.write_reset(RankList=ranks)
+
+    def signal(
+        self,
+        signal_type: str,
+        actions: list[str] | tuple[str, ...],
+        change_strategy: str = "",
+        timeout: int = 0,
+        extra_params: str = "",
+        retry_only: bool = False,
+    ) -> None:
+        ranks = self.fault_ranks(retry_only)
+        message = {
+            "uuid": str(uuid.uuid4()),
+            "jobId": self.uid,
+            "signalType": signal_type,
+            "actions": list(actions),
+            "faultRanks": ranks,
+            "changeStrategy": change_strategy,
+            "timeout": timeout,
+            "nodeRankIds": [str(r) for r in sorted({f.rank_fault.pod_rank for f in self.actives})],
+            "extraParams": extra_params,
+        }
+        self.cd.hub.publish(topic_process(self.uid), message)
+
+    def fault_ranks(self, retry_only: bool = False) -> list[dict[str, str]]:
+        """FaultRank list of a signal: retry-type faults alone go out as they are (controller.go:870-886);
+        otherwise every rank of every faulty pod, typed NormalFaultType "1" (controller.go:903-925)."""
+        faults = [f.rank_fault for f in self.actives]
+        if retry_only or all(f.fault_type in engine.RETRY_FAULT_TYPES and not f.node_fault for f in faults):
+            return [{"rankId": str(f.rank), "faultType": f.fault_type} for f in faults]
+        pods = sorted({f.pod_rank for f in faults})
+        return [
+            {"rankId": str(pod * self.per_pod + i), "faultType": engine.FAULT_OTHER}
+            for pod in pods
+            for i in range(self.per_pod)
+        ]
+
+    def set_condition(self, type_: str, reason: str, message: str) -> None:
+        fresh = self.kube.get_job(self.namespace, self.name) or self.job
+        self.kube.patch_job_status(
+            self.namespace,
+            self.name,
+            {
+                "conditions": with_condition(fresh.get("status"), condition(type_, reason, message)),
+                "lastReconcileTime": rfc3339(),
+            },
+        )
+
+    # --- the flow -----------------------------------------------------------------------------------
+    def rank_fault(self, spec: FaultSpec, pods: list[dict[str, Any]]) -> ActiveFault:
+        pod = next(
+            (
+                p
+                for p in pods
+                if p["metadata"].get("annotations", {}).get(ANNOTATION_RANK_INDEX) == str(spec.rank)
+            ),
+            None,
+        )
+        node = (pod or {}).get("spec", {}).get("nodeName", "")
+        slot = pod_slots(self.job)[spec.rank]
+        per_pod = max(1, npus_per_pod(self.job, slot.role))
+        self.per_pod = per_pod
+        rank_fault = RankFault(
+            rank=spec.rank * per_pod + min(spec.device, per_pod - 1),
+            pod_rank=spec.rank,
+            node=node,
+            fault_type=spec.fault_type,
+            level=spec.effective_level,
+            code=spec.effective_code,
+            node_fault=spec.node_fault,
+        )
+        return ActiveFault(spec, self.uid, node, (pod or {}).get("status", {}).get("hostIP", ""), rank_fault)
+
+    def execute(self) -> list[Step]:
+        pods = self.kube.list_job_pods(self.namespace, self.name)
+        self.actives = [self.rank_fault(spec, pods) for spec in self.specs]
+        self.active = self.actives[0]
+        rank_faults = tuple(f.rank_fault for f in self.actives)
+        with self.cd._lock:
+            current = list(self.cd._faults.get(self.uid, []))
+        self.cd._set_faults(self.uid, [*current, *self.actives])
+        for active in self.actives:
+            fault = active.rank_fault
+            what = f"{active.spec.kind} fault (code {fault.code or '-'}, level {fault.level or 'business'})"
+            self.event(
+                "FaultDetected",
+                f"{what} on pod rank {active.spec.rank} (process rank {fault.rank}, "
+                f"node {active.node}) [{active.spec.id}]",
+                warning=True,
+            )
+        self.write_reset(
+            RankList=[
+                {
+                    "RankId": str(f.rank),
+                    "LogicId": str(a.spec.device),
+                    "Status": "unrecovered",
+                    "Policy": _RESET_POLICY.get(f.level, "restart"),
+                    "InitialPolicy": _RESET_POLICY.get(f.level, "restart"),
+                    "ErrorCode": int(f.code, 16) if f.code else 0,
+                    "ErrorCodeHex": f.code,
+                }
+                for a in self.actives
+                for f in (a.rank_fault,)
+            ],
+            FaultFlushing=True,
+            RestartFaultProcess=False,
+            RestartType="podReschedule",
+            RetryTime=0,
+            GracefulExit=0,
+        )
+        policy = self.snapshot_policy()
+        supported: frozenset[str] = frozenset()
+        platform_choice: str | None = None
+        timed_out = False
+        table_ready = True
+        if policy.init_accepted:
+            handshake = platform.start(self) if policy.platform_mode else None  # platform.py: the real order
+            # The standing answer is awaited before anything is stopped (controller.go:664-674).
+            if handshake is None or handshake.wait_standing():
+                self.signal("stopTrain", ["stop_train"], timeout=900)
+                self.sleep(engine.PHASE_SECONDS["detect"])
+                faults = platform.confirm_faults(rank_faults, self.per_pod)
+                if handshake is None or handshake.confirm(faults):  # before the globalFault signal
+                    self.signal("globalFault", ["on_global_rank"])
+                    support, reasons = self.cd.taskd.agent_report(self.job)
+                    supported = frozenset(support)
+                    if reasons:
+                        self.event(
+                            "TaskDStrategies",
+                            f"TaskD reports {sorted(supported) or 'nothing'}; " + "; ".join(reasons),
+                        )
+            if handshake is not None:
+                platform_choice, timed_out = handshake.choice, handshake.timed_out
+                if not timed_out and platform_choice == "recover" and "recover" in policy.configured:
+                    # WaitRankTableReady gates a recover; on failure the answer is re-read
+                    # (controller.go:1219-1231).
+                    table_ready = handshake.rank_table_ready()
+                    platform_choice = handshake.choice
+        inputs = EngineInput(
+            policy=policy,
+            supported=supported,
+            faults=rank_faults,
+            platform_choice=platform_choice,
+            platform_timed_out=timed_out,
+            spare_resources=self.cd.spare_resources,
+            restart_budget=self.cd.restart_budget(self.job),
+            rank_table_ready=table_ready,
+        )
+        steps = engine.plan(inputs, self.outcome)
+        with self.cd._lock:
+            self.cd.history.append((self.spec.id, steps))
+        for step in steps:
+            if self.cd._stop.is_set():
+                break
+            self.run_step(step, inputs)
+        return steps
+
+    def snapshot_policy(self) -> RecoveryPolicy:
+        """The Init snapshot; if the agent's Init has not reached ClusterD yet, it happens now."""
+        record = self.cd.init_record(self.uid)
+        if record is None:
+            self.cd.init_job(self.uid)
+            record = self.cd.init_record(self.uid)
+        if record is not None:
+            return record.policy
+        # No job record or PodGroup: nothing was initialised, so only Volcano acts on the fault.
+        return RecoveryPolicy(process_recover_enable="")
+
+    def outcome(self, strategy: str, attempt: int) -> bool | int:
+        """What the agent reports for this attempt: a scripted agent's answer, else the fault's."""
+        scripted = self.cd.taskd.scripted_result(self.uid, strategy, attempt)
+        if scripted is not None:
+            return scripted
+        return self.spec.outcome(attempt, self.cd.rng)
+
+    def run_step(self, step: Step, inputs: EngineInput) -> None:
+        kind = step.kind
+        if kind == StepKind.PLATFORM_TIMEOUT:
+            return  # already reported by the handshake
+        if kind == StepKind.CHOOSE:
+            self.event("StrategyChosen", f"{step.strategy}: {step.reason}")
+        elif kind == StepKind.ATTEMPT:
+            self.attempt(step)
+        elif kind == StepKind.RANK_TABLE_NOT_READY:
+            self.event("WaitRankTableReadyFailed", step.reason, warning=True)
+        elif kind in (StepKind.SUCCEEDED, StepKind.FAILED):
+            if step.recover_status:
+                self.patch_podgroup(annotations={k.ANNOTATION_RECOVER_STATUS: step.recover_status})
+            status = step.recover_status or "no ProcessRecoverStatus"
+            if kind == StepKind.SUCCEEDED:
+                self.set_rank_status("recovered")
+                self.event("RecoverSucceeded", f"{step.strategy} succeeded ({status})")
+            else:
+                self.set_rank_status("failed")
+                self.event(
+                    "RecoverFailed", f"{step.strategy} failed ({status}, code {step.code})", warning=True
+                )
+        elif kind == StepKind.REFLUSH:
+            self.write_reset(FaultFlushing=True)
+            self.signal("globalFault", ["on_global_rank"])
+        elif kind == StepKind.EXIT:
+            self.signal("changeStrategy", step.actions or ["change_strategy"], change_strategy="exit")
+            self.sleep(step.duration_s)
+            if step.recover_status:
+                self.patch_podgroup(annotations={k.ANNOTATION_RECOVER_STATUS: step.recover_status})
+            self.write_reset(GracefulExit=1)
+            self.event("ProcessExited", "training processes stopped (exit-completed); " + step.reason)
+        elif kind == StepKind.DUMP_EXIT:
+            self.signal(
+                "changeStrategy",
+                step.actions or ["change_strategy"],
+                change_strategy="exit",
+                extra_params=step.extra_params,
+            )
+            self.sleep(step.duration_s)
+            self.write_reset(GracefulExit=1)
+            self.event("ProcessExited", "training processes stopped (dump-exit); " + step.reason)
+        elif kind in (StepKind.PAUSE, StepKind.RESUME):
+            self.patch_podgroup(labels=step.label_changes)
+            value = step.label_changes.get(k.LABEL_PROCESS_RECOVER_ENABLE, "")
+            self.event(
+                "ProcessRecoverPaused" if kind == StepKind.PAUSE else "ProcessRecoverResumed",
+                f"{k.LABEL_PROCESS_RECOVER_ENABLE}={value}: {step.reason}",
+            )
+        elif kind in (StepKind.POD_RESCHEDULE, StepKind.JOB_RESCHEDULE):
+            self.reschedule(step, inputs)
+        elif kind == StepKind.JOB_FAILED:
+            self.set_condition("Failed", "JobFailed", step.reason)
+            self.event("JobFailed", step.reason, warning=True)
+            self.finish()
+        elif kind == StepKind.DONE:
+            self.finish()
+
+    def attempt(self, step: Step) -> None:
+        assert step.strategy is not None
+        retry_time = int(self.reset_state.get("RetryTime", 0)) + 1
+        in_place = step.strategy == "recover-in-place"
+        self.write_reset(RetryTime=retry_time, RestartFaultProcess=in_place)
+        self.signal(
+            step.signal or "changeStrategy",
+            step.actions or ["change_strategy"],
+            change_strategy=step.change_strategy or "",
+            extra_params=step.extra_params,
+            retry_only=step.strategy == "retry",
+        )
+        if step.strategy == "recover" and step.pod_ranks:
+            self.migrate(step.pod_ranks)
+        self.sleep(step.duration_s)
+
+    def migrate(self, pod_ranks: tuple[int, ...]) -> None:
+        """recover: the faulty pods are deleted and started again on healthy nodes (same version)."""
+        version = self.current_version()
+        for slot in pod_slots(self.job):
+            if slot.rank in pod_ranks:
+                self.kube.delete_pod(self.namespace, slot.pod_name(self.name))
+        self.cd.operator.create_pods(self.job, version=version, only_ranks=set(pod_ranks))
+
+    def current_version(self) -> int:
+        pods = self.kube.list_job_pods(self.namespace, self.name)
+        return max((int(p["metadata"].get("labels", {}).get(LABEL_VERSION, 0)) for p in pods), default=0)
+
+    def reschedule(self, step: Step, inputs: EngineInput) -> None:
+        pod_level = step.kind == StepKind.POD_RESCHEDULE
+        self.set_condition("Restarting", "jobRestarting", step.reason)
+        slots = pod_slots(self.job)
+        ranks = set(step.pod_ranks) if pod_level else {s.rank for s in slots}
+        version = self.current_version() + 1
+        pods_before = {p["metadata"]["name"]: p for p in self.kube.list_job_pods(self.namespace, self.name)}
+        for slot in slots:
+            if slot.rank in ranks:
+                self.kube.delete_pod(self.namespace, slot.pod_name(self.name))
+        self.sleep(step.duration_s)
+        self.cd.consume_budget(self.job)
+        self.record_reschedule([s for s in slots if s.rank in ranks], pods_before)
+        self.cd.operator.create_pods(self.job, version=version, only_ranks=ranks)
+        reason = "PodRescheduled" if pod_level else "JobRescheduled"
+        scope = f"pods {sorted(ranks)}" if pod_level else "all pods"
+        self.event(reason, f"{scope} recreated with {LABEL_VERSION}={version}: {step.reason}")
+        self.cd.operator.mark_running(self.job, f"AscendJob {self.namespace}/{self.name} is running again.")
+
+    def record_reschedule(self, slots: list[Any], pods_before: Mapping[str, Any]) -> None:
+        cm = self.kube.get_configmap(k.MINDX_NAMESPACE, k.RESCHEDULE_REASON_CONFIGMAP)
+        records = _loads((cm or {}).get("data", {}).get(KEY_RESCHEDULE_RECORDS))
+        key = job_key(self.job)
+        entry = records.get(key) if isinstance(records.get(key), dict) else None
+        entry = entry or {"JobID": key, "TotalRescheduleTimes": 0, "RescheduleRecords": []}
+        fault = self.active.rank_fault if self.active else None
+        reason = (
+            "NodeUnhealthy"
+            if fault and fault.node_fault
+            else "CardUnhealthy"
+            if fault and fault.level
+            else "pod-failed"
+        )
+        now = datetime.now(UTC)  # wall time, like the Events: the clock only scales durations
+        entry["TotalRescheduleTimes"] = int(entry.get("TotalRescheduleTimes", 0)) + 1
+        entry["RescheduleRecords"] = [
+            {
+                "LogFileFormatTime": now.strftime("%Y-%m-%d %H:%M:%S"),
+                "RescheduleTimeStamp": int(now.timestamp()),
+                "ReasonOfTask": [
+                    {
+                        "RescheduleReason": reason if fault and slot.rank == fault.pod_rank else "pod-failed",
+                        "PodName": slot.pod_name(self.name),
+                        "NodeName": pods_before.get(slot.pod_name(self.name), {})
+                        .get("spec", {})
+                        .get("nodeName", ""),
+                        "NodeRankIndex": str(slot.rank),
+                    }
+                    for slot in slots
+                ],
+            },
+            *entry.get("RescheduleRecords", []),
+        ][:MAX_RESCHEDULE_RECORDS]
+        records[key] = entry
+        self.kube.ensure_namespace(k.MINDX_NAMESPACE)
+        self.kube.upsert_configmap(
+            k.MINDX_NAMESPACE,
+            k.RESCHEDULE_REASON_CONFIGMAP,
+            {KEY_RESCHEDULE_RECORDS: json.dumps(records, sort_keys=True)},
+        )
+
+    def finish(self) -> None:
+        self.write_reset(FaultFlushing=False, RestartFaultProcess=False)
+        with self.cd._lock:
+            remaining = [
+                f for f in self.cd._faults.get(self.uid, []) if all(f is not a for a in self.actives)
+            ]
+        self.cd._set_faults(self.uid, remaining)
+
+
+def _job_status(job: Mapping[str, Any]) -> str:
+    """pending / running / failed / complete, from the last true condition."""
+    conditions = [c for c in ((job.get("status") or {}).get("conditions") or []) if c.get("status") == "True"]
+    last = conditions[-1]["type"] if conditions else ""
+    return {"Running": "running", "Restarting": "pending", "Failed": "failed", "Succeeded": "complete"}.get(
+        last, "pending"
+    )
+
+
+def _int_label(job: Mapping[str, Any], key: str) -> int:
+    try:
+        return int(((job.get("metadata") or {}).get("labels") or {}).get(key, 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+def _loads(text: str | None) -> dict[str, Any]:
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

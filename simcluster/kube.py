@@ -1,0 +1,296 @@
+"""Thin helpers over the official ``kubernetes`` client shared by the simulated components.
+
+Every simulated component (operator, ClusterD, TaskD) reaches the API emulator only through these
+clients, exactly as the real components reach a real API server.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import kubernetes
+from kubernetes import watch
+from kubernetes.client import ApiClient, CoreV1Api, CustomObjectsApi
+from kubernetes.client.exceptions import ApiException
+
+from mindcluster import keys as k
+
+log = logging.getLogger(__name__)
+
+
+def new_api_client(kubeconfig_path: str) -> ApiClient:
+    """A fresh client (one per thread keeps connection pools independent)."""
+    return kubernetes.config.new_client_from_config(config_file=str(kubeconfig_path))
+
+
+def _json_object(value: object) -> dict[str, Any]:
+    """A custom-objects answer: parsed JSON, which the client types as ``object``."""
+    if not isinstance(value, dict):
+        raise TypeError(f"expected a JSON object from the API server, got {type(value).__name__}")
+    return value
+
+
+def _dict_body(body: dict[str, Any]) -> Any:
+    """A plain dict as a request body: the client sends it as it is, though its signatures name the
+    model classes (``V1Pod``, ``V1ConfigMap``, ...)."""
+    return body
+
+
+def rfc3339(moment: datetime | None = None) -> str:
+    """Kubernetes timestamp format (second precision, Z suffix)."""
+    return (moment or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Kube:
+    """The few API calls the simulated components make, with dict bodies throughout."""
+
+    def __init__(self, kubeconfig_path: str) -> None:
+        self.api_client = new_api_client(kubeconfig_path)
+        self.core = CoreV1Api(self.api_client)
+        self.custom = CustomObjectsApi(self.api_client)
+
+    def close(self) -> None:
+        self.api_client.close()
+
+    # --- AscendJobs ---------------------------------------------------------------------------------
+    def list_jobs(self, **kwargs: Any) -> Any:
+        """AscendJobs in every namespace (also usable as an ``Informer``/watch list function).
+
+        The list as a dict; under a watch (``_preload_content=False``) the raw streaming response.
+        """
+        return self.custom.list_cluster_custom_object(
+            k.ASCENDJOB_GROUP, k.ASCENDJOB_VERSION, k.ASCENDJOB_PLURAL, **kwargs
+        )
+
+    def get_job(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self._get_custom(k.ASCENDJOB_GROUP, k.ASCENDJOB_VERSION, k.ASCENDJOB_PLURAL, namespace, name)
+
+    def patch_job_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        self.custom.patch_namespaced_custom_object_status(
+            k.ASCENDJOB_GROUP, k.ASCENDJOB_VERSION, namespace, k.ASCENDJOB_PLURAL, name, {"status": status}
+        )
+
+    # --- PodGroups ----------------------------------------------------------------------------------
+    def list_podgroups(self, **kwargs: Any) -> Any:
+        """PodGroups in every namespace (also usable as an ``Informer``/watch list function).
+
+        The list as a dict; under a watch (``_preload_content=False``) the raw streaming response.
+        """
+        return self.custom.list_cluster_custom_object(
+            k.PODGROUP_GROUP, k.PODGROUP_VERSION, k.PODGROUP_PLURAL, **kwargs
+        )
+
+    def get_podgroup(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self._get_custom(k.PODGROUP_GROUP, k.PODGROUP_VERSION, k.PODGROUP_PLURAL, namespace, name)
+
+    def create_podgroup(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        return _json_object(
+            self.custom.create_namespaced_custom_object(
+                k.PODGROUP_GROUP, k.PODGROUP_VERSION, namespace, k.PODGROUP_PLURAL, body
+            )
+        )
+
+    def patch_podgroup(self, namespace: str, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        return _json_object(
+            self.custom.patch_namespaced_custom_object(
+                k.PODGROUP_GROUP, k.PODGROUP_VERSION, namespace, k.PODGROUP_PLURAL, name, patch
+            )
+        )
+
+    def patch_podgroup_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        self.custom.patch_namespaced_custom_object_status(
+            k.PODGROUP_GROUP, k.PODGROUP_VERSION, namespace, k.PODGROUP_PLURAL, name, {"status": status}
+        )
+
+    def delete_podgroup(self, namespace: str, name: str) -> None:
+        self._ignore_404(
+            self.custom.delete_namespaced_custom_object,
+            k.PODGROUP_GROUP,
+            k.PODGROUP_VERSION,
+            namespace,
+            k.PODGROUP_PLURAL,
+            name,
+        )
+
+    # --- pods ---------------------------------------------------------------------------------------
+    def list_job_pods(self, namespace: str, job_name: str) -> list[dict[str, Any]]:
+        pods = self.core.list_namespaced_pod(namespace, label_selector=f"job-name={job_name}")
+        items = [self.api_client.sanitize_for_serialization(p) for p in pods.items]
+        return sorted(items, key=lambda p: int(p["metadata"].get("annotations", {}).get("hccl/rankIndex", 0)))
+
+    def create_pod(self, namespace: str, body: dict[str, Any]) -> None:
+        self.core.create_namespaced_pod(namespace, _dict_body(body))
+
+    def patch_pod_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        self.core.patch_namespaced_pod_status(name, namespace, {"status": status})
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        self._ignore_404(self.core.delete_namespaced_pod, name, namespace)
+
+    # --- ConfigMaps, namespaces, events ---------------------------------------------------------------
+    def get_configmap(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            cm = self.core.read_namespaced_config_map(name, namespace)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return self.api_client.sanitize_for_serialization(cm)
+
+    def upsert_configmap(self, namespace: str, name: str, data: dict[str, str]) -> None:
+        """Create the ConfigMap, or merge ``data`` into it when it exists."""
+        body = {"metadata": {"name": name, "namespace": namespace}, "data": data}
+        try:
+            self.core.create_namespaced_config_map(namespace, _dict_body(body))
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            self.core.patch_namespaced_config_map(name, namespace, {"data": data})
+
+    def ensure_namespace(self, name: str) -> None:
+        try:
+            self.core.create_namespace(_dict_body({"metadata": {"name": name}}))
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+
+    def event(
+        self,
+        obj: dict[str, Any],
+        reason: str,
+        message: str,
+        type_: str = "Normal",
+        component: str = "ascend-operator",
+    ) -> None:
+        """Record a Kubernetes Event about ``obj`` (an AscendJob dict)."""
+        meta = obj.get("metadata", {})
+        namespace = meta.get("namespace", "default")
+        now = rfc3339()
+        body = {
+            "metadata": {"generateName": f"{meta.get('name', 'object')}.", "namespace": namespace},
+            "involvedObject": {
+                "apiVersion": obj.get("apiVersion", k.ASCENDJOB_API_VERSION),
+                "kind": obj.get("kind", k.ASCENDJOB_KIND),
+                "name": meta.get("name"),
+                "namespace": namespace,
+                "uid": meta.get("uid"),
+            },
+            "reason": reason,
+            "message": message,
+            "type": type_,
+            "source": {"component": component},
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        try:
+            self.core.create_namespaced_event(namespace, _dict_body(body))
+        except ApiException as exc:  # events are best-effort, exactly like client-go's recorder
+            log.warning("could not record event %s on %s: %s", reason, meta.get("name"), exc.status)
+
+    def list_events(self, namespace: str, name: str) -> list[dict[str, Any]]:
+        """Events about the object ``name`` in ``namespace``, oldest first."""
+        events = self.core.list_namespaced_event(namespace)
+        items = [self.api_client.sanitize_for_serialization(e) for e in events.items]
+        mine = [e for e in items if e.get("involvedObject", {}).get("name") == name]
+        return sorted(
+            mine,
+            key=lambda e: _rv(
+                e.get("metadata", {}).get("resource_version") or e.get("metadata", {}).get("resourceVersion")
+            ),
+        )
+
+    # --- helpers ------------------------------------------------------------------------------------
+    def _get_custom(
+        self, group: str, version: str, plural: str, namespace: str, name: str
+    ) -> dict[str, Any] | None:
+        try:
+            return _json_object(
+                self.custom.get_namespaced_custom_object(group, version, namespace, plural, name)
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    @staticmethod
+    def _ignore_404(fn: Callable[..., Any], *args: Any) -> None:
+        try:
+            fn(*args)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+
+def _rv(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+class Informer(threading.Thread):
+    """List, then watch from the list's resourceVersion; relist on 410 Gone or any error.
+
+    ``handler(event_type, obj)`` gets ``ADDED`` for every listed object, then watch events.
+    Objects are plain dicts (custom-object API) so ``list_fn`` must be a CustomObjectsApi list call.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        list_fn: Callable[..., dict[str, Any]],
+        handler: Callable[[str, dict], None],
+        stop: threading.Event,
+        watch_timeout_s: int = 2,
+    ) -> None:
+        super().__init__(name=name, daemon=True)
+        self._list_fn = list_fn
+        self._handler = handler
+        self._stop_event = stop
+        self._watch_timeout_s = watch_timeout_s
+        self.synced = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_event.is_set():
+            try:
+                listed = self._list_fn()
+                for obj in listed.get("items", []):
+                    self._safe_handle("ADDED", obj)
+                self.synced.set()
+                resource_version = listed.get("metadata", {}).get("resourceVersion")
+                for event_type, obj in self._watch(resource_version):
+                    self._safe_handle(event_type, obj)
+            except Exception as exc:  # relist after any failure; never let the thread die
+                if self._stop_event.is_set():
+                    return
+                log.debug("%s: relisting after %s", self.name, exc)
+                self._stop_event.wait(0.2)
+
+    def _watch(self, resource_version: str | None) -> Iterator[tuple[str, dict[str, Any]]]:
+        while not self._stop_event.is_set():
+            stream = watch.Watch()
+            kwargs: dict[str, Any] = {"timeout_seconds": self._watch_timeout_s, "allow_watch_bookmarks": True}
+            if resource_version:
+                kwargs["resource_version"] = resource_version
+            for event in stream.stream(self._list_fn, **kwargs):
+                obj = event.get("object") or {}
+                new_rv = obj.get("metadata", {}).get("resourceVersion") if isinstance(obj, dict) else None
+                if new_rv:
+                    resource_version = new_rv
+                if event.get("type") == "BOOKMARK":
+                    continue
+                yield event["type"], obj
+                if self._stop_event.is_set():
+                    stream.stop()
+                    return
+
+    def _safe_handle(self, event_type: str, obj: dict[str, Any]) -> None:
+        try:
+            self._handler(event_type, obj)
+        except Exception:
+            log.exception("%s: handler failed for %s event", self.name, event_type)

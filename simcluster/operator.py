@@ -1,0 +1,817 @@
+"""Simulated Ascend operator (mindcluster.md §1.2-§1.4, §3.4).
+
+Watches AscendJobs in every namespace. For a new job it validates like ``ascendjob_validate.go``
+(Warning Event + ``JobValidFailed`` on failure), creates the Volcano PodGroup ``<job>-<uid>`` with a
+copy of the job's labels and annotations, creates the pods with the env the real operator injects for
+the job's release and framework, and reports ``Created`` → ``Running`` conditions.
+
+The job's MindCluster release is read from the label ``mindcluster.io/release``, else the annotation
+``recovery.mindcluster.io/release``, else assumed to be ``26.1`` (the newest release we model).
+
+Like the real operator it copies labels/annotations to the PodGroup only when it creates it; it does
+recreate a deleted PodGroup from the job's *current* metadata.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from kubernetes.client.exceptions import ApiException
+
+from mindcluster import keys as k
+from mindcluster.ascendjob import npus_in
+from mindcluster.releases import DEFAULT_RELEASE, RELEASES, release_at_least
+from simcluster.kube import Informer, Kube, rfc3339
+
+log = logging.getLogger(__name__)
+
+LABEL_RELEASE: Final = "mindcluster.io/release"
+ANNOTATION_RELEASE: Final = "recovery.mindcluster.io/release"
+ANNOTATION_RANK_INDEX: Final = "hccl/rankIndex"
+LABEL_JOB_NAME: Final = "job-name"
+LABEL_REPLICA_TYPE: Final = "replica-type"
+LABEL_REPLICA_INDEX: Final = "replica-index"
+LABEL_VERSION: Final = "version"
+CLUSTERD_DOMAIN: Final = f"clusterd-grpc-svc.{k.MINDX_NAMESPACE}.svc.cluster.local"
+
+# Validation issue code → the Warning Event reason ``ascendjob_validate.go`` records. The operator
+# stops at its first failure, in this order: basic info (``validateBasicInfo``, :64-92), framework
+# (:98-110), then per replica (``checkReplicaSpecs``, :143-194). ``restartPolicy`` is not checked
+# by the operator (the CRD schema's enum rejects bad values at the API server).
+OPERATOR_REASONS: Final = {
+    "manifest_missing_replica_specs": "InvalidSpecs",  # ascendjob_validate.go:65-70
+    "manifest_invalid_success_policy": "InvalidSuccessPolicy",  # :72-79
+    "manifest_missing_framework": "InvalidFramework",  # :100-106
+    "manifest_invalid_framework": "InvalidFramework",
+    "manifest_invalid_replica_type": "InvalidReplicaType",  # :246-258
+    "manifest_replicas_out_of_range": "InvalidReplicaSpec",  # :122-141
+    "manifest_missing_containers": "InvalidReplicaSpec",  # validContainerNum :112-120
+    "manifest_leader_replicas": "InvalidReplicaSpec",  # validateLeader :260-268
+    "manifest_empty_image": "InvalidContainer",  # validateContainer :196-222
+    "manifest_missing_ascend_container": "InvalidContainer",
+    # A leaderless PyTorch/TensorFlow job is InvalidReplicaType (:177-184); a leaderless MindSpore
+    # job asking for more than one NPU is InvalidReplicaSpec (:185-190): see _reason_for.
+    "manifest_missing_leader": "InvalidReplicaType",
+}
+_REASON_ORDER: Final = (
+    "InvalidSpecs",
+    "InvalidSuccessPolicy",
+    "InvalidQueue",
+    "InvalidFramework",
+    "InvalidReplicaType",
+    "InvalidReplicaSpec",
+    "InvalidContainer",
+)
+# Volcano's queue the operator looks up when schedulingPolicy is set (ascendjob_validate.go:81-89).
+QUEUE_RESOURCE: Final = ("scheduling.volcano.sh", "v1beta1", "queues")
+# ascend-operator/pkg/controllers/v1/consts.go:117-118: no backoffLimit stands for unlimited.
+UNSET_BACKOFF_LIMIT: Final = -1
+
+# Strategy → training-side token per framework (env.go addEnvByStrategy :400-488). A token of None
+# means the strategy switches the process-recover env on without adding a token.
+_PT_TOKEN: Final = {
+    "recover": "recover",
+    "exit": "recover",  # env.go:410-411: exit is handled like recover
+    "retry": "retry",
+    "recover-in-place": "recover",
+    "dump": "dump",
+    "elastic-training": "elastic-training",
+}
+_MS_TOKENS: Final = {
+    "recover": ("ARF:1",),
+    "exit": ("ARF:1",),
+    "recover-in-place": ("ARF:1",),
+    "retry": ("UCE:1", "HCCE:1"),
+    "dump": ("TTP:1",),
+}
+# Strategies that also set ELASTIC_PROCESS_RECOVER_ENABLE=1 (all but elastic-training, env.go:419-488).
+_ELASTIC_FLAG: Final = ("recover", "exit", "retry", "recover-in-place", "dump")
+
+
+def job_release(job: Mapping[str, Any]) -> str:
+    """The job's MindCluster release: label, then annotation, then ``26.1``."""
+    meta = job.get("metadata", {}) or {}
+    for value in (
+        (meta.get("labels") or {}).get(LABEL_RELEASE),
+        (meta.get("annotations") or {}).get(ANNOTATION_RELEASE),
+    ):
+        if value in RELEASES:
+            return str(value)
+    return DEFAULT_RELEASE
+
+
+def podgroup_name(job: Mapping[str, Any]) -> str:
+    meta = job["metadata"]
+    return f"{meta['name']}-{meta['uid']}"
+
+
+def job_key(job: Mapping[str, Any]) -> str:
+    """``<ns>/<name>-<uid>``: how Volcano and ClusterD key a job in their ConfigMaps."""
+    meta = job["metadata"]
+    return f"{meta.get('namespace', 'default')}/{meta['name']}-{meta['uid']}"
+
+
+def build_podgroup(job: Mapping[str, Any]) -> dict[str, Any]:
+    """The PodGroup the operator creates: all job labels and annotations copied (§1.4)."""
+    meta = job["metadata"]
+    spec = job.get("spec", {}) or {}
+    labels = dict(meta.get("labels") or {})
+    annotations = dict(meta.get("annotations") or {})
+    # addPgProcessRecoverLabel (job.go:479-491, from v7.2.RC1): the annotation's presence (any value)
+    # → process-recover-enable=on, only at creation, and not when the job has no labels at all
+    # (pg.Labels == nil returns early, job.go:480-482).
+    if labels and k.ANNOTATION_RECOVER_STRATEGY in annotations and release_at_least(job_release(job), "7.2"):
+        labels[k.LABEL_PROCESS_RECOVER_ENABLE] = "on"
+    scheduling = ((spec.get("runPolicy") or {}).get("schedulingPolicy")) or {}
+    return {
+        "apiVersion": k.PODGROUP_API_VERSION,
+        "kind": k.PODGROUP_KIND,
+        "metadata": {
+            "name": podgroup_name(job),
+            "namespace": meta.get("namespace", "default"),
+            "labels": labels,
+            "annotations": annotations,
+            "ownerReferences": [
+                {
+                    "apiVersion": k.ASCENDJOB_API_VERSION,
+                    "kind": k.ASCENDJOB_KIND,
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {"minMember": total_replicas(job), "queue": scheduling.get("queue") or "default"},
+    }
+
+
+# --- job layout ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PodSlot:
+    """One pod of a job: its role, index within the role and global pod rank."""
+
+    role: str
+    index: int
+    rank: int
+
+    def pod_name(self, job_name: str) -> str:
+        return f"{job_name}-{self.role.lower()}-{self.index}"
+
+
+def _replica_specs(job: Mapping[str, Any]) -> dict[str, Any]:
+    specs = (job.get("spec", {}) or {}).get("replicaSpecs") or {}
+    return specs if isinstance(specs, dict) else {}
+
+
+def _replicas(rspec: Mapping[str, Any]) -> int:
+    value = rspec.get("replicas", 1)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 1
+
+
+def total_replicas(job: Mapping[str, Any]) -> int:
+    return sum(_replicas(r) for r in _replica_specs(job).values())
+
+
+def pod_slots(job: Mapping[str, Any]) -> list[PodSlot]:
+    """Every pod of the job in rank order: Master/Scheduler/Chief first, then Workers, then others."""
+    specs = _replica_specs(job)
+    order = sorted(specs, key=lambda role: (role not in k.LEADER_ROLE.values(), role != k.WORKER_ROLE, role))
+    slots: list[PodSlot] = []
+    for role in order:
+        for index in range(_replicas(specs[role])):
+            slots.append(PodSlot(role, index, len(slots)))
+    return slots
+
+
+def ascend_container(template: Mapping[str, Any]) -> dict[str, Any]:
+    containers = ((template.get("spec") or {}).get("containers")) or []
+    return next(
+        (c for c in containers if c.get("name") == k.CONTAINER_NAME), containers[0] if containers else {}
+    )
+
+
+def npus_per_pod(job: Mapping[str, Any], role: str) -> int:
+    template = (_replica_specs(job).get(role) or {}).get("template") or {}
+    return npus_in(ascend_container(template).get("resources"))
+
+
+def _port(container: Mapping[str, Any], name: str, default: int) -> int:
+    for port in container.get("ports") or []:
+        if port.get("name") == name:
+            return int(port.get("containerPort", default))
+    return default
+
+
+# --- env injection ---------------------------------------------------------------------------------
+def _raw_recover_strategy(job: Mapping[str, Any]) -> str:
+    """``getJobRecoverStrategy`` (job.go:493-501): the annotation as written, ``""`` when absent."""
+    return str(((job["metadata"].get("annotations")) or {}).get(k.ANNOTATION_RECOVER_STRATEGY) or "")
+
+
+def _ms_braces(tokens: Any, release: str) -> str:
+    """MS_ENABLE_TFT's value: ``'{…}'`` with literal single quotes in 7.2-7.3 (v7.2.RC1 env.go:280,
+    v7.3.0 env.go:370), plain ``{…}`` from 26.0 (env.go:390)."""
+    body = ",".join(sorted(tokens))
+    return f"'{{{body}}}'" if release in ("7.2", "7.3") else f"{{{body}}}"
+
+
+def _ms_content(value: str) -> str:
+    """``extractMsRecoverContent`` (env.go:108-123): the text between the braces (and quotes)."""
+    value = value.strip()
+    for prefix, suffix in (("'{", "}'"), ("{", "}")):
+        if value.startswith(prefix) and value.endswith(suffix):
+            return value[len(prefix) : -len(suffix)].strip()
+    return value
+
+
+def _comma_set(value: str) -> set[str]:
+    return {part.strip() for part in value.split(",") if part.strip()}
+
+
+def process_recover_env(job: Mapping[str, Any], release: str) -> dict[str, str]:
+    """``doAddProcessRecoverEnv`` (env.go:375-398): the env derived from ``recover-strategy``.
+
+    The annotation is split on ``,`` without trimming, exactly like the Go code, so ``"retry, dump"``
+    contributes only ``retry``. PyTorch gets HIGH_AVAILABILITY + HCCL_ASYNC_ERROR_HANDLING=0 as
+    soon as the annotation is non-empty, even if no name in it is known (HIGH_AVAILABILITY is then
+    empty); MindSpore gets MS_ENABLE_TFT, MINDIO_FOR_MINDSPORE and MS_ENABLE_THM; TensorFlow never
+    calls it (setTensorflowEnv, env.go:274-313).
+    """
+    labels = (job["metadata"].get("labels")) or {}
+    framework = labels.get(k.LABEL_FRAMEWORK)
+    raw = _raw_recover_strategy(job)
+    if not raw or framework not in ("pytorch", "mindspore"):
+        return {}
+    env: dict[str, str] = {}
+    tokens: set[str] = set()
+    for strategy in raw.split(","):
+        if strategy == "elastic-training":
+            if framework == "pytorch":  # addElasticTrainingEnv: PyTorch only (env.go:477-488)
+                env[k.ENV_PROCESS_RECOVER] = "on"
+                tokens.add("elastic-training")
+            continue
+        if strategy not in _ELASTIC_FLAG:
+            continue  # addEnvByStrategy default branch (env.go:414-416)
+        tokens.update((_PT_TOKEN[strategy],) if framework == "pytorch" else _MS_TOKENS[strategy])
+        env[k.ENV_PROCESS_RECOVER] = "on"
+        env[k.ENV_ELASTIC_PROCESS_RECOVER_ENABLE] = "1"
+        if strategy == "recover-in-place":  # addRecoverInPlaceEnv (env.go:448-461)
+            env[k.ENV_ENABLE_RESTART_FAULT_PROCESS] = "on"
+    if framework == "pytorch":
+        env["HCCL_ASYNC_ERROR_HANDLING"] = "0"
+        env["HIGH_AVAILABILITY"] = ",".join(sorted(tokens))
+    else:
+        if labels.get(k.LABEL_POD_RESCHEDULING) == "on":  # env.go:387-389
+            tokens.add("RSC:1")
+        env["MS_ENABLE_TFT"] = _ms_braces(tokens, release)
+        env["MINDIO_FOR_MINDSPORE"] = "1"
+        env["MS_ENABLE_THM"] = "{HCCL_WATCHDOG:0}"
+    return env
+
+
+def _add_with_dedup(env: list[dict[str, str]], name: str, value: str, release: str) -> None:
+    """``addEnvValueWithDedup`` (env.go:42-66, from v7.3): merge HIGH_AVAILABILITY / MS_ENABLE_TFT
+    token sets, overwrite other names, append when absent."""
+    for entry in env:
+        if entry.get("name") != name:
+            continue
+        old = str(entry.get("value", ""))
+        if name == "HIGH_AVAILABILITY":
+            entry["value"] = ",".join(sorted(_comma_set(old) | _comma_set(value)))
+        elif name == "MS_ENABLE_TFT":
+            entry["value"] = _ms_braces(
+                _comma_set(_ms_content(old)) | _comma_set(_ms_content(value)), release
+            )
+        else:
+            entry["value"] = value
+        return
+    env.append({"name": name, "value": value})
+
+
+def add_recovery_env(job: Mapping[str, Any], env: list[dict[str, str]], release: str) -> None:
+    """Append the recovery env to ``env`` (the container's env so far, user entries included) in the
+    order setPytorchEnv / setMindSporeEnv call the helpers (env.go:204-272). Nothing before 7.2."""
+    if not release_at_least(release, "7.2"):
+        return
+    labels = (job["metadata"].get("labels")) or {}
+    framework = labels.get(k.LABEL_FRAMEWORK)
+    # Appended without de-duplication (addEnvValue, env.go:33-38): hand-set copies show up twice.
+    env.extend({"name": n, "value": v} for n, v in sorted(process_recover_env(job, release).items()))
+    # addMSPodScheduleEnv (env.go:337-347): {RSC:1} only when no MS_ENABLE_TFT is there yet.
+    if (
+        framework == "mindspore"
+        and labels.get(k.LABEL_POD_RESCHEDULING) == "on"
+        and not any(e.get("name") == "MS_ENABLE_TFT" for e in env)
+    ):
+        env.append({"name": "MS_ENABLE_TFT", "value": _ms_braces({"RSC:1"}, release)})
+    if labels.get(k.LABEL_SUB_HEALTHY_STRATEGY) != "hotSwitch":
+        return
+    if not release_at_least(release, "7.3"):
+        # v7.2.RC1 env.go:244-256: PyTorch only, plain appends.
+        if framework == "pytorch":
+            env += [
+                {"name": k.ENV_PROCESS_RECOVER, "value": "on"},
+                {"name": k.ENV_ELASTIC_PROCESS_RECOVER_ENABLE, "value": "1"},
+                {"name": "HIGH_AVAILABILITY", "value": "recover"},
+            ]
+        return
+    # addSubHealthyEnv (env.go:349-365): merged into what is there.
+    if framework == "pytorch":
+        _add_with_dedup(env, "HIGH_AVAILABILITY", "recover", release)
+    elif framework == "mindspore":
+        _add_with_dedup(env, "MS_ENABLE_TFT", _ms_braces({"ARF:1"}, release), release)
+        _add_with_dedup(env, "MINDIO_FOR_MINDSPORE", "1", release)
+    else:
+        return
+    _add_with_dedup(env, k.ENV_PROCESS_RECOVER, "on", release)
+    _add_with_dedup(env, k.ENV_ELASTIC_PROCESS_RECOVER_ENABLE, "1", release)
+
+
+def recovery_env(job: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The recovery env the operator adds for the job's release, for a container without env."""
+    env: list[dict[str, str]] = []
+    add_recovery_env(job, env, job_release(job))
+    return env
+
+
+def base_env(job: Mapping[str, Any], slot: PodSlot, clusterd_ip: str) -> list[dict[str, str]]:
+    """The operator's common + framework env for this pod (env.go setCommonEnv and set*Env)."""
+    meta = job["metadata"]
+    labels = meta.get("labels") or {}
+    framework = labels.get(k.LABEL_FRAMEWORK)
+    specs = _replica_specs(job)
+    template = (specs.get(slot.role) or {}).get("template") or {}
+    host_network = bool((template.get("spec") or {}).get("hostNetwork"))
+    env = [
+        {"name": k.ENV_MINDX_TASK_ID, "value": str(meta["uid"])},
+        {"name": "MINDX_SERVER_IP", "value": clusterd_ip},
+        {"name": "MINDX_SERVER_DOMAIN", "value": CLUSTERD_DOMAIN},
+        {"name": "HostNetwork", "value": str(host_network).lower()},
+    ]
+    if release_at_least(job_release(job), "26.0"):
+        # setCommonEnv (env.go:182, from v26.0): the replica type as written, e.g. "Master".
+        env.append({"name": "REPLICA_TYPE", "value": slot.role})
+    slots = pod_slots(job)
+    leader = slots[0] if slots else slot
+    leader_template = (specs.get(leader.role) or {}).get("template") or {}
+    leader_port = _port(ascend_container(leader_template), k.PORT_ASCENDJOB[0], k.PORT_ASCENDJOB[1])
+    local = npus_per_pod(job, slot.role)
+    if framework == "pytorch":
+        world = sum(npus_per_pod(job, s.role) for s in slots)
+        env += [
+            {"name": "MASTER_ADDR", "value": leader.pod_name(meta["name"])},
+            {"name": "MASTER_PORT", "value": str(leader_port)},
+            {"name": "RANK", "value": str(slot.rank)},
+            {"name": "WORLD_SIZE", "value": str(world)},
+            {"name": "LOCAL_WORLD_SIZE", "value": str(local)},
+            {"name": "LOCAL_RANK", "value": ",".join(str(i) for i in range(local))},
+        ]
+    elif framework == "mindspore":
+        is_scheduler = slot.role == k.LEADER_ROLE["mindspore"]
+        workers = sum(npus_per_pod(job, s.role) for s in slots if s.role == k.WORKER_ROLE)
+        env += [
+            {"name": "MS_SCHED_HOST", "value": leader.pod_name(meta["name"])},
+            {"name": "MS_SCHED_PORT", "value": str(leader_port)},
+            {"name": "MS_ROLE", "value": "MS_SCHED" if is_scheduler else "MS_WORKER"},
+            {"name": "MS_NODE_RANK", "value": "0" if is_scheduler else str(slot.index)},
+            {"name": "MS_SERVER_NUM", "value": "0"},
+            {"name": "MS_LOCAL_WORKER", "value": str(local)},
+            {"name": "MS_WORKER_NUM", "value": str(workers)},
+            {"name": "NPU_POD", "value": str(local > 0).lower()},
+        ]
+    return env
+
+
+def injected_env(job: Mapping[str, Any], slot: PodSlot, clusterd_ip: str) -> list[dict[str, str]]:
+    """Everything the operator appends to an ``ascend`` container without env of its own."""
+    env = base_env(job, slot, clusterd_ip)
+    add_recovery_env(job, env, job_release(job))
+    return env
+
+
+def build_pod(
+    job: Mapping[str, Any], slot: PodSlot, *, node: str, version: int, clusterd_ip: str
+) -> dict[str, Any]:
+    """The pod the operator creates for ``slot``: template + labels + annotations + injected env."""
+    meta = job["metadata"]
+    template = (_replica_specs(job).get(slot.role) or {}).get("template") or {}
+    tmeta = template.get("metadata") or {}
+    spec = _deep_copy(template.get("spec") or {})
+    containers = spec.get("containers") or []
+    ascend = next((c for c in containers if c.get("name") == k.CONTAINER_NAME), None)
+    if ascend is not None:
+        # Appended after the user's env (addEnvValue, env.go:33-38): hand-set copies show up twice.
+        env = list(ascend.get("env") or []) + base_env(job, slot, clusterd_ip)
+        add_recovery_env(job, env, job_release(job))
+        ascend["env"] = env
+    for container in containers:
+        _stringify_quantities(container)
+    spec["nodeName"] = node
+    spec["schedulerName"] = (job.get("spec") or {}).get("schedulerName") or k.VOLCANO_SCHEDULER
+    labels = {
+        **(tmeta.get("labels") or {}),
+        LABEL_JOB_NAME: meta["name"],
+        LABEL_REPLICA_TYPE: slot.role.lower(),
+        LABEL_REPLICA_INDEX: str(slot.index),
+        LABEL_VERSION: str(version),
+    }
+    annotations = {
+        **(tmeta.get("annotations") or {}),
+        ANNOTATION_RANK_INDEX: str(slot.rank),
+        "scheduling.k8s.io/group-name": podgroup_name(job),
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": slot.pod_name(meta["name"]),
+            "namespace": meta.get("namespace", "default"),
+            "labels": labels,
+            "annotations": annotations,
+            "ownerReferences": [
+                {
+                    "apiVersion": k.ASCENDJOB_API_VERSION,
+                    "kind": k.ASCENDJOB_KIND,
+                    "name": meta["name"],
+                    "uid": meta["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": spec,
+    }
+
+
+def _stringify_quantities(container: dict[str, Any]) -> None:
+    """YAML turns ``huawei.com/Ascend910: 8`` into an int; the Pod API wants quantity strings."""
+    for section in ("requests", "limits"):
+        values = (container.get("resources") or {}).get(section)
+        if isinstance(values, dict):
+            container["resources"][section] = {key: str(v) for key, v in values.items()}
+    for entry in container.get("env") or []:
+        if "value" in entry and not isinstance(entry["value"], str):
+            entry["value"] = str(entry["value"])
+
+
+def _deep_copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _deep_copy(v) for key, v in value.items()}
+    if isinstance(value, list):
+        return [_deep_copy(v) for v in value]
+    return value
+
+
+def condition(type_: str, reason: str, message: str) -> dict[str, str]:
+    now = rfc3339()
+    return {
+        "type": type_,
+        "status": "True",
+        "reason": reason,
+        "message": message,
+        "lastUpdateTime": now,
+        "lastTransitionTime": now,
+    }
+
+
+def with_condition(status: Mapping[str, Any] | None, new: dict[str, str]) -> list[dict[str, str]]:
+    """kubeflow semantics: the new condition goes last; an older one of the same type is replaced and the
+    previously true Running/Restarting condition is flipped to False."""
+    conditions = [dict(c) for c in (status or {}).get("conditions") or [] if c.get("type") != new["type"]]
+    if new["type"] in ("Running", "Restarting", "Failed", "Succeeded"):
+        for cond in conditions:
+            if cond.get("type") in ("Running", "Restarting") and cond.get("status") == "True":
+                cond["status"] = "False"
+    return [*conditions, new]
+
+
+# --- create-time reads ------------------------------------------------------------------------------
+class FaultRetryTimesError(ValueError):
+    """``fault-retry-times`` is set but not an integer: the operator drops the create event."""
+
+
+def read_backoff_limit(job: Mapping[str, Any]) -> int:
+    """``ascendJobCreateFunc`` (ascendjob_controller.go:373-380): ``spec.runPolicy.backoffLimit`` if
+    set (it wins), else label ``fault-retry-times`` (:389-402), else -1 (unlimited, consts.go:118).
+
+    Raises FaultRetryTimesError for a non-numeric label (strconv.Atoi fails, :394-398).
+    """
+    backoff = ((job.get("spec") or {}).get("runPolicy") or {}).get("backoffLimit")
+    if isinstance(backoff, int) and not isinstance(backoff, bool):
+        return backoff
+    value = ((job.get("metadata") or {}).get("labels") or {}).get(k.LABEL_FAULT_RETRY_TIMES)
+    if not value:
+        return UNSET_BACKOFF_LIMIT
+    if not _ATOI.fullmatch(str(value)):
+        raise FaultRetryTimesError(f"fault-retry-times {value!r} is not an integer")
+    return int(str(value))
+
+
+_ATOI: Final = re.compile(r"[+-]?[0-9]+")  # what strconv.Atoi accepts (no spaces, no underscores)
+
+# job UID → backoff limit the operator read when it saw the job's create event. Module level so
+# ClusterD (same process) can read it without a reference to the operator; cleared on delete
+# (onOwnerDeleteFunc, ascendjob_controller.go:404-420).
+_BACKOFF_LIMITS: dict[str, int] = {}
+_BACKOFF_LOCK = threading.Lock()
+
+
+def backoff_limit_at_creation(uid: str) -> int | None:
+    """The restart budget the operator holds for the job: what ``backoffLimit`` / ``fault-retry-times``
+    said when the job was created (later patches of the AscendJob do not change it). ``-1`` means
+    unlimited; ``None`` means the operator has not seen the job (or it was deleted)."""
+    with _BACKOFF_LOCK:
+        return _BACKOFF_LIMITS.get(uid)
+
+
+# --- node pool ---------------------------------------------------------------------------------------
+class NodePool:
+    """Hands out simulated node names and pod IPs (display only: nothing ever connects to them)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._next_node = 0
+        self._next_ip = 0
+
+    def node(self) -> str:
+        with self._lock:
+            self._next_node += 1
+            return f"node-{self._next_node}"
+
+    def ip(self) -> str:
+        with self._lock:
+            self._next_ip += 1
+            return f"10.0.{self._next_ip // 250}.{self._next_ip % 250 + 2}"
+
+
+# --- the controller ----------------------------------------------------------------------------------
+class SimOperator:
+    """The operator's reconcile loop, running in two informer threads (jobs and PodGroups)."""
+
+    def __init__(self, kubeconfig_path: str, nodes: NodePool, clusterd_ip: str = "127.0.0.1") -> None:
+        self.kube = Kube(kubeconfig_path)
+        self.nodes = nodes
+        self.clusterd_ip = clusterd_ip
+        self._stop = threading.Event()
+        self._lock = threading.RLock()
+        self._known: dict[str, str] = {}  # job uid → "<ns>/<name>" of jobs set up (or rejected)
+        self._dropped: set[str] = set()  # uids whose create event was dropped (bad fault-retry-times)
+        self._informers: list[Informer] = []
+
+    def start(self) -> None:
+        self._informers = [
+            Informer("operator-jobs", self.kube.list_jobs, self._on_job, self._stop),
+            Informer("operator-podgroups", self.kube.list_podgroups, self._on_podgroup, self._stop),
+        ]
+        for informer in self._informers:
+            informer.start()
+        for informer in self._informers:
+            informer.synced.wait(10)
+
+    def request_stop(self) -> None:
+        """Ask the informers to stop without waiting (lets several components stop in parallel)."""
+        self._stop.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        for informer in self._informers:
+            informer.join(timeout=5)
+        self.kube.close()
+
+    # --- events -------------------------------------------------------------------------------------
+    def _on_job(self, event_type: str, job: dict[str, Any]) -> None:
+        uid = job.get("metadata", {}).get("uid")
+        if not uid:
+            return
+        if event_type == "DELETED":
+            with _BACKOFF_LOCK:
+                _BACKOFF_LIMITS.pop(uid, None)
+            self._teardown(job)
+            return
+        with self._lock:
+            if uid in self._known:
+                if uid not in self._dropped or event_type != "MODIFIED":
+                    return
+                # The create event was filtered out, but an update event still enqueues the job and
+                # Reconcile runs normally (no UpdateFunc predicate, ascendjob_controller.go:255-256).
+                self._dropped.discard(uid)
+                log.info("job %s updated after its create event was dropped: reconciling", uid)
+            else:
+                self._known[uid] = f"{job['metadata'].get('namespace')}/{job['metadata']['name']}"
+                # controller-runtime delivers a create event for every job on (re)start too, so the
+                # budget is re-read then from the job as it is (ascendjob_controller.go:361-386).
+                if not self._on_create(job):
+                    return
+        if _has_condition(job, "Created") or _has_condition(job, "Failed"):
+            return  # set up by an earlier run of the simulator
+        self.reconcile_new_job(job)
+
+    def _on_create(self, job: dict[str, Any]) -> bool:
+        """``ascendJobCreateFunc``: store the budget; False when the create event is dropped."""
+        uid = job["metadata"]["uid"]
+        with _BACKOFF_LOCK:
+            _BACKOFF_LIMITS[uid] = UNSET_BACKOFF_LIMIT  # set before the label is parsed (:374)
+        try:
+            limit = read_backoff_limit(job)
+        except FaultRetryTimesError as exc:
+            # ascendjob_controller.go:377-380: logged, the predicate returns false, nothing is
+            # created and no event or condition is written until the job is next updated.
+            log.error("failed to get fault-retry-times, error: %s", exc)
+            with self._lock:
+                self._dropped.add(uid)
+            return False
+        with _BACKOFF_LOCK:
+            _BACKOFF_LIMITS[uid] = limit
+        return True
+
+    def _on_podgroup(self, event_type: str, podgroup: dict[str, Any]) -> None:
+        if event_type != "DELETED":
+            return
+        owner = next(iter(podgroup.get("metadata", {}).get("ownerReferences") or []), None)
+        if not owner or owner.get("kind") != k.ASCENDJOB_KIND:
+            return
+        job = self.kube.get_job(podgroup["metadata"]["namespace"], owner["name"])
+        if (
+            job is None
+            or job["metadata"]["uid"] != owner.get("uid")
+            or job["metadata"].get("deletionTimestamp")
+        ):
+            return
+        log.info("PodGroup %s deleted while its job lives: recreating it", podgroup["metadata"]["name"])
+        self._create_podgroup(job, phase="Running")
+
+    # --- reconcile ----------------------------------------------------------------------------------
+    def reconcile_new_job(self, job: dict[str, Any]) -> None:
+        """Validate, then create PodGroup and pods, then report Created → Running."""
+        meta = job["metadata"]
+        namespace, name = meta.get("namespace", "default"), meta["name"]
+        problems = self.validation_problems(job)
+        if problems:
+            # validateJob stops at the first failure: one Warning Event (ascendjob_validate.go:34-38)
+            # and JobValidFailed "<reason>: <message>" (ascendjob_controller.go:148-155).
+            reason, message = problems[0]
+            self.kube.event(job, reason, message, type_="Warning")
+            text = f"{reason}: {message}"
+            self.kube.patch_job_status(
+                namespace,
+                name,
+                {
+                    "conditions": with_condition(
+                        job.get("status"), {**condition("Failed", "JobValidFailed", text)}
+                    )
+                },
+            )
+            return
+        self._create_podgroup(job, phase="Pending")
+        status: dict[str, Any] = {
+            "conditions": with_condition(
+                job.get("status"),
+                condition("Created", "AscendJobCreated", f"AscendJob {namespace}/{name} is created."),
+            )
+        }
+        status["startTime"] = rfc3339()
+        self.kube.patch_job_status(namespace, name, status)
+        self.create_pods(job, version=0)
+        self.kube.patch_podgroup_status(namespace, podgroup_name(job), {"phase": "Running"})
+        self.mark_running(job, f"AscendJob {namespace}/{name} is running.")
+
+    def validation_problems(self, job: dict[str, Any]) -> list[tuple[str, str]]:
+        """(reason, message) for every operator-level validation error of the job."""
+        from apps.policies.validation import validate_manifest  # a colleague's module; import late
+
+        problems = []
+        for issue in validate_manifest(job):
+            reason = _reason_for(job, issue.code)
+            if issue.severity == "error" and reason:
+                problems.append((reason, issue.message))
+        queue = self._missing_queue(job)
+        if queue is not None:
+            problems.append(
+                (
+                    "InvalidQueue",
+                    f'check queue<{queue}> failed, err: queues "{queue}" not found, maybe it is not create',
+                )
+            )
+        return sorted(problems, key=lambda p: _REASON_ORDER.index(p[0]))
+
+    def _missing_queue(self, job: dict[str, Any]) -> str | None:
+        """The Volcano queue named in ``schedulingPolicy`` when it does not exist (:81-89)."""
+        policy = ((job.get("spec") or {}).get("runPolicy") or {}).get("schedulingPolicy")
+        if not isinstance(policy, dict):
+            return None
+        queue = str(policy.get("queue") or "")
+        try:
+            self.kube.custom.get_cluster_custom_object(*QUEUE_RESOURCE, queue or "-")
+        except ApiException as exc:
+            if exc.status == 404:
+                return queue
+            raise
+        return None
+
+    def create_pods(self, job: dict[str, Any], version: int, only_ranks: set[int] | None = None) -> list[str]:
+        """Create (or recreate) the job's pods; returns their names."""
+        namespace = job["metadata"].get("namespace", "default")
+        created = []
+        for slot in pod_slots(job):
+            if only_ranks is not None and slot.rank not in only_ranks:
+                continue
+            node = self.nodes.node()
+            body = build_pod(job, slot, node=node, version=version, clusterd_ip=self.clusterd_ip)
+            self.kube.create_pod(namespace, body)
+            self.kube.patch_pod_status(
+                namespace,
+                body["metadata"]["name"],
+                {
+                    "phase": "Running",
+                    "podIP": self.nodes.ip(),
+                    "hostIP": self.nodes.ip(),
+                    "startTime": rfc3339(),
+                    "conditions": [{"type": "Ready", "status": "True"}],
+                },
+            )
+            created.append(body["metadata"]["name"])
+            self._pod_started_events(job, body, node)
+        return created
+
+    def _pod_started_events(self, job: dict[str, Any], body: dict[str, Any], node: str) -> None:
+        """What ``kubectl describe`` shows for a new pod: the operator's SuccessfulCreatePod on the job
+        (kubeflow/common pod control), then Volcano's Scheduled and the kubelet's container events."""
+        namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
+        self.kube.event(job, "SuccessfulCreatePod", f"Created pod: {name}")
+        pod_meta = self.kube.core.read_namespaced_pod(name, namespace).metadata
+        uid = pod_meta.uid if pod_meta else None
+        ref = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "uid": uid},
+        }
+        image = ascend_container({"spec": body["spec"]}).get("image", "")
+        for reason, message, component in (
+            ("Scheduled", f"Successfully assigned {namespace}/{name} to {node}", "volcano"),
+            ("Pulled", f'Container image "{image}" already present on machine', "kubelet"),
+            ("Created", f"Created container {k.CONTAINER_NAME}", "kubelet"),
+            ("Started", f"Started container {k.CONTAINER_NAME}", "kubelet"),
+        ):
+            self.kube.event(ref, reason, message, component=component)
+
+    def mark_running(self, job: dict[str, Any], message: str) -> None:
+        namespace, name = job["metadata"].get("namespace", "default"), job["metadata"]["name"]
+        fresh = self.kube.get_job(namespace, name) or job
+        specs = _replica_specs(job)
+        replica_statuses = {
+            role: {
+                "active": _replicas(rspec),
+                "succeeded": 0,
+                "failed": 0,
+                "labelSelector": {"matchLabels": {LABEL_JOB_NAME: name, LABEL_REPLICA_TYPE: role.lower()}},
+            }
+            for role, rspec in specs.items()
+        }
+        self.kube.patch_job_status(
+            namespace,
+            name,
+            {
+                "conditions": with_condition(
+                    fresh.get("status"), condition("Running", "AscendJobRunning", message)
+                ),
+                "replicaStatuses": replica_statuses,
+                "lastReconcileTime": rfc3339(),
+            },
+        )
+
+    def _create_podgroup(self, job: dict[str, Any], phase: str) -> None:
+        body = build_podgroup(job)
+        namespace = body["metadata"]["namespace"]
+        try:
+            self.kube.create_podgroup(namespace, body)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+        self.kube.patch_podgroup_status(namespace, body["metadata"]["name"], {"phase": phase})
+
+    def _teardown(self, job: dict[str, Any]) -> None:
+        meta = job["metadata"]
+        namespace = meta.get("namespace", "default")
+        with self._lock:
+            self._known.pop(meta.get("uid"), None)
+        for pod in self.kube.list_job_pods(namespace, meta["name"]):
+            self.kube.delete_pod(namespace, pod["metadata"]["name"])
+        self.kube.delete_podgroup(namespace, podgroup_name(job))
+
+
+def _reason_for(job: Mapping[str, Any], code: str) -> str | None:
+    reason = OPERATOR_REASONS.get(code)
+    labels = (job.get("metadata") or {}).get("labels") or {}
+    if code == "manifest_missing_leader" and labels.get(k.LABEL_FRAMEWORK) == "mindspore":
+        return "InvalidReplicaSpec"  # ascendjob_validate.go:185-190
+    return reason
+
+
+def _has_condition(job: Mapping[str, Any], type_: str) -> bool:
+    return any(c.get("type") == type_ for c in ((job.get("status") or {}).get("conditions") or []))
