@@ -168,9 +168,6 @@ PUSH_BACKOFF_MAX_SECONDS = env_float("PUSH_BACKOFF_MAX_SECONDS", 5.0, minimum=0.
 PUSH_PENDING_GRACE_SECONDS = env_int("PUSH_PENDING_GRACE_SECONDS", 30, minimum=1)
 PUSH_FAILED_RETRY_SECONDS = env_int("PUSH_FAILED_RETRY_SECONDS", 60, minimum=1)
 
-# Fault-injection hook for the redelivery tests: sleep between reading the job and patching it.
-PUSH_DEBUG_PAUSE_AFTER_READ_SECONDS = env_float("PUSH_DEBUG_PAUSE_AFTER_READ_SECONDS", 0.0, minimum=0.0)
-
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
