@@ -94,7 +94,8 @@ def incident_plan(
         recent = (
             last is not None
             and last.closed_at is not None
-            and timezone.now() - last.closed_at <= _late_window()
+            # The event's own time: an outcome replayed after an outage is as recent as it was then.
+            and min(at, timezone.now()) - last.closed_at <= _late_window()
         )
         if kind == kinds.FAULT_DETECTED and last is not None and _is_late_copy(last, data, at):
             return IncidentPlan(last, kind, "", data, enrich_only=True)
