@@ -145,6 +145,7 @@ CELERY_TASK_ROUTES = {
     "decisions.write": {"queue": CELERY_PUSH_QUEUE},
     "decisions.expire": {"queue": CELERY_PUSH_QUEUE},
     "decisions.sweep": {"queue": CELERY_SLOW_QUEUE},
+    "events.sweep_webhooks": {"queue": CELERY_SLOW_QUEUE},
 }
 CELERY_BEAT_SCHEDULE = {
     "sweep-decisions": {"task": "decisions.sweep", "schedule": env_float("DECISION_SWEEP_SECONDS", 5.0)},
@@ -157,6 +158,7 @@ CELERY_BEAT_SCHEDULE = {
         "task": "policies.reconcile_drift",
         "schedule": env_float("RECONCILE_INTERVAL_SECONDS", 60.0),
     },
+    "sweep-webhooks": {"task": "events.sweep_webhooks", "schedule": env_float("WEBHOOK_SWEEP_SECONDS", 15.0)},
 }
 
 # --- push pipeline -------------------------------------------------------------------------------
@@ -306,5 +308,8 @@ WEBHOOK_TIMEOUT_SECONDS = env_float("WEBHOOK_TIMEOUT_SECONDS", 5.0, minimum=0.1)
 WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 8, minimum=1)
 WEBHOOK_BACKOFF_BASE_SECONDS = env_float("WEBHOOK_BACKOFF_BASE_SECONDS", 2.0, minimum=0.0)
 WEBHOOK_BACKOFF_MAX_SECONDS = env_float("WEBHOOK_BACKOFF_MAX_SECONDS", 300.0, minimum=0.0)
+# A pending delivery whose message was lost (broker down, worker killed) is queued again by the
+# sweep this long after it was last queued; also the re-queue lease, so a backlog is not flooded.
+WEBHOOK_REQUEUE_SECONDS = env_float("WEBHOOK_REQUEUE_SECONDS", 60.0, minimum=1.0)
 METRICS_TOKEN = env_secret("METRICS_TOKEN", "")
 # --- end of events block ------------------------------------------------------------------------
