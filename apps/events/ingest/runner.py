@@ -309,13 +309,14 @@ class ClusterIngester:
         delay = 0.5
         while not halt.is_set():
             try:
-                close_old_connections()
                 return self.load_cursor(spec.source)
             except DatabaseError as exc:
                 log.warning("cluster %s: %s: cannot read the cursor: %s", self.cluster.name, spec.source, exc)
-                connection.close()
                 halt.wait(delay)
                 delay = min(self.db_retry_max, delay * 2)
+            finally:
+                # Back to the pool at once: a watcher runs for hours and never needs it again.
+                connection.close()
         return None
 
     def _watch(self, spec: WatchSpec, halt: threading.Event) -> None:
