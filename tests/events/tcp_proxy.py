@@ -1,7 +1,7 @@
 """A TCP proxy a test can cut: a database outage exactly as its clients see it.
 
 We never stop the shared PostgreSQL; a process under test connects through this proxy instead, and
-``cut()`` does to it what a stopped server does: every open connection is reset (the server side
+``cut()`` does to it what a stopped server does: every open connection is ended (the server side
 of each is closed too, so PostgreSQL ends those sessions and releases their advisory locks) and new
 connections are refused until ``restore()``.
 """
@@ -34,7 +34,7 @@ class TcpProxy:
         threading.Thread(target=self._accept, args=(listener,), daemon=True, name="tcp-proxy").start()
 
     def cut(self) -> None:
-        """Refuse new connections and reset every open one, both ways."""
+        """Refuse new connections and end every open one, both ways (what a stopped server does)."""
         self.cuts += 1
         listener, self._listener = self._listener, None
         if listener is not None:
@@ -44,9 +44,12 @@ class TcpProxy:
         with self._lock:
             doomed, self._open = self._open, set()
         for sock in doomed:
+            # shutdown() first: close() alone does not wake a pump blocked in recv() on the socket,
+            # so nothing would reach either peer and the connection would hang instead of failing.
             with contextlib.suppress(OSError):
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
-                sock.close()  # linger 0: an RST, like a server that went away
+                sock.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
+                sock.close()
 
     def restore(self) -> None:
         if self._listener is None:
