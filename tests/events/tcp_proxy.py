@@ -92,6 +92,8 @@ class TcpProxy:
             with self._lock:
                 self._open.discard(src)
                 self._open.discard(dst)
-            for sock in (src, dst):
+            for sock in (src, dst):  # shutdown() wakes the opposite pump and tells the peer
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
                 with contextlib.suppress(OSError):
                     sock.close()

@@ -24,7 +24,7 @@ def test_short_soak_keeps_every_promise(capsys: pytest.CaptureFixture[str]) -> N
     result = Soak(
         seconds=60,
         rate=50,
-        jobs=12,
+        jobs=30,
         outage_seconds=12,
         chaos_each=2,
         seed=16,
