@@ -11,7 +11,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
 from apps.events import incidents as fold
@@ -63,8 +62,7 @@ def _create(job: TrainingJob, at: datetime) -> Incident:
     incident = Incident.objects.create(
         job=job, number=number, first_seq=0, last_seq=0, **fold.new_incident(at)
     )
-    transaction.on_commit(lambda: _notify("incident.opened", incident.pk))
-    return incident
+    return incident  # "incident.opened" goes out when its first event is folded in (incident_follow)
 
 
 def _is_late_copy(incident: Incident, data: dict[str, Any], at: datetime) -> bool:
@@ -95,7 +93,8 @@ def incident_plan(
         recent = (
             last is not None
             and last.closed_at is not None
-            and timezone.now() - last.closed_at <= _late_window()
+            # The event's own time: an outcome replayed after an outage is as recent as it was then.
+            and min(at, timezone.now()) - last.closed_at <= _late_window()
         )
         if kind == kinds.FAULT_DETECTED and last is not None and _is_late_copy(last, data, at):
             return IncidentPlan(last, kind, "", data, enrich_only=True)
@@ -141,11 +140,15 @@ def incident_follow(event: JobEvent, incident: Incident | None) -> None:
             return
     state = _fields(incident)
     changes = fold.apply(state, event.kind, event.data or {}, event.occurred_at)
+    opened = not incident.first_seq
     incident.first_seq = incident.first_seq or event.seq
     incident.last_seq = max(incident.last_seq, event.seq)
     _save(incident, state)
+    # Webhook deliveries are written in this transaction (an outbox), not after it.
+    if opened:
+        _notify("incident.opened", incident.pk)
     if "closed" in changes:
-        transaction.on_commit(lambda: _notify("incident.closed", incident.pk))
+        _notify("incident.closed", incident.pk)
 
 
 def budget_for(job: TrainingJob) -> RestartBudget:
@@ -186,8 +189,7 @@ def _budget_save(budget: RestartBudget) -> None:
         budget.exhausted_at = None
     budget.save()
     if newly_exhausted:
-        job_id = budget.job_id
-        transaction.on_commit(lambda: _notify("budget.exhausted", job_id))
+        _notify("budget.exhausted", budget.job_id)
 
 
 def _notify(kind: str, object_id: int) -> None:

@@ -277,6 +277,9 @@ class WebhookDelivery(models.Model):
     last_error = models.CharField(max_length=500, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
+    requeue_after = models.DateTimeField(
+        null=True, blank=True, help_text="A pending delivery is re-queued by the sweep after this (its lease)"
+    )
 
     class Meta:
         ordering = ["-created_at"]

@@ -1,4 +1,5 @@
-"""Celery tasks of the events app: webhook delivery with retries and exponential backoff."""
+"""Celery tasks of the events app: webhook delivery with retries and exponential backoff, and the
+sweep that re-queues deliveries whose message was lost."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ def backoff_seconds(retries: int) -> float:
     bind=True, name="events.deliver_webhook", acks_late=True, reject_on_worker_lost=True, max_retries=None
 )
 def deliver_webhook(self: Any, *, delivery_id: int) -> str:
-    from apps.events.webhooks import delivery_attempt, delivery_give_up
+    from apps.events.webhooks import delivery_attempt, delivery_give_up, delivery_lease
 
     result = delivery_attempt(delivery_id=delivery_id)
     if result is None:
@@ -30,9 +31,20 @@ def deliver_webhook(self: Any, *, delivery_id: int) -> str:
     if not result.retryable:
         return "failed"
     max_attempts = int(getattr(settings, "WEBHOOK_MAX_ATTEMPTS", 8))
-    if self.request.retries + 1 >= max_attempts:
+    # Counted on the row: a delivery the sweep re-queued keeps its count.
+    if result.attempts >= max_attempts:
         delivery_give_up(
             delivery_id=delivery_id, reason=f"gave up after {max_attempts} attempts: {result.error}"
         )
         return "failed"
-    raise self.retry(countdown=backoff_seconds(self.request.retries))
+    countdown = backoff_seconds(result.attempts - 1)
+    delivery_lease(delivery_id=delivery_id, seconds=countdown)
+    # If the broker cannot take the retry, this raises and the row stays pending for the sweep.
+    raise self.retry(countdown=countdown)
+
+
+@shared_task(name="events.sweep_webhooks")
+def sweep_webhooks() -> int:
+    from apps.events.webhooks import deliveries_sweep
+
+    return len(deliveries_sweep())

@@ -1,7 +1,12 @@
 """Outbound webhooks: incident opened / closed, budget exhausted, decision pending; per namespace.
 
-Each message is a ``WebhookDelivery`` row written before anything is sent, then delivered by a
-Celery task with retries and backoff. The body is JSON; ``X-Signature: sha256=<hex>`` is the
+Each message is a ``WebhookDelivery`` row written in the transaction of the event that caused it
+(an outbox: no event without its deliveries, no delivery without its event), queued after commit
+and delivered by a Celery task with retries and backoff. A message that never reaches a worker
+(broker down, worker killed) leaves its row pending; ``deliveries_sweep`` re-queues pending rows
+whose lease (``requeue_after``) has run out, so every delivery is attempted at least once.
+
+The body is JSON; ``X-Signature: sha256=<hex>`` is the
 HMAC-SHA256 of ``<X-Timestamp>.<body>`` under the webhook's secret, so a receiver can check both
 origin and freshness; ``X-Delivery-Id`` lets it drop a redelivered message.
 """
@@ -17,6 +22,7 @@ import urllib.error
 import urllib.request
 import uuid
 from dataclasses import dataclass
+from datetime import timedelta
 from functools import partial
 from typing import Any
 
@@ -56,32 +62,89 @@ def webhooks_for(job: TrainingJob, kind: str) -> list[Webhook]:
     return [hook for hook in hooks if hook.wants(kind)]
 
 
-def webhooks_dispatch(*, job: TrainingJob, kind: str, payload: dict[str, Any]) -> list[WebhookDelivery]:
-    """Queue ``kind`` with ``payload`` to every webhook covering the job's namespace."""
-    from apps.events.tasks import deliver_webhook
+def requeue_seconds() -> float:
+    """How long a queued (or retrying) delivery may stay pending before the sweep queues it again."""
+    return float(getattr(settings, "WEBHOOK_REQUEUE_SECONDS", 60.0))
 
+
+def webhooks_dispatch(*, job: TrainingJob, kind: str, payload: dict[str, Any]) -> list[WebhookDelivery]:
+    """Write a delivery of ``kind`` for every webhook covering the job's namespace, in the caller's
+    transaction, and queue each after commit."""
     body = {"kind": kind, "job": _job_info(job), "sent_at": timezone.now().isoformat(), **payload}
     body = json.loads(json.dumps(body, cls=DjangoJSONEncoder))
+    lease = timezone.now() + timedelta(seconds=requeue_seconds())
     deliveries = [
-        WebhookDelivery.objects.create(webhook=hook, delivery_id=uuid.uuid4(), kind=kind, payload=body)
+        WebhookDelivery.objects.create(
+            webhook=hook, delivery_id=uuid.uuid4(), kind=kind, payload=body, requeue_after=lease
+        )
         for hook in webhooks_for(job, kind)
     ]
     for delivery in deliveries:
-        transaction.on_commit(partial(deliver_webhook.delay, delivery_id=delivery.pk))
+        transaction.on_commit(partial(delivery_enqueue, delivery.pk))
     return deliveries
 
 
-def webhooks_notify(*, kind: str, object_id: int) -> None:
-    """Build the payload for an incident or budget notification and dispatch it (after commit)."""
+def delivery_enqueue(delivery_id: int) -> bool:
+    """Queue one delivery; False (logged) when the broker cannot take it: the sweep will."""
+    from apps.events.tasks import deliver_webhook
+
     try:
-        if kind.startswith("incident."):
-            incident = Incident.objects.select_related("job__cluster").get(pk=object_id)
-            webhooks_dispatch(job=incident.job, kind=kind, payload={"incident": incident.as_dict()})
-        elif kind == "budget.exhausted":
-            budget = RestartBudget.objects.select_related("job__cluster").get(job_id=object_id)
-            webhooks_dispatch(job=budget.job, kind=kind, payload={"budget": budget.as_dict()})
+        # Fail fast: kombu's default is ~6 s of reconnecting per message, which with the broker
+        # down would stall the ingester (this runs after the event's commit, on its thread).
+        with deliver_webhook.app.pool.acquire(block=True, timeout=2) as acquired:
+            conn: Any = acquired  # a kombu Connection (celery-types name the pool's items Producer)
+            conn.ensure_connection(max_retries=1, interval_start=0, interval_step=0.2, interval_max=0.2)
+            deliver_webhook.apply_async(  # type: ignore[call-arg]  # connection= goes through **options
+                kwargs={"delivery_id": delivery_id}, connection=conn, retry=False
+            )
+    except Exception as exc:
+        log.warning(
+            "webhook delivery %s could not be queued (%s: %s); it stays pending and the sweep re-queues it",
+            delivery_id,
+            type(exc).__name__,
+            exc,
+        )
+        return False
+    return True
+
+
+def webhooks_notify(*, kind: str, object_id: int) -> None:
+    """Write the deliveries of an incident or budget notification in the current transaction."""
+    try:
+        with transaction.atomic():  # a savepoint: a failure here must not undo the event itself
+            if kind.startswith("incident."):
+                incident = Incident.objects.select_related("job__cluster").get(pk=object_id)
+                webhooks_dispatch(job=incident.job, kind=kind, payload={"incident": incident.as_dict()})
+            elif kind == "budget.exhausted":
+                budget = RestartBudget.objects.select_related("job__cluster").get(job_id=object_id)
+                webhooks_dispatch(job=budget.job, kind=kind, payload={"budget": budget.as_dict()})
     except Exception:  # a webhook problem must never break recording events
-        log.warning("webhook %s for %s could not be queued", kind, object_id, exc_info=True)
+        log.error("webhook %s for %s could not be written", kind, object_id, exc_info=True)
+
+
+def deliveries_sweep(limit: int = 1000) -> list[int]:
+    """Re-queue pending deliveries whose lease ran out (their message was lost); return their ids.
+
+    Each re-queued row gets a new lease first (a conditional update, so two sweeps queue it once),
+    so under a backlog a row is queued again once per ``WEBHOOK_REQUEUE_SECONDS``, not per sweep.
+    """
+    now = timezone.now()
+    lease = now + timedelta(seconds=requeue_seconds())
+    due = Q(state=WebhookDelivery.State.PENDING) & (
+        Q(requeue_after__lt=now) | Q(requeue_after__isnull=True, created_at__lt=now - (lease - now))
+    )
+    requeued: list[int] = []
+    for pk in WebhookDelivery.objects.filter(due).order_by("created_at").values_list("pk", flat=True)[:limit]:
+        if WebhookDelivery.objects.filter(due, pk=pk).update(requeue_after=lease) and delivery_enqueue(pk):
+            requeued.append(pk)
+    return requeued
+
+
+def delivery_lease(*, delivery_id: int, seconds: float) -> None:
+    """Keep the sweep away from a delivery that is waiting for its own retry."""
+    WebhookDelivery.objects.filter(pk=delivery_id, state=WebhookDelivery.State.PENDING).update(
+        requeue_after=timezone.now() + timedelta(seconds=seconds + requeue_seconds())
+    )
 
 
 @dataclass(frozen=True)
@@ -92,6 +155,7 @@ class Attempt:
     status: int | None
     error: str
     retryable: bool
+    attempts: int = 0  # of the delivery, this one included (set by ``delivery_attempt``)
 
 
 def post(delivery: WebhookDelivery) -> Attempt:
@@ -149,7 +213,7 @@ def delivery_attempt(*, delivery_id: int) -> Attempt | None:
     elif not result.retryable:
         updates["state"] = WebhookDelivery.State.FAILED
     WebhookDelivery.objects.filter(pk=delivery.pk).update(**updates)
-    return result
+    return Attempt(result.delivered, result.status, result.error, result.retryable, delivery.attempts + 1)
 
 
 def delivery_give_up(*, delivery_id: int, reason: str) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -36,6 +37,13 @@ from mindcluster import keys as c
 
 log = logging.getLogger(__name__)
 State = PolicySync.State
+# Called with a stage name ("claimed", "pushed:ascendjob", ...) as a push passes it. Production passes
+# nothing; a test passes a callable that blocks, to interleave two pushes deterministically.
+Checkpoint = Callable[[str], None]
+
+
+def _no_checkpoint(stage: str) -> None:
+    return None
 
 
 def spec_of(revision: PolicyRevision) -> PolicySpec:
@@ -141,7 +149,7 @@ def explain(exc: ClusterError) -> str:
     return exc.message
 
 
-def push_sync(*, sync_id: int, token: str) -> PolicySync | None:
+def push_sync(*, sync_id: int, token: str, checkpoint: Checkpoint = _no_checkpoint) -> PolicySync | None:
     """Claim and push one outbox row; returns the row in its final state, or None if not ours."""
     sync = _claim(sync_id, token)
     if sync is None:
@@ -149,12 +157,15 @@ def push_sync(*, sync_id: int, token: str) -> PolicySync | None:
     if _superseded(sync):
         PolicySync.objects.filter(pk=sync.pk).update(state=State.SUPERSEDED, finished_at=timezone.now())
         return PolicySync.objects.get(pk=sync.pk)
+    checkpoint("claimed")
     progress = _Progress(sync=sync, deadline=time.monotonic() + settings.PUSH_RETRY_BUDGET_SECONDS)
     try:
         spec = spec_of(sync.revision)
         ref = cluster_ref(sync.job.cluster)
         rendered = _with_retries(progress, lambda: _push_ascendjob(progress, ref, spec))
+        checkpoint("pushed:ascendjob")
         _with_retries(progress, lambda: _push_podgroup(progress, ref, rendered))
+        checkpoint("pushed:podgroup")
         _with_retries(progress, lambda: _push_configmap(progress, ref, rendered))
     except ClusterError as exc:
         return _finish_failed(sync, exc)
@@ -202,11 +213,26 @@ def _revision_value(sync: PolicySync) -> str:
     return str(sync.generation)
 
 
+def _refuse_newer(progress: _Progress, live: dict[str, Any]) -> None:
+    """Never write over a newer revision: the DB check in ``push_sync`` ran before this read.
+
+    Revision N may pass that check, then read the object after N+1 wrote it; without this it
+    would patch N over N+1 (the ``resourceVersion`` precondition only catches writes *between*
+    our read and our write, and those end here on the re-read). An annotation naming a revision
+    this job never had (an object left over from another control plane) is not "newer".
+    """
+    annotations = (live.get("metadata") or {}).get("annotations") or {}
+    value = str(annotations.get(c.ANNOTATION_POLICY_REVISION) or "")
+    if not value.isdigit() or int(value) <= progress.sync.generation:
+        return
+    if PolicySync.objects.filter(job_id=progress.sync.job_id, generation=int(value)).exists():
+        raise _Superseded
+
+
 def _push_ascendjob(progress: _Progress, ref: kube.ClusterRef, spec: PolicySpec) -> RenderResult:
     job = progress.sync.job
     live = kube.get_ascendjob(ref, job.namespace, job.name)
-    if settings.PUSH_DEBUG_PAUSE_AFTER_READ_SECONDS:
-        time.sleep(settings.PUSH_DEBUG_PAUSE_AFTER_READ_SECONDS)
+    _refuse_newer(progress, live)
     live_uid = str((live.get("metadata") or {}).get("uid", ""))
     if live_uid and live_uid != job.uid:
         TrainingJob.objects.filter(pk=job.pk).update(uid=live_uid)
@@ -288,6 +314,7 @@ def _push_podgroup(progress: _Progress, ref: kube.ClusterRef, rendered: RenderRe
         raise
     # What it was created with, before our first write to it (the in-effect view reads this).
     incarnation_observe_podgroup(job, live, "push")
+    _refuse_newer(progress, live)
     patch = key_differences(live.get("metadata") or {}, podgroup_desired(rendered, progress.sync.generation))
     if not patch:
         progress.versions["podgroup"] = str(live["metadata"].get("resourceVersion", ""))
@@ -307,6 +334,10 @@ def _push_configmap(progress: _Progress, ref: kube.ClusterRef, rendered: RenderR
         if not exc.not_found:
             raise
         live = None
+    if live is not None:
+        _refuse_newer(progress, live)
+    elif _superseded(progress.sync):
+        raise _Superseded  # a newer revision may have deleted it: do not create it again
     desired = rendered.configmap
     if desired is None:
         if live is not None and (live.get("metadata", {}).get("labels") or {}).get(c.MANAGED_BY_LABEL) == (

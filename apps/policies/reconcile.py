@@ -26,13 +26,20 @@ State = PolicySync.State
 
 
 def sweep_stuck_syncs() -> list[int]:
-    """Re-queue rows a lost message or a dead worker left behind; return their ids."""
+    """Re-queue rows a lost message or a dead worker left behind; return their ids.
+
+    A re-queued pending row gets a lease (``lease_expires_at``, ``PUSH_LEASE_SECONDS``) and is not
+    re-queued again before it expires: under a backlog the queue holds at most one extra message per
+    row per lease, instead of one per row per sweep.
+    """
     now = timezone.now()
     stale_pending = now - timedelta(seconds=settings.PUSH_PENDING_GRACE_SECONDS)
     retry_failed = now - timedelta(seconds=settings.PUSH_FAILED_RETRY_SECONDS)
+    lease = now + timedelta(seconds=settings.PUSH_LEASE_SECONDS)
+    unleased = Q(lease_expires_at__isnull=True) | Q(lease_expires_at__lt=now)
     rows = PolicySync.objects.filter(
-        Q(state=State.PENDING, queued_at__lt=stale_pending)
-        | Q(state=State.PENDING, started_at__lt=stale_pending)
+        (Q(state=State.PENDING, queued_at__lt=stale_pending) & unleased)
+        | (Q(state=State.PENDING, started_at__lt=stale_pending) & unleased)
         | Q(state=State.APPLYING, lease_expires_at__lt=now)
         # A cluster that was unreachable: try again by itself when it may be back.
         | Q(state=State.FAILED, retryable=True, finished_at__lt=retry_failed)
@@ -44,11 +51,14 @@ def sweep_stuck_syncs() -> list[int]:
             PolicySync.objects.filter(pk=pk).update(state=State.SUPERSEDED, finished_at=now)
             continue
         if state == State.FAILED:
-            PolicySync.objects.filter(pk=pk, state=State.FAILED).update(state=State.PENDING, claim_token="")
+            taken = PolicySync.objects.filter(pk=pk, state=State.FAILED)
         elif state == State.APPLYING:
-            PolicySync.objects.filter(pk=pk, state=State.APPLYING, lease_expires_at__lt=now).update(
-                state=State.PENDING, claim_token=""
-            )
+            taken = PolicySync.objects.filter(pk=pk, state=State.APPLYING, lease_expires_at__lt=now)
+        else:
+            taken = PolicySync.objects.filter(pk=pk, state=State.PENDING).filter(unleased)
+        # Conditional, so two sweeps running at once queue a row once.
+        if not taken.update(state=State.PENDING, claim_token="", lease_expires_at=lease):
+            continue
         enqueue_push(pk)
         requeued.append(pk)
     return requeued
@@ -172,7 +182,10 @@ def reconcile_job_sync(sync: PolicySync, live: LiveObjects | None = None) -> boo
                 data={"revision": sync.generation, "drift": keys},
             )
     if sync.job.cluster.auto_heal:
-        PolicySync.objects.filter(pk=sync.pk, state=State.DRIFTED).update(state=State.PENDING, claim_token="")
+        lease = now + timedelta(seconds=settings.PUSH_LEASE_SECONDS)  # the sweep leaves it queued
+        PolicySync.objects.filter(pk=sync.pk, state=State.DRIFTED).update(
+            state=State.PENDING, claim_token="", lease_expires_at=lease
+        )
         enqueue_push(sync.pk)
     return False
 

@@ -194,6 +194,7 @@ CELERY_TASK_ROUTES = {
     "decisions.expire": {"queue": CELERY_PUSH_QUEUE},
     "decisions.sweep": {"queue": CELERY_SLOW_QUEUE},
     "advice.refresh_summaries": {"queue": CELERY_SLOW_QUEUE},
+    "events.sweep_webhooks": {"queue": CELERY_SLOW_QUEUE},
 }
 CELERY_BEAT_SCHEDULE = {
     "sweep-decisions": {"task": "decisions.sweep", "schedule": env_float("DECISION_SWEEP_SECONDS", 5.0)},
@@ -211,6 +212,7 @@ CELERY_BEAT_SCHEDULE = {
         "task": "advice.refresh_summaries",
         "schedule": env_float("ADVICE_REFRESH_SECONDS", 60.0),
     },
+    "sweep-webhooks": {"task": "events.sweep_webhooks", "schedule": env_float("WEBHOOK_SWEEP_SECONDS", 15.0)},
 }
 
 # --- push pipeline -------------------------------------------------------------------------------
@@ -221,9 +223,6 @@ PUSH_BACKOFF_BASE_SECONDS = env_float("PUSH_BACKOFF_BASE_SECONDS", 0.2, minimum=
 PUSH_BACKOFF_MAX_SECONDS = env_float("PUSH_BACKOFF_MAX_SECONDS", 5.0, minimum=0.01)
 PUSH_PENDING_GRACE_SECONDS = env_int("PUSH_PENDING_GRACE_SECONDS", 30, minimum=1)
 PUSH_FAILED_RETRY_SECONDS = env_int("PUSH_FAILED_RETRY_SECONDS", 60, minimum=1)
-
-# Fault-injection hook for the redelivery tests: sleep between reading the job and patching it.
-PUSH_DEBUG_PAUSE_AFTER_READ_SECONDS = env_float("PUSH_DEBUG_PAUSE_AFTER_READ_SECONDS", 0.0, minimum=0.0)
 
 CHANNEL_LAYERS: dict[str, dict[str, Any]] = {
     "default": {
@@ -403,6 +402,9 @@ WEBHOOK_ALLOW_PRIVATE_TARGETS = env_bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", defaul
 WEBHOOK_MAX_ATTEMPTS = env_int("WEBHOOK_MAX_ATTEMPTS", 8, minimum=1)
 WEBHOOK_BACKOFF_BASE_SECONDS = env_float("WEBHOOK_BACKOFF_BASE_SECONDS", 2.0, minimum=0.0)
 WEBHOOK_BACKOFF_MAX_SECONDS = env_float("WEBHOOK_BACKOFF_MAX_SECONDS", 300.0, minimum=0.0)
+# A pending delivery whose message was lost (broker down, worker killed) is queued again by the
+# sweep this long after it was last queued; also the re-queue lease, so a backlog is not flooded.
+WEBHOOK_REQUEUE_SECONDS = env_float("WEBHOOK_REQUEUE_SECONDS", 60.0, minimum=1.0)
 # Required for /metrics unless DEBUG; the database gauges are recomputed at most this often.
 METRICS_TOKEN = env_secret("METRICS_TOKEN", "")
 METRICS_CACHE_SECONDS = env_float("METRICS_CACHE_SECONDS", 10.0, minimum=0.0)

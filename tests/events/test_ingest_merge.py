@@ -42,9 +42,12 @@ def applied(monkeypatch: pytest.MonkeyPatch, settings: object) -> list[str]:
     settings.EVENTS_INGEST_WARMUP_SECONDS = 0.0  # type: ignore[attr-defined]
     order: list[str] = []
 
-    def record(self: ClusterIngester, store: object, item: Item, dirty: dict[str, str]) -> None:
+    def record(
+        self: ClusterIngester, store: object, item: Item, dirty: dict[str, str], halt: threading.Event
+    ) -> bool:
         if item.event_type != "BOOKMARK":
             order.append(label(item))
+        return True
 
     monkeypatch.setattr(ClusterIngester, "_apply_one", record)
     monkeypatch.setattr(runner.broadcast, "flush", lambda timeout=5.0: True)
@@ -53,7 +56,7 @@ def applied(monkeypatch: pytest.MonkeyPatch, settings: object) -> list[str]:
 
 def run_applier(ingester: ClusterIngester) -> threading.Thread:
     ingester.unsynced.clear()
-    thread = threading.Thread(target=ingester._apply_loop, daemon=True)
+    thread = threading.Thread(target=ingester._apply_loop, args=(ingester.halt,), daemon=True)
     thread.start()
     return thread
 
@@ -72,16 +75,20 @@ def test_streams_are_merged_by_resource_version(applied: list[str]) -> None:
     thread = run_applier(ingester)
     try:
         # The Events stream is fast, the PodGroup and ConfigMap streams lag behind it.
-        ingester._put(watch_item(events, 12))
-        ingester._put(watch_item(events, 15))
-        ingester._put(signal_item("14"))  # ClusterD signalled when the server was at version 14
+        ingester._put(watch_item(events, 12), ingester.halt)
+        ingester._put(watch_item(events, 15), ingester.halt)
+        ingester._put(
+            signal_item("14"), ingester.halt
+        )  # ClusterD signalled when the server was at version 14
         time.sleep(0.3)
         assert applied == [], "nothing may be applied before every stream has caught up"
-        ingester._put(watch_item(podgroups, 11))
-        ingester._put(watch_item(configmaps, 13))
-        ingester._put(watch_item(podgroups, 14))
+        ingester._put(watch_item(podgroups, 11), ingester.halt)
+        ingester._put(watch_item(configmaps, 13), ingester.halt)
+        ingester._put(watch_item(podgroups, 14), ingester.halt)
         for source in sources:  # bookmarks: every stream has delivered everything up to 20
-            ingester._put(Item(source, source.split(":")[0], "BOOKMARK", {}, "20", timezone.now()))
+            ingester._put(
+                Item(source, source.split(":")[0], "BOOKMARK", {}, "20", timezone.now()), ingester.halt
+            )
         wait_len(applied, 6)
         assert applied == [
             "podgroups@11",
@@ -92,7 +99,7 @@ def test_streams_are_merged_by_resource_version(applied: list[str]) -> None:
             "events@15",
         ]
     finally:
-        ingester.stop_event.set()
+        ingester.stop()
         thread.join(5)
 
 
@@ -104,11 +111,11 @@ def test_a_silent_stream_delays_an_item_at_most_the_hold(applied: list[str], set
     thread = run_applier(ingester)
     try:
         started: datetime = timezone.now()
-        ingester._put(watch_item("events:team", 7))
+        ingester._put(watch_item("events:team", 7), ingester.halt)
         wait_len(applied, 1)
         waited = (timezone.now() - started).total_seconds()
         assert applied == ["events@7"]
         assert 0.25 <= waited < 2.0, waited
     finally:
-        ingester.stop_event.set()
+        ingester.stop()
         thread.join(5)

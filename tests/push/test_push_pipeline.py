@@ -139,16 +139,17 @@ def test_429_retry_after_is_honoured(
     assert sync.attempts == 1  # one throttled attempt, then success
 
 
-def test_worker_killed_between_read_and_patch_is_redelivered_once(
+def test_worker_killed_mid_push_is_redelivered_once(
     live_job: Callable[..., TrainingJob],
     worker_factory: Callable[..., Worker],
     emulator: KubeApiEmulator,
 ) -> None:
-    worker = worker_factory(PUSH_DEBUG_PAUSE_AFTER_READ_SECONDS="3")
+    worker = worker_factory()
     job = live_job()
+    emulator.faults.slow(3.0, count=1)  # the push's first request (its read of the job) hangs 3 s
     sync = save(job)
     wait_state(sync, {"applying"})
-    time.sleep(0.5)  # inside the pause: the job has been read, nothing written yet
+    time.sleep(0.5)  # inside the slow read: nothing written yet
     for pid in worker.child_pids():
         os.kill(pid, signal.SIGKILL)
     sync = wait_state(sync, {"applied"}, timeout=60)

@@ -5,6 +5,11 @@ each item in arrival order and only then advances that source's ``IngestCursor``
 passes an unstored event; after ``kill -9`` the watch resumes from the cursor and anything replayed
 is recognised by the store. ``410 Gone`` (cursor too old) means relist, which the store also
 tolerates. The ClusterD stream reconnects with capped exponential backoff.
+
+A database outage of any length loses nothing: the applier retries a connection error without
+limit (capped backoff) and the item's cursor waits for it. The cluster's lease (a session lock)
+is rechecked before every batch; an ingester whose session dropped stops applying at once, ends
+its threads (items not stored are not acknowledged by any cursor) and goes back to standby.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, connection
+from django.db import DatabaseError, InterfaceError, OperationalError, close_old_connections, connection
 from django.utils import timezone
 
 from apps.cluster import client as kube
@@ -74,6 +79,15 @@ class Item:
     received_at: datetime
 
 
+class LeaseLost(Exception):
+    """This process no longer holds the cluster's lease: stop applying, let the holder do it."""
+
+
+def db_unreachable(exc: BaseException) -> bool:
+    """A connection-level failure (server down, session killed, pool timeout): waiting helps."""
+    return isinstance(exc, OperationalError | InterfaceError)
+
+
 class ClusterLease:
     """One active ingester per cluster: a PostgreSQL session advisory lock (a lock file on SQLite).
 
@@ -86,6 +100,7 @@ class ClusterLease:
     def __init__(self, cluster_id: int) -> None:
         self.cluster_id = cluster_id
         self.held = False
+        self.backend_pid = 0  # the PostgreSQL session holding the lock
         self._file: Any = None
 
     def __enter__(self) -> ClusterLease:
@@ -94,8 +109,12 @@ class ClusterLease:
     def acquire(self) -> bool:
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [LEASE_NAMESPACE, self.cluster_id])
-                self.held = bool(cursor.fetchone()[0])
+                cursor.execute(
+                    "SELECT pg_try_advisory_lock(%s, %s), pg_backend_pid()",
+                    [LEASE_NAMESPACE, self.cluster_id],
+                )
+                held, self.backend_pid = cursor.fetchone()
+                self.held = bool(held)
             return self.held
         import fcntl
 
@@ -108,6 +127,24 @@ class ClusterLease:
             return False
         self._file, self.held = handle, True
         return True
+
+    def still_held(self) -> bool:
+        """Whether the lock's session still holds it; asked from any thread (its own connection).
+
+        A session that died (server restart, ``pg_terminate_backend``, a cut network) lost the lock
+        with it, and a standby may hold it now. Raises the database's error when it cannot answer.
+        """
+        if not self.held:
+            return False
+        if self._file is not None:
+            return True  # SQLite: the lock lives as long as our open file
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted"
+                " AND classid::bigint = %s AND objid::bigint = %s AND objsubid = 2 AND pid = %s)",
+                [LEASE_NAMESPACE, self.cluster_id, self.backend_pid],
+            )
+            return bool(cursor.fetchone()[0])
 
     def __exit__(self, *exc: object) -> None:
         if self._file is not None:
@@ -134,7 +171,12 @@ def watch_specs(cluster: Cluster) -> list[WatchSpec]:
 
 
 class ClusterIngester:
-    """Everything that ingests one cluster; ``start()`` spawns the threads, ``stop()`` ends them."""
+    """Everything that ingests one cluster; ``start()`` spawns the threads, ``stop()`` ends them.
+
+    Leadership comes in *terms*: a term starts when this process takes the cluster's lease and
+    ends when it stops or loses the lease. Each term has its own threads and its own ``halt``
+    event; a lost lease ends the term and the process waits as a standby again.
+    """
 
     def __init__(self, cluster: Cluster, stop: threading.Event | None = None) -> None:
         self.cluster = cluster
@@ -144,9 +186,14 @@ class ClusterIngester:
         self.threads: list[threading.Thread] = []
         self.watch_timeout = int(_setting("EVENTS_WATCH_TIMEOUT_SECONDS", 60))
         self.backoff_max = _setting("EVENTS_INGEST_BACKOFF_MAX_SECONDS", 30.0)
+        self.db_retry_max = _setting("EVENTS_INGEST_DB_RETRY_MAX_SECONDS", 5.0)
         self.applied = 0
         self.streams: list[FaultStream] = []
-        self.active = threading.Event()  # set once this process holds the cluster's lease
+        self.active = threading.Event()  # set while this process holds the cluster's lease
+        self.lost = threading.Event()  # set by the applier when the lease is gone
+        self.halt = threading.Event()  # the current term's stop signal
+        self.terms = 0
+        self.lease: ClusterLease | None = None
         # Sources whose initial list (or resumed watch) has not started yet: nothing is applied
         # until every source has delivered its backlog, so the first items can be put in order.
         self.unsynced = {spec.source for spec in watch_specs(cluster)}
@@ -159,33 +206,74 @@ class ClusterIngester:
         self._spawn(self._lead, f"ingest-leader-{self.cluster.name}")
 
     def _lead(self) -> None:
-        with ClusterLease(self.cluster.pk) as lease:
-            while not self.stop_event.is_set():
-                if lease.acquire():
-                    break
-                self.standby = True
-                self.stop_event.wait(LEASE_POLL_SECONDS)
-            if self.stop_event.is_set():
-                return
-            self.standby = False
-            self.active.set()
-            log.info("cluster %s: this process is the active ingester", self.cluster.name)
-            self._spawn(self._apply_loop, f"ingest-apply-{self.cluster.name}")
-            for spec in watch_specs(self.cluster):
-                self._spawn(self._watch_loop, f"ingest-{self.cluster.name}-{spec.source}", spec)
-            if self.cluster.clusterd_address:
-                self._spawn(self._clusterd_loop, f"ingest-{self.cluster.name}-clusterd")
-            self.stop_event.wait()
-            for thread in self.threads[1:]:
-                thread.join(5.0)
+        while not self.stop_event.is_set():
+            with ClusterLease(self.cluster.pk) as lease:
+                if not self._acquire(lease):
+                    return
+                self._term(lease)
 
-    def _spawn(self, target: Any, name: str, *args: Any) -> None:
+    def _acquire(self, lease: ClusterLease) -> bool:
+        """Wait for the lease (as a standby); False when stopped first."""
+        while not self.stop_event.is_set():
+            try:
+                if lease.acquire():
+                    return True
+            except DatabaseError as exc:
+                log.warning("cluster %s: cannot ask for the lease: %s", self.cluster.name, exc)
+                connection.close()
+            self.standby = True
+            self.stop_event.wait(LEASE_POLL_SECONDS)
+        return False
+
+    def _term(self, lease: ClusterLease) -> None:
+        """Lead until stopped or until the applier finds the lease gone; then end this term's threads."""
+        halt = threading.Event()
+        self.halt, self.lease = halt, lease
+        self.lost.clear()
+        with self.sync_lock:
+            self.unsynced = {spec.source for spec in watch_specs(self.cluster)}
+        self.terms += 1
+        self.standby = False
+        self.active.set()
+        log.info("cluster %s: this process is the active ingester", self.cluster.name)
+        term_threads = [self._spawn(self._apply_loop, f"ingest-apply-{self.cluster.name}", halt)]
+        for spec in watch_specs(self.cluster):
+            term_threads.append(
+                self._spawn(self._watch_loop, f"ingest-{self.cluster.name}-{spec.source}", spec, halt)
+            )
+        if self.cluster.clusterd_address:
+            term_threads.append(
+                self._spawn(self._clusterd_loop, f"ingest-{self.cluster.name}-clusterd", halt)
+            )
+        while not self.stop_event.wait(0.2) and not self.lost.is_set():
+            pass
+        halt.set()
+        for stream in list(self.streams):
+            stream.close()
+        for thread in term_threads:
+            thread.join(5.0)
+        self.threads = [t for t in self.threads if t not in term_threads]
+        self.active.clear()
+        if self.lost.is_set():
+            log.warning("cluster %s: lost the lease; back to standby", self.cluster.name)
+            self._drain_queue()  # not stored, not acknowledged by a cursor: the next leader replays it
+
+    def _drain_queue(self) -> None:
+        while True:
+            try:
+                self.queue.get_nowait()
+            except queue.Empty:
+                return
+
+    def _spawn(self, target: Any, name: str, *args: Any) -> threading.Thread:
         thread = threading.Thread(target=target, args=args, name=name, daemon=True)
-        thread.start()
         self.threads.append(thread)
+        thread.start()
+        return thread
 
     def stop(self, timeout: float = 5.0) -> None:
         self.stop_event.set()
+        self.halt.set()
         for stream in list(self.streams):
             stream.close()
         for thread in list(self.threads):
@@ -202,33 +290,51 @@ class ClusterIngester:
         )
 
     # --- watchers ---------------------------------------------------------------------------------
-    def _put(self, item: Item) -> None:
-        while not self.stop_event.is_set():
+    def _put(self, item: Item, halt: threading.Event) -> None:
+        while not halt.is_set():
             try:
                 self.queue.put(item, timeout=0.5)  # back-pressure: a slow database slows the watch
                 return
             except queue.Full:
                 continue
 
-    def _watch_loop(self, spec: WatchSpec) -> None:
+    def _watch_loop(self, spec: WatchSpec, halt: threading.Event) -> None:
         try:
-            self._watch(spec)
+            self._watch(spec, halt)
         finally:
             connection.close()  # this thread's connection (it read the cursor)
 
-    def _watch(self, spec: WatchSpec) -> None:
+    def _resume_point(self, spec: WatchSpec, halt: threading.Event) -> str | None:
+        """The source's cursor, waiting out a database outage; None when halted first."""
         delay = 0.5
-        close_old_connections()
-        resource_version = self.load_cursor(spec.source)
+        while not halt.is_set():
+            try:
+                return self.load_cursor(spec.source)
+            except DatabaseError as exc:
+                log.warning("cluster %s: %s: cannot read the cursor: %s", self.cluster.name, spec.source, exc)
+                halt.wait(delay)
+                delay = min(self.db_retry_max, delay * 2)
+            finally:
+                # Back to the pool at once: a watcher runs for hours and never needs it again.
+                connection.close()
+        return None
+
+    def _watch(self, spec: WatchSpec, halt: threading.Event) -> None:
+        delay = 0.5
+        resource_version = self._resume_point(spec, halt)
+        if resource_version is None:
+            return
         if resource_version:
             # Resuming: everything up to the cursor was stored before, and the backlog arrives as
             # ordinary watch events; the cursor is this source's first watermark.
-            self._put(Item(spec.source, spec.resource, "BOOKMARK", {}, resource_version, timezone.now()))
+            self._put(
+                Item(spec.source, spec.resource, "BOOKMARK", {}, resource_version, timezone.now()), halt
+            )
             self._synced(spec.source)
-        while not self.stop_event.is_set():
+        while not halt.is_set():
             try:
                 if not resource_version:
-                    resource_version = self._relist(spec)
+                    resource_version = self._relist(spec, halt)
                     self._synced(spec.source)
                 for event_type, obj in kube.watch_resource(
                     self.ref,
@@ -240,8 +346,8 @@ class ClusterIngester:
                 ):
                     rv = str((obj.get("metadata") or {}).get("resourceVersion") or resource_version)
                     resource_version = rv
-                    self._put(Item(spec.source, spec.resource, event_type, obj, rv, timezone.now()))
-                    if self.stop_event.is_set():
+                    self._put(Item(spec.source, spec.resource, event_type, obj, rv, timezone.now()), halt)
+                    if halt.is_set():
                         break
                 delay = 0.5
             except ClusterError as exc:
@@ -257,28 +363,28 @@ class ClusterIngester:
                     exc.message,
                     delay,
                 )
-                self.stop_event.wait(delay)
+                halt.wait(delay)
                 delay = min(self.backoff_max, delay * 2)
 
     def _synced(self, source: str) -> None:
         with self.sync_lock:
             self.unsynced.discard(source)
 
-    def _relist(self, spec: WatchSpec) -> str:
+    def _relist(self, spec: WatchSpec, halt: threading.Event) -> str:
         items, resource_version = kube.list_resource(
             self.ref, spec.resource, namespace=spec.namespace, field_selector=spec.field_selector
         )
         now = timezone.now()
         for obj in items:
             # Listed objects do not advance the cursor: the list's own version does, below.
-            self._put(Item(spec.source, spec.resource, "ADDED", obj, "", now))
-        self._put(Item(spec.source, spec.resource, "BOOKMARK", {}, resource_version, now))
+            self._put(Item(spec.source, spec.resource, "ADDED", obj, "", now), halt)
+        self._put(Item(spec.source, spec.resource, "BOOKMARK", {}, resource_version, now), halt)
         return resource_version
 
     # --- ClusterD ---------------------------------------------------------------------------------
-    def _clusterd_loop(self) -> None:
+    def _clusterd_loop(self, halt: threading.Event) -> None:
         delay = 0.5
-        while not self.stop_event.is_set():
+        while not halt.is_set():
             stream = FaultStream(self.cluster.clusterd_address)
             self.streams.append(stream)
             try:
@@ -286,8 +392,10 @@ class ClusterIngester:
                     delay = 0.5
                     received_at = timezone.now()
                     position = self._server_position()
-                    self._put(Item(CLUSTERD_SOURCE, CLUSTERD_SOURCE, "SIGNAL", signal, position, received_at))
-                    if self.stop_event.is_set():
+                    self._put(
+                        Item(CLUSTERD_SOURCE, CLUSTERD_SOURCE, "SIGNAL", signal, position, received_at), halt
+                    )
+                    if halt.is_set():
                         break
             except ClusterDError as exc:
                 metrics.INGEST_ERRORS.labels(source=CLUSTERD_SOURCE).inc()
@@ -301,7 +409,7 @@ class ClusterIngester:
                 stream.close()
                 self.streams.remove(stream)
             # Jitter keeps many ingesters from reconnecting in step after a ClusterD restart.
-            self.stop_event.wait(delay * random.uniform(0.5, 1.0))
+            halt.wait(delay * random.uniform(0.5, 1.0))
             delay = min(self.backoff_max, delay * 2)
 
     def _server_position(self) -> str:
@@ -317,7 +425,7 @@ class ClusterIngester:
             return ""
 
     # --- applier ----------------------------------------------------------------------------------
-    def _apply_loop(self) -> None:
+    def _apply_loop(self, halt: threading.Event) -> None:
         """Apply items in the order the API server wrote them: a k-way merge by resourceVersion.
 
         Each watch is its own HTTP stream read by its own thread, so under load one stream can
@@ -329,8 +437,24 @@ class ClusterIngester:
         the server's version at their arrival. A source that stays silent (a server sending few
         bookmarks) holds items at most ``EVENTS_INGEST_REORDER_SECONDS`` (longer while a take-over
         replays backlogs): then order is best effort and the store's de-duplication still holds.
+
+        Every batch starts with a lease check; a lost lease ends the loop without applying (or
+        acknowledging) anything more.
         """
         close_old_connections()
+        dirty: dict[str, str] = {}
+        try:
+            self._merge_and_apply(halt, dirty)
+            self._flush_cursors(dirty)
+        except LeaseLost:
+            # Cursors stay where they were: the new holder replays from them, the store de-duplicates.
+            log.warning("cluster %s: the lease is gone; stopped applying", self.cluster.name)
+            self.lost.set()
+        finally:
+            broadcast.flush(5.0)
+            connection.close()
+
+    def _merge_and_apply(self, halt: threading.Event, dirty: dict[str, str]) -> None:
         store = IngestStore(self.cluster)
         live_hold = _setting("EVENTS_INGEST_REORDER_SECONDS", 1.0)
         warmup_hold = max(live_hold, _setting("EVENTS_INGEST_WARMUP_WINDOW_SECONDS", 3.0))
@@ -342,7 +466,6 @@ class ClusterIngester:
         held: list[tuple[float, int, int, float, Item]] = []
         newest_rv = 0.0
         counter = 0
-        dirty: dict[str, str] = {}
         last_flush = last_prune = time.monotonic()
         while True:
             if time.monotonic() - last_prune > PRUNE_EVERY_SECONDS:
@@ -351,6 +474,7 @@ class ClusterIngester:
                     store.prune_source_keys()
                 except Exception:
                     log.exception("cluster %s: pruning handled Event keys failed", self.cluster.name)
+                    close_old_connections()
             if warm_until is None or not held:
                 timeout = 0.05 if warm_until is None else 0.2
             else:
@@ -359,7 +483,7 @@ class ClusterIngester:
                 item: Item | None = self.queue.get(timeout=timeout)
             except queue.Empty:
                 item = None
-            stopping = self.stop_event.is_set()
+            stopping = halt.is_set()
             if item is not None:
                 rv = _numeric_rv(item)
                 is_signal = item.resource == CLUSTERD_SOURCE
@@ -381,19 +505,48 @@ class ClusterIngester:
             if hold != live_hold and now > warm_until:
                 hold = live_hold
             low = min((marks.get(source, -1.0) for source in sources), default=float("inf"))
-            while held and (held[0][0] <= low or held[0][3] + hold <= now or stopping or len(held) > 50_000):
-                self._apply_one(store, heapq.heappop(held)[4], dirty)
+            if _due(held, low, hold, now, stopping):
+                if not self._lease_confirmed(halt):
+                    if halt.is_set():
+                        return  # stopping while the database is away: the held items are replayed
+                    continue
+                while _due(held, low, hold, now, stopping):
+                    if not self._apply_one(store, heapq.heappop(held)[4], dirty, halt):
+                        return  # stopped while waiting for the database: not stored, not acknowledged
             if dirty and (item is None or now - last_flush >= CURSOR_FLUSH_SECONDS):
                 self._flush_cursors(dirty)
                 last_flush = now
             if stopping and item is None and not held:
-                break
-        self._flush_cursors(dirty)
-        broadcast.flush(5.0)
-        connection.close()
+                return
 
-    def _apply_one(self, store: IngestStore, item: Item, dirty: dict[str, str]) -> None:
-        for attempt in range(5):
+    def _lease_confirmed(self, halt: threading.Event) -> bool:
+        """True when this process still holds the lease; False when the database cannot say (after
+        a short wait); raises ``LeaseLost`` when it is gone."""
+        lease = self.lease
+        if lease is None:
+            return True
+        try:
+            if lease.still_held():
+                return True
+        except DatabaseError as exc:
+            log.warning("cluster %s: cannot check the lease: %s", self.cluster.name, exc)
+            connection.close()
+            halt.wait(min(1.0, self.db_retry_max))
+            return False
+        raise LeaseLost
+
+    def _apply_one(
+        self, store: IngestStore, item: Item, dirty: dict[str, str], halt: threading.Event
+    ) -> bool:
+        """Store one item and mark its cursor; False when halted before it was stored.
+
+        A database that cannot be reached is waited for without limit (the cursor waits with
+        it); any other error is retried a few times, then the item is logged and skipped, so one
+        poison item cannot stall every job of the cluster.
+        """
+        failures = 0
+        delay = 0.2
+        while True:
             try:
                 if item.resource == CLUSTERD_SOURCE:
                     assert isinstance(item.obj, FaultSignal)
@@ -401,33 +554,72 @@ class ClusterIngester:
                 elif item.event_type not in ("BOOKMARK", "ERROR"):
                     store.apply(item.resource, item.event_type, item.obj, item.received_at)
                 break
-            except Exception:
+            except Exception as exc:
                 metrics.INGEST_ERRORS.labels(source=item.resource).inc()
-                log.exception(
-                    "cluster %s: storing %s %s failed (attempt %d)",
-                    self.cluster.name,
-                    item.resource,
-                    item.event_type,
-                    attempt + 1,
-                )
-                close_old_connections()
-                if self.stop_event.wait(min(5.0, 0.2 * 2**attempt)):
-                    return  # stopping: the cursor was not advanced, so this item is replayed next time
-        else:
-            # A poison item must not stall every job of the cluster; it is logged and counted.
-            log.error("cluster %s: giving up on %s %s", self.cluster.name, item.resource, item.event_type)
+                if db_unreachable(exc):
+                    log.warning(
+                        "cluster %s: database unreachable storing %s %s (%s); retrying in %.1fs",
+                        self.cluster.name,
+                        item.resource,
+                        item.event_type,
+                        str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__,
+                        delay,
+                    )
+                    connection.close()
+                    wait, delay = delay, min(self.db_retry_max, delay * 2)
+                else:
+                    failures += 1
+                    log.exception(
+                        "cluster %s: storing %s %s failed (attempt %d)",
+                        self.cluster.name,
+                        item.resource,
+                        item.event_type,
+                        failures,
+                    )
+                    close_old_connections()
+                    if failures >= 5:
+                        log.error(
+                            "cluster %s: giving up on %s %s",
+                            self.cluster.name,
+                            item.resource,
+                            item.event_type,
+                        )
+                        break
+                    wait = min(5.0, 0.2 * 2 ** (failures - 1))
+                if halt.wait(wait):
+                    return False
+                # Our session may have gone with the database: only the lease holder stores.
+                while not self._lease_confirmed(halt):
+                    if halt.is_set():
+                        return False
         self.applied += 1
         if item.resource_version and item.resource != CLUSTERD_SOURCE:
             dirty[item.source] = item.resource_version
+        return True
 
     def _flush_cursors(self, dirty: dict[str, str]) -> None:
         try:
             for source, rv in list(dirty.items()):
                 self.save_cursor(source, rv)
                 del dirty[source]
-        except Exception:
-            log.exception("cluster %s: cannot save cursors", self.cluster.name)
-            close_old_connections()
+        except Exception as exc:
+            log.warning(
+                "cluster %s: cannot save cursors (kept for the next flush): %s", self.cluster.name, exc
+            )
+            if db_unreachable(exc):
+                connection.close()
+            else:
+                close_old_connections()
+
+
+def _due(
+    held: list[tuple[float, int, int, float, Item]], low: float, hold: float, now: float, stopping: bool
+) -> bool:
+    """Whether the oldest held item may be applied: every source is past it, or it waited long enough."""
+    if not held:
+        return False
+    order, _, _, arrived, _ = held[0]
+    return order <= low or arrived + hold <= now or stopping or len(held) > 50_000
 
 
 def _numeric_rv(item: Item) -> float | None:
