@@ -215,13 +215,13 @@ class Soak:
         return env
 
     def run(self) -> SoakResult:
-        from apps.simcluster.kube import Kube
-        from apps.simcluster.runtime import SimCluster
         from django.db import connection
 
         from apps.events.models import Webhook
         from apps.jobs.models import Cluster
         from controlplane.celery import app as celery_app
+        from simcluster.kube import Kube
+        from simcluster.runtime import SimCluster
         from tests.events.tcp_proxy import TcpProxy
         from tests.simcluster.sim_fixtures import create_job, make_job
         from tests.support import RedisServer
@@ -429,12 +429,12 @@ class Soak:
 
     def _check(self, cluster: Any, started: float) -> SoakResult:
         from apps.cluster import client as k8s
-        from apps.cluster import constants as c
         from apps.events import kinds
         from apps.events.models import Incident, JobEvent, WebhookDelivery
         from apps.jobs.clusters import cluster_ref
         from apps.jobs.models import TrainingJob
         from apps.policies.models import PolicyRevision, PolicySync
+        from mindcluster import keys as c
 
         result = SoakResult(seconds=round(time.monotonic() - started, 1))
         result.faults_injected = sum(self.injected.values())

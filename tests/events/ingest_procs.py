@@ -14,6 +14,8 @@ from django.db import connection
 from tests.events.conftest import REPO, server_env
 from tests.support import wait_for
 
+INGEST_APP_NAME = "ingest-under-test"
+
 
 def database_url(port: int | None = None) -> str:
     """The test database's URL, optionally through a proxy on ``port``."""
@@ -28,6 +30,8 @@ class IngestProcess:
         redis = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/13")
         self.env = server_env(redis, EVENTS_WATCH_TIMEOUT_SECONDS="5", **env)
         self.env["DATABASE_URL"] = database_url(db_port)
+        # libpq's own variable: the ingester's sessions are told apart from this test's in pg_stat_activity.
+        self.env["PGAPPNAME"] = INGEST_APP_NAME
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = Path(f"/tmp/events-ingest-{uuid.uuid4().hex[:8]}.log")
 

@@ -14,15 +14,15 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from apps.simcluster.kube import Kube
-from apps.simcluster.runtime import SimCluster
 from django.db import connection
 
 from apps.events import kinds
 from apps.events.models import Incident, IngestCursor, JobEvent
 from apps.jobs.models import Cluster, TrainingJob
+from simcluster.kube import Kube
+from simcluster.runtime import SimCluster
 from tests.events.conftest import assert_gap_free, wait_for
-from tests.events.ingest_procs import IngestProcess
+from tests.events.ingest_procs import INGEST_APP_NAME, IngestProcess
 from tests.events.tcp_proxy import TcpProxy
 from tests.events.test_ingest_kill import dump
 from tests.simcluster.sim_fixtures import create_job, make_job
@@ -54,7 +54,8 @@ def other_sessions() -> int:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT count(*) FROM pg_stat_activity"
-            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            " WHERE datname = current_database() AND application_name = %s",
+            [INGEST_APP_NAME],
         )
         return int(cursor.fetchone()[0])
 

@@ -12,14 +12,14 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from apps.simcluster.kube import Kube
-from apps.simcluster.runtime import SimCluster
 from django.db import connection
 
 from apps.events import kinds
 from apps.events.ingest.runner import LEASE_NAMESPACE, ClusterIngester
 from apps.events.models import Incident, JobEvent
 from apps.jobs.models import Cluster, TrainingJob
+from simcluster.kube import Kube
+from simcluster.runtime import SimCluster
 from tests.events.conftest import assert_gap_free, wait_for
 from tests.simcluster.sim_fixtures import create_job, make_job
 from tests.support import RedisServer
@@ -68,7 +68,9 @@ def test_leader_that_lost_its_session_stops_applying_and_the_standby_takes_over(
     with connection.cursor() as cursor:  # the leader's lock session ends (not its other sessions)
         cursor.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted"
-            " AND classid::bigint = %s AND objid::bigint = %s",
+            " AND classid::bigint = %s AND objid::bigint = %s"
+            # Advisory locks are listed for every database of the server: only this test's.
+            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
             [LEASE_NAMESPACE, cluster_row.pk],
         )
         assert cursor.fetchall() == [(True,)]

@@ -16,11 +16,11 @@ import pytest
 from django.db import connection
 from kubernetes import client as k8s
 
-from apps.cluster import constants as c
 from apps.jobs.models import TrainingJob
 from apps.policies.models import PolicySync
 from apps.policies.push import push_sync
 from apps.policies.services import Actor, policy_revision_create
+from mindcluster import keys as c
 from tests.push.conftest import RedisServer, read_live
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
