@@ -88,6 +88,9 @@ def delivery_enqueue(delivery_id: int) -> bool:
     """Queue one delivery; False (logged) when the broker cannot take it: the sweep will."""
     from apps.events.tasks import deliver_webhook
 
+    if deliver_webhook.app.conf.task_always_eager:  # eager mode has no broker to connect to
+        deliver_webhook.apply_async(kwargs={"delivery_id": delivery_id})
+        return True
     try:
         # Fail fast: kombu's default is ~6 s of reconnecting per message, which with the broker
         # down would stall the ingester (this runs after the event's commit, on its thread).

@@ -2,8 +2,8 @@
 
 Real parts only: the simulated MindCluster (API emulator + operator + ClusterD) over HTTP, the
 control plane served by pytest-django's live server (a real HTTP server on the test database), the
-official Python client and ``kubectl`` (``apply --validate=false``: the emulator on this branch
-serves no OpenAPI document for kubectl's client-side validation).
+official Python client and ``kubectl apply`` (validated against the emulator's OpenAPI, generated
+from the real AscendJob CRD).
 
 "ClusterD's Init snapshot has the strategies" is read here from the PodGroup: ClusterD snapshots
 ``recover-strategy`` and requires ``process-recover-enable=on`` from the PodGroup at the job's first
@@ -157,6 +157,11 @@ def test_python_client_create_gets_the_namespace_default(world, kube, sim) -> No
     job = create(kube, bare_job("plain", world["namespace"]))
     row = assert_admitted(kube, job, "retry,recover,dump")
     assert clusterd_init(sim, job) == 0  # process-level recovery accepted at the job's first Init
+    # What the simulated ClusterD snapshotted at that Init (GetRecoverBaseInfo, utils.go:100-140):
+    # the admitted strategies, job-level rescheduling from fault-scheduling, exit always.
+    snapshot = sim.clusterd.init_snapshot(job["metadata"]["uid"])
+    assert snapshot is not None and snapshot.process_recovery_on
+    assert snapshot.configured == ("retry", "recover", "dump", "exit", "job-rescheduling")
     assert job["metadata"]["labels"][k.LABEL_FAULT_SCHEDULING] == "grace"
     row.refresh_from_db()
     # The watcher's adoption of the created job keeps the admission revision and learns the UID.
@@ -173,7 +178,7 @@ def test_kubectl_apply_gets_the_namespace_default(world, kube, sim, tmp_path) ->
     path = tmp_path / "job.yaml"
     path.write_text(yaml.safe_dump(bare_job("from-kubectl", world["namespace"])))
     out = subprocess.run(
-        [KUBECTL, "--kubeconfig", sim.kubeconfig_path, "apply", "--validate=false", "-f", str(path)],
+        [KUBECTL, "--kubeconfig", sim.kubeconfig_path, "apply", "-f", str(path)],
         capture_output=True,
         text=True,
         timeout=60,

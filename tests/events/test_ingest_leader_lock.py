@@ -76,9 +76,9 @@ def test_leader_that_lost_its_session_stops_applying_and_the_standby_takes_over(
         assert cursor.fetchall() == [(True,)]
     for name in names:  # traffic: the old leader's applier meets its next batch
         sim.inject_fault(namespace, name, rank=1, fault_type="uce", recovers=[True])
-    wait_for(lambda: not leader.active.is_set(), 10, "the old leader to step down")
+    wait_for(lambda: not leader.active.is_set(), 30, "the old leader to step down")
     applied_by_old_leader = leader.applied
-    wait_for(standby.active.is_set, 10, "the standby to take over")
+    wait_for(standby.active.is_set, 30, "the standby to take over")
     for name in names:
         sim.inject_fault(namespace, name, rank=1, fault_type="uce", recovers=[True])
     assert sim.wait_idle(60)
