@@ -37,7 +37,10 @@ SECRET_KEY_MIN_LENGTH = 32
 # Commands that sign nothing and serve nobody of the control plane run without a secret: pipelines
 # call render_policy and validate_policy with no configuration at all, the image build runs
 # collectstatic, and the simulated cluster (simcluster, sim_fault) is a separate program.
-KEYLESS_COMMANDS = frozenset({"render_policy", "validate_policy", "collectstatic", "simcluster", "sim_fault"})
+# Commands that sign nothing (makemigrations only compares models with migration files).
+KEYLESS_COMMANDS = frozenset(
+    {"render_policy", "validate_policy", "collectstatic", "makemigrations", "simcluster", "sim_fault"}
+)
 
 
 def secret_key_problem(key: str) -> str | None:
