@@ -260,7 +260,7 @@ def ensure_system_packages() -> None:
 
 
 def cmd_test(args: argparse.Namespace) -> int:
-    ensure_venv(["requirements.txt", "requirements-dev.txt"])
+    ensure_venv(["requirements.txt", "simcluster/requirements.txt", "requirements-dev.txt"])
     ensure_system_packages()
     children = Children()
     try:
@@ -302,7 +302,7 @@ def cmd_test(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """Every benchmark under bench/, with the tools they need (bench/requirements.txt) installed."""
-    ensure_venv(["requirements.txt", "requirements-dev.txt", "bench/requirements.txt"])
+    ensure_venv(["requirements.txt", "simcluster/requirements.txt", "requirements-dev.txt", "bench/requirements.txt"])
     ensure_system_packages()
     children = Children()
     try:
@@ -317,7 +317,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    ensure_venv(["requirements.txt"])
+    # The demo run starts the simulated cluster unless KUBECONFIG points at a real one.
+    ensure_venv(["requirements.txt", "simcluster/requirements.txt"])
     VAR.mkdir(exist_ok=True)
     children = Children()
     stop = {"now": False}

@@ -55,8 +55,8 @@ def seed() -> None:
     import django
 
     django.setup()
-    from apps.accounts.actors import Actor
     from apps.admission.services import namespace_default_set
+    from apps.audit.actors import Actor
     from apps.jobs.models import Cluster
 
     cluster = Cluster.objects.create(name="bench", kubeconfig_path="/nonexistent", is_default=True)

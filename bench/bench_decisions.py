@@ -148,7 +148,7 @@ def run(args: argparse.Namespace, sim: Any, env: dict[str, str], procs: list[Any
     from kubernetes import config as k8s_config
     from kubernetes import watch as k8s_watch
 
-    from apps.accounts.actors import Actor
+    from apps.audit.actors import Actor
     from apps.jobs.models import Cluster, TrainingJob
     from apps.policies.rendering import render
     from apps.policies.services import policy_revision_create

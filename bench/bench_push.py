@@ -154,7 +154,7 @@ def run(args: argparse.Namespace, kubeconfig: Path) -> dict[str, Any]:
     from kubernetes import client as k8s
     from kubernetes import config as k8s_config
 
-    from apps.accounts.actors import Actor
+    from apps.audit.actors import Actor
     from apps.jobs.models import Cluster, TrainingJob
     from apps.policies.models import PolicySync
     from apps.policies.services import policy_revision_create

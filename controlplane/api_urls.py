@@ -16,7 +16,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.core.api import ApiRoot
-from controlplane.env import env_bool
 
 app_name = "api"
 
@@ -64,21 +63,19 @@ class BenchConstantApi(APIView):
         return Response({"ok": True})
 
 
-# Only for the benchmark: BENCH_ENDPOINTS=true (setting or environment) adds the baseline view.
-BENCH_ENDPOINTS = getattr(settings, "BENCH_ENDPOINTS", None) or env_bool("BENCH_ENDPOINTS", default=False)
 
 urlpatterns = [
     path("", DocumentedApiRoot.as_view(), name="root"),
-    path("", include("apps.jobs.api.urls")),
-    path("", include("apps.policies.api.urls")),
-    path("", include("apps.events.api.urls")),
-    path("", include("apps.audit.api.urls")),
-    path("", include("apps.accounts.api.urls")),
-    path("", include("apps.decisions.api.urls")),
-    path("", include("apps.admission.api.urls")),
-    path("", include("apps.advice.api")),
+    path("", include("apps.api.jobs.urls")),
+    path("", include("apps.api.policies.urls")),
+    path("", include("apps.api.events.urls")),
+    path("", include("apps.api.audit.urls")),
+    path("", include("apps.api.accounts.urls")),
+    path("", include("apps.api.decisions.urls")),
+    path("", include("apps.api.admission.urls")),
+    path("", include("apps.api.advice")),
 ]
-if BENCH_ENDPOINTS:
+if settings.BENCH_ENDPOINTS:
     urlpatterns.append(path("_bench/constant/", BenchConstantApi.as_view(), name="bench-constant"))
 # Last: anything else under /api/v1/ (including paths with newlines) is a JSON 404.
 urlpatterns.append(re_path(r"^[\s\S]*$", UnknownPathApi.as_view(), name="unknown"))

@@ -7,6 +7,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from apps.admission.views import admission_ascendjobs
+from apps.api.metrics import metrics_view
 from apps.core.permissions import ApiDocsAccess
 from apps.core.views import healthz
 
@@ -23,6 +24,6 @@ urlpatterns = [
         SpectacularSwaggerSplitView.as_view(url_name="api-schema", permission_classes=[ApiDocsAccess]),
         name="api-docs",
     ),
-    path("metrics", include("apps.events.urls")),
+    path("metrics", metrics_view, name="metrics"),
     path("", include("apps.web.urls")),
 ]

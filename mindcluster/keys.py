@@ -6,6 +6,8 @@ here once (see ``shared/reference/mindcluster.md``); nothing else should inline 
 
 from __future__ import annotations
 
+from typing import Final
+
 # --- API coordinates -------------------------------------------------------------------------
 ASCENDJOB_GROUP = "mindxdl.gitee.com"
 ASCENDJOB_VERSION = "v1"
@@ -24,6 +26,8 @@ VOLCANO_SCHEDULER = "volcano"
 
 # --- job labels --------------------------------------------------------------------------------
 LABEL_FRAMEWORK = "framework"
+# The values of the framework label the operator knows (its PyTorch/MindSpore/TensorFlow job kinds).
+FRAMEWORKS: Final = ("pytorch", "mindspore", "tensorflow")
 LABEL_RING_CONTROLLER = "ring-controller.atlas"
 LABEL_FAULT_SCHEDULING = "fault-scheduling"
 LABEL_POD_RESCHEDULING = "pod-rescheduling"

@@ -1,25 +1,14 @@
-"""Who is acting, as the services and the audit trail need it, from an API request."""
+"""The ``Actor`` of an API request: its user, the token used, and the request id."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from django.contrib.auth.models import AnonymousUser, User
+from django.contrib.auth.models import User
 from rest_framework.exceptions import NotAuthenticated
 from rest_framework.request import Request
 
 from apps.accounts.authentication import token_name_of
+from apps.audit.actors import Actor
 from apps.core.middleware import request_id_of
-
-
-@dataclass(frozen=True)
-class Actor:
-    """Who is making a change, as the audit trail records it."""
-
-    user: User | AnonymousUser | None = None
-    name: str = ""  # e.g. "system:adoption" when there is no user
-    token_name: str = ""
-    request_id: str = ""
 
 
 def actor_for(request: Request) -> Actor:

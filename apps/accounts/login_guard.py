@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from axes.backends import AxesStandaloneBackend
-from django.conf import settings
 from django.http import HttpRequest
+from rest_framework.settings import api_settings
 
 
 class LoginGuardBackend(AxesStandaloneBackend):
@@ -26,7 +26,7 @@ class LoginGuardBackend(AxesStandaloneBackend):
 def client_ip(request: HttpRequest) -> str:
     """The address that sent the sign-in: ``REMOTE_ADDR``, or, behind ``API_NUM_PROXIES`` trusted
     proxies, the address the outermost trusted proxy saw (never a client-supplied header alone)."""
-    proxies = int(getattr(settings, "API_NUM_PROXIES", None) or 0)
+    proxies = api_settings.NUM_PROXIES or 0  # REST_FRAMEWORK["NUM_PROXIES"], from API_NUM_PROXIES
     forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
     if proxies and forwarded:
         hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import CharField, Exists, OuterRef, Q, QuerySet
+from django.db.models.functions import Cast
 
 from apps.accounts.models import ALL_NAMESPACES, ROLE_RANK, ApiToken, NamespaceGrant, Role
+from apps.audit.models import AuditEntry
 from apps.jobs.models import Cluster, TrainingJob
 
 UserLike = User | AnonymousUser
+JOB_OBJECT_TYPE = TrainingJob._meta.label_lower
 
 
 def roles_at_least(role: str) -> list[str]:
@@ -129,3 +132,14 @@ def tokens_of(user: UserLike) -> QuerySet[ApiToken]:
     if not user.is_authenticated:
         return ApiToken.objects.none()
     return ApiToken.objects.filter(user=user)
+
+
+def audit_visible_to(user: UserLike) -> QuerySet[AuditEntry]:
+    """One query: entries about jobs in namespaces the user administers (all entries for superusers)."""
+    entries = AuditEntry.objects.all()
+    if _is_superuser(user):
+        return entries
+    administered = (
+        jobs_visible_to(user, min_role=Role.ADMIN).annotate(pk_text=Cast("pk", CharField())).values("pk_text")
+    )
+    return entries.filter(object_type=JOB_OBJECT_TYPE, object_id__in=administered)

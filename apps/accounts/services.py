@@ -75,7 +75,7 @@ def token_issue(
     ``parent``: the token that authenticated the request, whose expiry caps the new one's. Refused
     with ``TooManyTokens`` when the user holds ``API_TOKENS_PER_USER`` active tokens already.
     """
-    limit = int(getattr(settings, "API_TOKENS_PER_USER", 50))
+    limit = settings.API_TOKENS_PER_USER
     # The user's row is the lock: two concurrent requests cannot both take the last free place.
     get_user_model().objects.select_for_update().filter(pk=user.pk).first()
     if active_tokens_of(user) >= limit:

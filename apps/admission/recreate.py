@@ -20,7 +20,7 @@ from typing import Any
 
 from django.db import transaction
 
-from apps.accounts.actors import Actor
+from apps.audit.actors import Actor
 from apps.audit.services import audit_record
 from apps.cluster import client as kube
 from apps.cluster.errors import ClusterError

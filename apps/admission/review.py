@@ -29,15 +29,15 @@ from django.db import IntegrityError, close_old_connections, connection, transac
 from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 
-from apps.accounts.actors import Actor
 from apps.admission.jsonpatch import diff
 from apps.admission.merge import ANNOTATION_PRESET, Merged, keep_user_metadata, merge_layers
 from apps.admission.models import NamespaceDefault
+from apps.audit.actors import Actor
 from apps.audit.services import audit_record
 from apps.events import kinds
 from apps.events.services import event_record
-from apps.jobs.adoption import job_facts
 from apps.jobs.models import Cluster, TrainingJob
+from apps.policies.adoption import job_facts
 from apps.policies.builtin_presets import builtin_preset
 from apps.policies.models import PolicyRevision, PolicySync, Preset
 from apps.policies.rendering import render

@@ -54,7 +54,7 @@ def policy() -> str:
         "form-action": "'self'",
         "frame-ancestors": "'none'",
     }
-    extra = str(getattr(settings, "CONTENT_SECURITY_POLICY_EXTRA", "") or "").strip()
+    extra = settings.CONTENT_SECURITY_POLICY_EXTRA.strip()
     text = "; ".join(f"{name} {value}" for name, value in directives.items())
     return f"{text}; {extra}" if extra else text
 

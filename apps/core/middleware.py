@@ -41,7 +41,7 @@ def request_id_of(request: Any) -> str:
 def _pick(request: HttpRequest) -> str:
     incoming = request.META.get(META_KEY)
     if incoming and _SANE.match(incoming):
-        trusted = getattr(settings, "REQUEST_ID_TRUSTED_PROXIES", ())
+        trusted = settings.REQUEST_ID_TRUSTED_PROXIES
         if trusted and request.META.get("REMOTE_ADDR") in trusted:
             return incoming
     return uuid.uuid4().hex

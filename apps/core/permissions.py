@@ -18,6 +18,6 @@ class ApiDocsAccess(BasePermission):
     message = "The API documentation is for signed-in users on this server (API_DOCS_PUBLIC=false)."
 
     def has_permission(self, request: Request, view: APIView) -> bool:
-        if getattr(settings, "API_DOCS_PUBLIC", True):
+        if settings.API_DOCS_PUBLIC:
             return True
         return bool(request.user and request.user.is_authenticated)

@@ -34,6 +34,7 @@ from apps.audit.services import audit_record
 from apps.cluster import client as kube
 from apps.cluster.errors import ClusterError
 from apps.core.errors import ApplicationError
+from apps.core.queue import enqueue
 from apps.decisions.models import Decision
 from apps.decisions.rules import CONFIRM_TYPE_NAMES, FaultFacts, evaluate, parse_confirm_fault, window_lengths
 from apps.events.models import JobEvent
@@ -306,8 +307,6 @@ def decision_open(
 
 
 def _after_decided(decision: Decision) -> None:
-    from apps.decisions.tasks import expire_decision, write_decision
-
     if decision.state == State.DECIDED:
         # ClusterD is blocked until the answer lands: write it here and now; the Celery task is the
         # retry path for anything transient (and the sweep the path after a crash).
@@ -315,13 +314,12 @@ def _after_decided(decision: Decision) -> None:
             decision_write(decision_id=decision.pk)
         except ClusterError as exc:
             log.info("decision %s: inline write failed (%s); queued for retry", decision.pk, exc.message)
-            write_decision.apply_async(kwargs={"decision_id": decision.pk}, queue=settings.CELERY_PUSH_QUEUE)
+            enqueue("decisions.write", kwargs={"decision_id": decision.pk}, queue=settings.CELERY_PUSH_QUEUE)
     else:
         assert decision.deadline_at is not None
         delay = max(0.0, (decision.deadline_at - timezone.now()).total_seconds())
-        expire_decision.apply_async(
-            kwargs={"decision_id": decision.pk}, countdown=delay, queue=settings.CELERY_PUSH_QUEUE
-        )
+        expire = {"decision_id": decision.pk}
+        enqueue("decisions.expire", kwargs=expire, countdown=delay, queue=settings.CELERY_PUSH_QUEUE)
         from apps.decisions.notify import notify_pending
 
         notify_pending(decision)
@@ -571,8 +569,6 @@ NO_STATUS = "none: ClusterD reported nothing"
 def decisions_sweep() -> int:
     """Safety net after restarts: expire overdue questions, (re)write decided answers, and clear
     answers ClusterD never reported on (restoring the standing answer)."""
-    from apps.decisions.tasks import write_decision
-
     count = 0
     for pk in Decision.objects.filter(state=State.PENDING, deadline_at__lte=timezone.now()).values_list(
         "pk", flat=True
@@ -583,7 +579,7 @@ def decisions_sweep() -> int:
     for pk in Decision.objects.filter(state=State.DECIDED, decided_at__lte=stale).values_list(
         "pk", flat=True
     ):
-        write_decision.apply_async(kwargs={"decision_id": pk}, queue=settings.CELERY_PUSH_QUEUE)
+        enqueue("decisions.write", kwargs={"decision_id": pk}, queue=settings.CELERY_PUSH_QUEUE)
         count += 1
     abandoned = timezone.now() - timedelta(seconds=ABANDONED_AFTER_S)
     for decision in Decision.objects.filter(state=State.WRITTEN, written_at__lte=abandoned).select_related(

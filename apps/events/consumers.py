@@ -71,10 +71,6 @@ def _db(fn: Any) -> Any:
     return database_sync_to_async(fn, thread_sensitive=False)
 
 
-def _setting(name: str, default: float) -> float:
-    return float(getattr(settings, name, default))
-
-
 @dataclass
 class Subscription:
     """One job a socket follows: the last seq it was sent."""
@@ -99,18 +95,18 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         self.all_jobs = False
         self.visible: set[int] = set()
         self.pending_summaries: dict[int, dict[str, Any]] = {}
-        self.max_replay = int(_setting("EVENTS_WS_MAX_REPLAY", 1000))
-        self.max_lag_ns = int(_setting("EVENTS_WS_MAX_LAG_SECONDS", 5.0) * 1e9)
-        self.coalesce_after = int(_setting("EVENTS_WS_COALESCE_AFTER", 50))
+        self.max_replay = int(settings.EVENTS_WS_MAX_REPLAY)
+        self.max_lag_ns = int(settings.EVENTS_WS_MAX_LAG_SECONDS * 1e9)
+        self.coalesce_after = int(settings.EVENTS_WS_COALESCE_AFTER)
         self.event_frames = metrics.FRAMES_SENT.labels(type="event")
         # What the socket was opened with, rechecked by _access_loop.
         token_id = self.scope.get("auth_token_id")
         self.token_id: int | None = token_id if isinstance(token_id, int) else None
         session = self.scope.get("session") if self.token_id is None else None
         self.session_key: str | None = getattr(session, "session_key", None) if session is not None else None
-        self.max_subscriptions = int(_setting("EVENTS_WS_MAX_SUBSCRIPTIONS", 100))
-        self.subscribe_burst = _setting("EVENTS_WS_SUBSCRIBE_BURST", 20)
-        self.subscribe_rate = _setting("EVENTS_WS_SUBSCRIBE_RATE", 1.0)
+        self.max_subscriptions = int(settings.EVENTS_WS_MAX_SUBSCRIPTIONS)
+        self.subscribe_burst = float(settings.EVENTS_WS_SUBSCRIBE_BURST)
+        self.subscribe_rate = float(settings.EVENTS_WS_SUBSCRIBE_RATE)
         self.subscribe_tokens = self.subscribe_burst
         self.subscribe_checked = time.monotonic()
         self.tasks: list[asyncio.Task[None]] = []
@@ -398,7 +394,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
             self.pending_summaries[frame["job"]] = frame  # coalesced: the newest summary wins
 
     async def _summary_loop(self) -> None:
-        interval = _setting("EVENTS_WS_SUMMARY_SECONDS", 0.25)
+        interval = settings.EVENTS_WS_SUMMARY_SECONDS
         while True:
             await asyncio.sleep(interval)
             if self.pending_summaries:
@@ -409,7 +405,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
     # --- safety net -------------------------------------------------------------------------------
     async def _check_loop(self) -> None:
         """Every few seconds (jittered, so sockets opened together do not query together)."""
-        interval = _setting("EVENTS_WS_CHECK_SECONDS", 1.5)
+        interval = settings.EVENTS_WS_CHECK_SECONDS
         while True:
             await asyncio.sleep(interval * random.uniform(0.75, 1.25))
             try:
@@ -421,7 +417,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
 
     async def _access_loop(self) -> None:
         """Recheck what the socket was opened with (issue #16); see the module docstring."""
-        interval = _setting("EVENTS_WS_ACCESS_CHECK_SECONDS", 5.0)
+        interval = settings.EVENTS_WS_ACCESS_CHECK_SECONDS
         while getattr(self, "opened", False):
             await asyncio.sleep(interval * random.uniform(0.8, 1.0))
             try:

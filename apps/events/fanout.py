@@ -134,7 +134,7 @@ class FanoutHub:
         every followed job in one query; each follower compares it with what it sent."""
         from django.conf import settings
 
-        interval = float(getattr(settings, "EVENTS_WS_CHECK_SECONDS", 1.5))
+        interval = settings.EVENTS_WS_CHECK_SECONDS
         while True:
             await asyncio.sleep(interval)
             try:

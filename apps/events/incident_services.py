@@ -24,7 +24,7 @@ LATE_SKEW = timedelta(seconds=2)
 
 
 def _late_window() -> timedelta:
-    return timedelta(seconds=float(getattr(settings, "EVENTS_INCIDENT_LATE_SECONDS", 10.0)))
+    return timedelta(seconds=settings.EVENTS_INCIDENT_LATE_SECONDS)
 
 
 @dataclass

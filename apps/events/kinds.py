@@ -22,7 +22,7 @@
 | ``policy.admitted`` / ``policy.admission_skipped`` | the admission webhook (``apps.admission``) | ``revision``, ``sources``, ``warnings`` |
 | ``job.recreated`` | "recreate to apply" (``apps.admission.recreate``) | ``old_uid``, ``new_uid``, ``revision`` |
 
-The mapping from Kubernetes Event reasons is a table (``apps.events.ingest.k8s_events.REASONS``), so a
+The mapping from Kubernetes Event reasons is a table (``apps.ingest.k8s_events.REASONS``), so a
 real ClusterD's reasons can be added without code changes elsewhere.
 """
 

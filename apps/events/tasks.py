@@ -9,11 +9,13 @@ from typing import Any
 from celery import shared_task
 from django.conf import settings
 
+from apps.events.webhooks import deliveries_sweep, delivery_attempt, delivery_give_up, delivery_lease
+
 
 def backoff_seconds(retries: int) -> float:
     """Exponential with full jitter: base·2^n capped, so many failing receivers do not retry in step."""
-    base = float(getattr(settings, "WEBHOOK_BACKOFF_BASE_SECONDS", 2.0))
-    cap = float(getattr(settings, "WEBHOOK_BACKOFF_MAX_SECONDS", 300.0))
+    base = settings.WEBHOOK_BACKOFF_BASE_SECONDS
+    cap = settings.WEBHOOK_BACKOFF_MAX_SECONDS
     return random.uniform(0, min(cap, base * (2**retries)))
 
 
@@ -21,8 +23,6 @@ def backoff_seconds(retries: int) -> float:
     bind=True, name="events.deliver_webhook", acks_late=True, reject_on_worker_lost=True, max_retries=None
 )
 def deliver_webhook(self: Any, *, delivery_id: int) -> str:
-    from apps.events.webhooks import delivery_attempt, delivery_give_up, delivery_lease
-
     result = delivery_attempt(delivery_id=delivery_id)
     if result is None:
         return "not-pending"
@@ -30,7 +30,7 @@ def deliver_webhook(self: Any, *, delivery_id: int) -> str:
         return "delivered"
     if not result.retryable:
         return "failed"
-    max_attempts = int(getattr(settings, "WEBHOOK_MAX_ATTEMPTS", 8))
+    max_attempts = settings.WEBHOOK_MAX_ATTEMPTS
     # Counted on the row: a delivery the sweep re-queued keeps its count.
     if result.attempts >= max_attempts:
         delivery_give_up(
@@ -45,6 +45,4 @@ def deliver_webhook(self: Any, *, delivery_id: int) -> str:
 
 @shared_task(name="events.sweep_webhooks")
 def sweep_webhooks() -> int:
-    from apps.events.webhooks import deliveries_sweep
-
     return len(deliveries_sweep())

@@ -24,7 +24,7 @@ SCHEMES = ("http", "https")
 
 
 def allow_private() -> bool:
-    return bool(getattr(settings, "WEBHOOK_ALLOW_PRIVATE_TARGETS", False))
+    return settings.WEBHOOK_ALLOW_PRIVATE_TARGETS
 
 
 def _special(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:

@@ -32,11 +32,13 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from apps.core.queue import task_named
 from apps.events.models import Incident, RestartBudget, Webhook, WebhookDelivery
 from apps.events.webhook_urls import OPENER, allow_private, webhook_url_problem
 from apps.jobs.models import TrainingJob
 
 log = logging.getLogger(__name__)
+DELIVER_TASK = "events.deliver_webhook"  # apps/events/tasks.py
 USER_AGENT = "mindcluster-recovery-control-plane/webhooks"
 
 
@@ -64,7 +66,7 @@ def webhooks_for(job: TrainingJob, kind: str) -> list[Webhook]:
 
 def requeue_seconds() -> float:
     """How long a queued (or retrying) delivery may stay pending before the sweep queues it again."""
-    return float(getattr(settings, "WEBHOOK_REQUEUE_SECONDS", 60.0))
+    return settings.WEBHOOK_REQUEUE_SECONDS
 
 
 def webhooks_dispatch(*, job: TrainingJob, kind: str, payload: dict[str, Any]) -> list[WebhookDelivery]:
@@ -86,18 +88,17 @@ def webhooks_dispatch(*, job: TrainingJob, kind: str, payload: dict[str, Any]) -
 
 def delivery_enqueue(delivery_id: int) -> bool:
     """Queue one delivery; False (logged) when the broker cannot take it: the sweep will."""
-    from apps.events.tasks import deliver_webhook
-
-    if deliver_webhook.app.conf.task_always_eager:  # eager mode has no broker to connect to
-        deliver_webhook.apply_async(kwargs={"delivery_id": delivery_id})
+    deliver = task_named(DELIVER_TASK)
+    if deliver.app.conf.task_always_eager:  # eager mode has no broker to connect to
+        deliver.apply_async(kwargs={"delivery_id": delivery_id})
         return True
     try:
         # Fail fast: kombu's default is ~6 s of reconnecting per message, which with the broker
         # down would stall the ingester (this runs after the event's commit, on its thread).
-        with deliver_webhook.app.pool.acquire(block=True, timeout=2) as acquired:
+        with deliver.app.pool.acquire(block=True, timeout=2) as acquired:
             conn: Any = acquired  # a kombu Connection (celery-types name the pool's items Producer)
             conn.ensure_connection(max_retries=1, interval_start=0, interval_step=0.2, interval_max=0.2)
-            deliver_webhook.apply_async(  # type: ignore[call-arg]  # connection= goes through **options
+            deliver.apply_async(  # type: ignore[call-arg]  # connection= goes through **options
                 kwargs={"delivery_id": delivery_id}, connection=conn, retry=False
             )
     except Exception as exc:
@@ -179,7 +180,7 @@ def post(delivery: WebhookDelivery) -> Attempt:
             "X-Signature": sign(hook.secret, timestamp, body),
         },
     )
-    timeout = float(getattr(settings, "WEBHOOK_TIMEOUT_SECONDS", 5.0))
+    timeout = settings.WEBHOOK_TIMEOUT_SECONDS
     problem = webhook_url_problem(hook.url, allow_private=allow_private())
     if problem:  # checked again at send time: the name may resolve elsewhere now
         return Attempt(False, None, f"refused: {problem}"[:500], False)

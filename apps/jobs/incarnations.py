@@ -13,6 +13,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from apps.cluster.timestamps import parse_k8s_time
 from apps.jobs.models import JobIncarnation, TrainingJob
 from mindcluster import keys as c
 
@@ -44,8 +45,6 @@ def tracked_keys(obj: dict[str, Any]) -> dict[str, dict[str, str]]:
 
 
 def _time(value: Any) -> datetime | None:
-    from apps.events.ingest.observation import parse_k8s_time
-
     return parse_k8s_time(value)
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
-from apps.policies.spec import DEFAULT_RELEASE, FRAMEWORKS, RELEASES
+from mindcluster.keys import FRAMEWORKS
+from mindcluster.releases import DEFAULT_RELEASE, RELEASES
 
 
 class Cluster(models.Model):

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from apps.accounts.actors import Actor
+from apps.audit.actors import Actor
 from apps.audit.services import audit_record
 from apps.core.errors import ApplicationError
 from apps.jobs.models import Cluster, TrainingJob

@@ -15,6 +15,7 @@ from typing import Any, Final
 from mindcluster.ascendjob import JobContext as JobContext
 from mindcluster.ascendjob import ReplicaFacts as ReplicaFacts
 from mindcluster.ascendjob import npus_in as npus_in
+from mindcluster.keys import FRAMEWORKS as FRAMEWORKS
 from mindcluster.releases import DEFAULT_RELEASE as DEFAULT_RELEASE
 from mindcluster.releases import RELEASES as RELEASES
 from mindcluster.releases import release_at_least as release_at_least
@@ -27,7 +28,6 @@ from mindcluster.strategies import sort_strategies as sort_strategies
 
 FAULT_SCHEDULING_VALUES: Final = ("grace", "force", "off")
 SUB_HEALTHY_VALUES: Final = ("ignore", "graceExit", "forceExit", "hotSwitch")
-FRAMEWORKS: Final = ("pytorch", "mindspore", "tensorflow")
 # "ask" = a person decides.
 DECISION_ACTIONS: Final = (*PLATFORM_STRATEGIES, "ask")
 FAULT_TYPES: Final = ("uce", "hccl", "normal", "node")

@@ -23,8 +23,8 @@ from apps.accounts.selectors import (
     jobs_visible_to,
     role_for,
 )
-from apps.jobs.api.serializers import JobOutputSerializer
-from apps.policies.api.bodies import policy_body
+from apps.api.jobs.serializers import JobOutputSerializer
+from apps.api.policies.bodies import policy_body
 from apps.policies.spec import (
     BOUNDS,
     DECISION_ACTIONS,

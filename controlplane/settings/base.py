@@ -94,6 +94,7 @@ INSTALLED_APPS = [
     "apps.events",
     "apps.accounts",
     "apps.decisions",
+    "apps.ingest",
     "apps.admission",
     "apps.advice",
     "apps.web",
@@ -314,6 +315,8 @@ REST_FRAMEWORK = {
 # /api/schema/ and /api/docs/ describe the API contract only (it is published in docs/openapi.yaml
 # too): public by default, so pipelines and their authors can read it; false = signed-in users only.
 API_DOCS_PUBLIC = env_bool("API_DOCS_PUBLIC", default=True)
+# Only for bench/bench_api.py: adds a bare DRF view under /api/v1/_bench/ as its baseline.
+BENCH_ENDPOINTS = env_bool("BENCH_ENDPOINTS", default=False)
 SPECTACULAR_SETTINGS = {
     "TITLE": "MindCluster recovery-policy control plane API",
     "DESCRIPTION": "Validate, render, set and push MindCluster fault-recovery policies (design.md §4.2).",

@@ -31,15 +31,15 @@ import yaml
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from apps.accounts.actors import Actor
 from apps.accounts.models import NamespaceGrant, Role
 from apps.accounts.services import token_issue
 from apps.admission.merge import ANNOTATION_PRESET
 from apps.admission.services import namespace_default_set
 from apps.admission.webhook_config import MANAGED_LABEL
+from apps.audit.actors import Actor
 from apps.events.models import Incident, JobEvent
-from apps.jobs.adoption import job_adopt
 from apps.jobs.models import Cluster, TrainingJob
+from apps.policies.adoption import job_adopt
 from apps.policies.models import PolicyRevision
 from apps.policies.services import policy_revision_create
 from mindcluster import keys as k
@@ -260,7 +260,7 @@ def test_recreate_applies_a_new_revision_keeps_one_history_and_waits_for_recover
     event = JobEvent.objects.get(job=row, kind="job.recreated")
     assert event.data["old_uid"] == body["old_uid"] and event.data["new_uid"] == body["new_uid"]
     # The old incarnation's DELETED, as the watcher reports it, does not end the history.
-    from apps.jobs.adoption import job_mark_deleted
+    from apps.policies.adoption import job_mark_deleted
 
     job_mark_deleted(cluster=world["cluster"], namespace=world["namespace"], name="redo", uid=body["old_uid"])
     row.refresh_from_db()

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from apps.accounts.actors import Actor
 from apps.admission.services import namespace_default_set
+from apps.audit.actors import Actor
 from apps.audit.models import AuditEntry
 from tests.api.conftest import NAMESPACE, PERSONAS, World, superuser_client, world  # noqa: F401
 
@@ -86,7 +86,7 @@ def test_put_validates_names_the_field_and_keeps_history(world: World) -> None: 
     assert admin.delete(BASE).status_code == 404
     history = admin.get(BASE + "revisions/").json()["results"]
     assert [r["number"] for r in history] == [3, 2, 1] and history[0]["spec"] is None
-    # The audit API shows namespace admins only job entries (apps/audit selectors); read the table.
+    # The audit API shows namespace admins only job entries (apps/accounts/selectors.py); read the table.
     actions = list(AuditEntry.objects.values_list("action", flat=True))
     assert {"namespace_default.update", "namespace_default.delete"} <= set(actions)
 

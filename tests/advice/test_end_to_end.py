@@ -12,7 +12,7 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
-from apps.events.ingest.runner import ClusterIngester
+from apps.ingest.runner import ClusterIngester
 from simcluster.kube import Kube
 from simcluster.runtime import SimCluster
 from tests.events.conftest import (  # noqa: F401  (fixtures used by name)

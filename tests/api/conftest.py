@@ -17,9 +17,9 @@ import pytest
 from django.contrib.auth.models import Group, User
 from rest_framework.test import APIClient
 
-from apps.accounts.actors import Actor
 from apps.accounts.models import NamespaceGrant, Role
 from apps.accounts.services import token_issue
+from apps.audit.actors import Actor
 from apps.jobs.models import Cluster, TrainingJob
 from apps.policies.builtin_presets import BUILTIN_PRESETS
 from apps.policies.models import Preset

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from apps.accounts.actors import Actor
+from apps.audit.actors import Actor
 from apps.jobs.incarnations import incarnation_observe_podgroup
 from apps.jobs.models import TrainingJob
 from apps.policies.services import policy_revision_create

@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from apps.accounts.models import Role
-from apps.jobs.api.serializers import JOB_LIST_COLUMNS, JobOutputSerializer, job_output, job_row_output
+from apps.api.jobs.serializers import JOB_LIST_COLUMNS, JobOutputSerializer, job_output, job_row_output
 from apps.jobs.models import TrainingJob
 from tests.api.conftest import World, grant, make_job
 

@@ -24,8 +24,8 @@ from kubernetes import config as k8s_config
 
 from apps.accounts.models import NamespaceGrant, Role
 from apps.accounts.services import token_issue
+from apps.api.policies.examples import EXAMPLE_MANIFEST
 from apps.jobs.models import Cluster, TrainingJob
-from apps.policies.api.examples import EXAMPLE_MANIFEST
 from apps.policies.push import push_sync
 from mindcluster import keys as c
 from simcluster.kubeapi import KubeApiEmulator

@@ -11,9 +11,9 @@ from django.db import connection
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 
-from apps.accounts.actors import Actor
 from apps.accounts.models import NamespaceGrant, Role
 from apps.accounts.services import token_issue
+from apps.audit.actors import Actor
 from apps.audit.services import audit_record
 from apps.events.services import event_record
 from apps.jobs.models import Cluster

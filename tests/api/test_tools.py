@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from apps.policies.api.examples import EXAMPLE_MANIFEST
+from apps.api.policies.examples import EXAMPLE_MANIFEST
 from apps.policies.validation import validate_manifest, validate_policy
 from mindcluster import keys as k
 from tests.api.conftest import World

@@ -508,7 +508,7 @@ class DashboardBrowserTests(ChannelsLiveServerTestCase):
 
     def test_fault_injected_in_the_simulated_cluster_reaches_the_timeline(self) -> None:
         """The whole path: simulated ClusterD → Kubernetes objects → ingester → store → socket → page."""
-        from apps.events.ingest.runner import ClusterIngester
+        from apps.ingest.runner import ClusterIngester
         from simcluster.runtime import SimCluster
         from tests.simcluster.sim_fixtures import create_job, make_job
 
@@ -655,7 +655,7 @@ class DashboardBrowserTests(ChannelsLiveServerTestCase):
 
     def test_in_effect_revision_and_what_waits_are_shown_in_the_header_and_what_changes(self) -> None:
         """Issue #13: created with revision 1; revision 2 is written but waits for a recreation."""
-        from apps.accounts.actors import Actor
+        from apps.audit.actors import Actor
         from apps.jobs.incarnations import incarnation_observe_podgroup
         from apps.policies.services import policy_revision_create
 

@@ -17,7 +17,7 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
-from apps.accounts.actors import Actor
+from apps.audit.actors import Actor
 from apps.decisions.models import Decision
 from apps.decisions.watcher import PodGroupWatcher
 from apps.jobs.models import Cluster, TrainingJob

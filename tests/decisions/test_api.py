@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.accounts.actors import Actor
+from apps.audit.actors import Actor
 from apps.decisions.models import Decision
 from apps.policies.services import policy_revision_create
 from tests.api.conftest import World

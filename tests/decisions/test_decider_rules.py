@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.accounts.actors import Actor
+from apps.audit.actors import Actor
 from apps.decisions.models import Decision
 from apps.decisions.services import decision_observe, decision_open, is_standing, standing_for
 from apps.policies.services import policy_revision_create

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from apps.events.ingest.runner import ClusterIngester
 from apps.events.models import Incident, JobEvent
+from apps.ingest.runner import ClusterIngester
 from apps.jobs.models import Cluster, TrainingJob
 from simcluster.kube import Kube
 from simcluster.runtime import SimCluster

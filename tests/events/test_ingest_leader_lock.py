@@ -15,8 +15,8 @@ import pytest
 from django.db import connection
 
 from apps.events import kinds
-from apps.events.ingest.runner import LEASE_NAMESPACE, ClusterIngester
 from apps.events.models import Incident, JobEvent
+from apps.ingest.runner import LEASE_NAMESPACE, ClusterIngester
 from apps.jobs.models import Cluster, TrainingJob
 from simcluster.kube import Kube
 from simcluster.runtime import SimCluster

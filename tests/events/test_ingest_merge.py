@@ -11,8 +11,8 @@ from datetime import datetime
 import pytest
 from django.utils import timezone
 
-from apps.events.ingest import runner
-from apps.events.ingest.runner import CLUSTERD_SOURCE, ClusterIngester, Item, watch_specs
+from apps.ingest import runner
+from apps.ingest.runner import CLUSTERD_SOURCE, ClusterIngester, Item, watch_specs
 from apps.jobs.models import Cluster
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -19,13 +19,13 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from apps.accounts.models import NamespaceGrant, Role
+from apps.api.events.incidents import incidents_urlpatterns
 from apps.clusterd.client import DeviceFault, FaultSignal, NodeFault
 from apps.events import kinds
-from apps.events.incidents_api import incidents_urlpatterns
-from apps.events.ingest.observation import JobRef, Observation
-from apps.events.ingest.store import IngestStore
 from apps.events.models import Incident, JobEvent, RestartBudget, Webhook, WebhookDelivery
 from apps.events.webhooks import verify, webhooks_dispatch
+from apps.ingest.observation import JobRef, Observation
+from apps.ingest.store import IngestStore
 from apps.jobs.models import Cluster, TrainingJob
 from controlplane.celery import app as celery_app
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from apps.events import kinds
-from apps.events.ingest.runner import ClusterIngester
 from apps.events.models import Incident, JobEvent, RestartBudget
+from apps.ingest.runner import ClusterIngester
 from simcluster.kube import Kube
 from simcluster.runtime import SimCluster
 from tests.events.conftest import assert_gap_free, closed_incidents, job_row, kinds_of, wait_for

@@ -7,9 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from apps.cluster.timestamps import parse_k8s_time
 from apps.clusterd.client import DeviceFault, FaultSignal, NodeFault
 from apps.events import incidents, kinds
-from apps.events.ingest import (
+from apps.ingest import (
     ascendjobs,
     clusterd_faults,
     k8s_events,
@@ -17,7 +18,7 @@ from apps.events.ingest import (
     reschedule_reason,
     reset_config,
 )
-from apps.events.ingest.observation import best_time, parse_k8s_time, split_uid_suffix
+from apps.ingest.observation import best_time, split_uid_suffix
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 UID = "0b8a1c2d-3e4f-4a5b-8c6d-7e8f9a0b1c2d"

@@ -19,10 +19,10 @@ from django.test import override_settings
 from django.utils import timezone
 
 from apps.events import kinds
-from apps.events.ingest.observation import JobRef, Observation
-from apps.events.ingest.store import IngestStore
 from apps.events.models import Incident, Webhook, WebhookDelivery
 from apps.events.webhooks import deliveries_sweep
+from apps.ingest.observation import JobRef, Observation
+from apps.ingest.store import IngestStore
 from apps.jobs.models import Cluster, TrainingJob
 from controlplane.celery import app as celery_app
 from tests.push.conftest import Worker

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from apps.accounts.actors import Actor
-from apps.events.ingest.init_snapshot import init_snapshot_of, snapshot_keys
-from apps.jobs.adoption import job_adopt
+from apps.audit.actors import Actor
+from apps.ingest.init_snapshot import init_snapshot_of, snapshot_keys
 from apps.jobs.incarnations import incarnation_observe_init, incarnation_observe_podgroup
 from apps.jobs.models import Cluster, TrainingJob
+from apps.policies.adoption import job_adopt
 from apps.policies.desired import desired_state
 from apps.policies.in_effect import in_effect, in_effect_briefs
 from apps.policies.models import PolicyRevision, PolicySync

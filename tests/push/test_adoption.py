@@ -11,7 +11,7 @@ import yaml
 from kubernetes import client as k8s
 
 from apps.jobs.models import Cluster, TrainingJob
-from apps.jobs.watcher import ClusterJobWatcher
+from apps.policies.adoption_watcher import ClusterJobWatcher
 from apps.policies.models import PolicyRevision, PolicySync
 from mindcluster import keys as c
 from simcluster.kubeapi import KubeApiEmulator

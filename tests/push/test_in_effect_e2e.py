@@ -14,10 +14,10 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
-from apps.accounts.actors import Actor
+from apps.audit.actors import Actor
 from apps.events import kinds
-from apps.events.ingest.runner import ClusterIngester
 from apps.events.models import JobEvent
+from apps.ingest.runner import ClusterIngester
 from apps.jobs.models import Cluster, TrainingJob
 from apps.policies.desired import desired_state
 from apps.policies.models import PolicySync

@@ -14,7 +14,7 @@ import pytest
 from django.test import override_settings
 from kubernetes import client as k8s
 
-from apps.accounts.actors import Actor
+from apps.audit.actors import Actor
 from apps.events.models import JobEvent
 from apps.jobs.models import TrainingJob
 from apps.policies.models import PolicySync

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.test import Client, override_settings
 
-from apps.events import metrics
+from apps.api import metrics
 
 pytestmark = pytest.mark.django_db
 

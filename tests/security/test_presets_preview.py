@@ -47,7 +47,7 @@ def test_the_author_and_a_superuser_may(world: World, superuser_client: Any) -> 
 
 def test_the_rule_holds_below_the_api_too(world: World) -> None:
     """The service refuses as well, so no other entry point (page, command) can skip the check."""
-    from apps.accounts.actors import Actor
+    from apps.audit.actors import Actor
     from apps.policies.preset_services import PresetForbidden, preset_delete
 
     with pytest.raises(PresetForbidden):

@@ -1,0 +1,77 @@
+"""``/tokens/``: each user lists, creates and revokes their own API tokens.
+
+A token created with a token expires no later than that token, and a user holds at most
+``API_TOKENS_PER_USER`` active tokens (issue #16: one leaked key must not mint endless ones).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.db.models import QuerySet
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema, extend_schema_view
+from rest_framework import mixins, status, viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from apps.accounts.actors import signed_in_user
+from apps.accounts.authentication import token_name_of
+from apps.accounts.models import ApiToken
+from apps.accounts.selectors import tokens_of
+from apps.accounts.services import TooManyTokens, token_issue, token_revoke
+from apps.api.accounts.serializers import (
+    TokenCreatedSerializer,
+    TokenCreateInputSerializer,
+    TokenOutputSerializer,
+)
+from apps.core.api_errors import ApiError
+from apps.core.middleware import request_id_of
+
+TAG = "tokens"
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Your API tokens", tags=[TAG]),
+    create=extend_schema(
+        summary="Create a token (the key is shown once; capped per user and by the calling token's expiry)",
+        tags=[TAG],
+        request=TokenCreateInputSerializer,
+        responses={201: TokenCreatedSerializer},
+    ),
+    destroy=extend_schema(summary="Revoke a token", tags=[TAG], responses={204: None}),
+)
+class TokenViewSet(
+    mixins.ListModelMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet
+):
+    serializer_class = TokenOutputSerializer
+    lookup_value_regex = "[0-9]{1,18}"
+
+    def get_queryset(self) -> QuerySet[ApiToken]:
+        return tokens_of(self.request.user).order_by("-created_at", "-id")
+
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        data = TokenCreateInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        days = data.validated_data.get("expires_in_days")
+        try:
+            token, key = token_issue(
+                signed_in_user(request),
+                data.validated_data["name"],
+                timezone.now() + timedelta(days=days) if days else None,
+                request_id=request_id_of(request),
+                actor_token_name=token_name_of(request),
+                parent=request.auth if isinstance(request.auth, ApiToken) else None,
+            )
+        except TooManyTokens as exc:
+            raise ApiError(str(exc), code="too_many_tokens", field="name") from None
+        # The key is not a column (only its hash is stored): it joins the row's fields here, once.
+        body = {**TokenOutputSerializer(token).data, "key": key}
+        return Response(body, status=status.HTTP_201_CREATED)
+
+    def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        token_revoke(
+            self.get_object(), request_id=request_id_of(request), actor_token_name=token_name_of(request)
+        )
+        return Response(status=status.HTTP_204_NO_CONTENT)

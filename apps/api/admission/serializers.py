@@ -1,0 +1,70 @@
+"""Input and output shapes of the namespace-default and recreate endpoints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from apps.api.policies.serializers import PolicySpecField, PolicySpecSerializer
+from apps.core.api_errors import ErrorSerializer
+from apps.core.api_inputs import StrictInputSerializer
+
+MAX_COMMENT = 500
+
+
+class DefaultPolicyPutSerializer(StrictInputSerializer):
+    """``PUT .../default-policy/``: the same body as a job's policy (a spec or a preset)."""
+
+    spec = PolicySpecField(required=False, help_text="The policy; give this or preset")
+    preset = serializers.SlugField(max_length=63, required=False, help_text="Take the spec from this preset")
+    comment = serializers.CharField(max_length=MAX_COMMENT, required=False, allow_blank=True, default="")
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if ("spec" in attrs) == ("preset" in attrs):
+            raise serializers.ValidationError(
+                {
+                    "spec": [
+                        serializers.ErrorDetail("Give exactly one of spec and preset.", code="missing_field")
+                    ]
+                }
+            )
+        return attrs
+
+
+class DefaultPolicyOutputSerializer(serializers.Serializer):
+    cluster = serializers.CharField()
+    namespace = serializers.CharField()
+    revision = serializers.IntegerField(allow_null=True, help_text="Revision in force; null = no default")
+    spec = PolicySpecSerializer(allow_null=True)
+    preset = serializers.CharField(allow_blank=True, help_text="Preset the spec was taken from, if any")
+    comment = serializers.CharField(allow_blank=True)
+    author = serializers.CharField(allow_blank=True)
+    updated_at = serializers.DateTimeField(allow_null=True)
+    warnings = ErrorSerializer(many=True)
+
+
+class DefaultRevisionOutputSerializer(serializers.Serializer):
+    number = serializers.IntegerField(min_value=1)
+    spec = PolicySpecSerializer(allow_null=True, help_text="null: the default was removed")
+    preset = serializers.CharField(source="preset_name", allow_blank=True)
+    author = serializers.CharField(source="author_name", allow_blank=True)
+    comment = serializers.CharField(allow_blank=True)
+    created_at = serializers.DateTimeField()
+
+
+class RecreateInputSerializer(StrictInputSerializer):
+    confirm = serializers.CharField(max_length=253, help_text="The job's name, typed to confirm")
+    revision = serializers.IntegerField(
+        min_value=1,
+        max_value=2**31 - 1,
+        required=False,
+        help_text="Revision to merge; default the current one",
+    )
+
+
+class RecreateOutputSerializer(serializers.Serializer):
+    job = serializers.IntegerField()
+    old_uid = serializers.CharField()
+    new_uid = serializers.CharField()
+    revision = serializers.IntegerField()

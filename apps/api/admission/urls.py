@@ -1,0 +1,21 @@
+"""Routes: namespace defaults under a cluster, and the recreate verb on a job."""
+
+from __future__ import annotations
+
+from django.urls import path
+
+from apps.api.admission.views import DefaultPolicyApi, DefaultPolicyRevisionsApi, JobRecreateApi
+
+urlpatterns = [
+    path(
+        "clusters/<str:cluster>/namespaces/<str:namespace>/default-policy/",
+        DefaultPolicyApi.as_view(),
+        name="namespace-default-policy",
+    ),
+    path(
+        "clusters/<str:cluster>/namespaces/<str:namespace>/default-policy/revisions/",
+        DefaultPolicyRevisionsApi.as_view(),
+        name="namespace-default-policy-revisions",
+    ),
+    path("jobs/<int:job_id>/recreate/", JobRecreateApi.as_view(), name="job-recreate"),
+]

@@ -1,0 +1,206 @@
+"""Namespace default policies (design §4.5) and "recreate to apply" (design §4.6).
+
+Views parse input, check the role and shape output; the work is in ``apps.admission.services``
+and ``apps.admission.recreate``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import generics, status
+from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.accounts.actors import actor_for
+from apps.accounts.models import Role
+from apps.accounts.permissions import job_for_request
+from apps.accounts.selectors import clusters_visible_to, has_role, role_in_namespace
+from apps.admission.models import NamespaceDefault, NamespaceDefaultRevision
+from apps.admission.recreate import RecoveryInProgress, RecreateFailed, job_recreate
+from apps.admission.services import default_for, namespace_default_delete, namespace_default_set
+from apps.api.admission.serializers import (
+    DefaultPolicyOutputSerializer,
+    DefaultPolicyPutSerializer,
+    DefaultRevisionOutputSerializer,
+    RecreateInputSerializer,
+    RecreateOutputSerializer,
+)
+from apps.core.api_errors import ApiError, ErrorResponseSerializer, field_error
+from apps.jobs.models import Cluster
+from apps.policies.builtin_presets import builtin_preset
+from apps.policies.models import Preset
+from apps.policies.validation import validate_policy
+
+TAG = "namespace-defaults"
+_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def _scope(request: Request, cluster_ref: str, namespace: str, need: str) -> Cluster:
+    """The cluster if the user may see ``namespace`` in it (else 404) with role ``need`` (else 403)."""
+    if len(namespace) > 63 or not _NAMESPACE.match(namespace):
+        raise field_error(
+            "namespace",
+            "A namespace is a DNS-1123 label: lower-case letters, digits and '-', at most 63.",
+            "invalid",
+        )
+    clusters = clusters_visible_to(request.user)
+    cluster = clusters.filter(name=cluster_ref).first()
+    if cluster is None and cluster_ref.isdigit() and len(cluster_ref) <= 18:
+        cluster = clusters.filter(pk=int(cluster_ref)).first()
+    role = role_in_namespace(request.user, cluster=cluster, namespace=namespace) if cluster else None
+    if cluster is None or role is None:
+        raise NotFound("No such cluster and namespace (or you may not see them).")
+    if not has_role(role, need):
+        raise PermissionDenied(
+            f"You have the {role} role on namespace {namespace!r} of cluster {cluster.name!r}; "
+            f"this needs {need}."
+        )
+    return cluster
+
+
+def default_body(cluster: Cluster, namespace: str, default: NamespaceDefault | None) -> dict[str, Any]:
+    revision = default.current_revision if default is not None else None
+    warnings = []
+    if revision is not None and revision.spec is not None:
+        warnings = [i.to_dict() for i in validate_policy(revision.spec).warnings]
+    return {
+        "cluster": cluster.name,
+        "namespace": namespace,
+        "revision": revision.number if revision else None,
+        "spec": revision.spec if revision else None,
+        "preset": revision.preset_name if revision else "",
+        "comment": revision.comment if revision else "",
+        "author": revision.author_name if revision else "",
+        "updated_at": default.updated_at if default is not None else None,
+        "warnings": warnings,
+    }
+
+
+@extend_schema(tags=[TAG])
+class DefaultPolicyApi(APIView):
+    """``GET``/``PUT``/``DELETE /clusters/{cluster}/namespaces/{namespace}/default-policy/``."""
+
+    @extend_schema(
+        summary="The default policy new AscendJobs in this namespace get at admission (viewer)",
+        responses={200: DefaultPolicyOutputSerializer, 404: ErrorResponseSerializer},
+    )
+    def get(self, request: Request, cluster: str, namespace: str) -> Response:
+        found = _scope(request, cluster, namespace, Role.VIEWER)
+        return Response(default_body(found, namespace, default_for(found, namespace)))
+
+    @extend_schema(
+        summary="Set the namespace default: a spec or a preset, validated, a new revision (namespace admin)",
+        request=DefaultPolicyPutSerializer,
+        responses={
+            200: DefaultPolicyOutputSerializer,
+            400: ErrorResponseSerializer,
+            403: ErrorResponseSerializer,
+        },
+    )
+    def put(self, request: Request, cluster: str, namespace: str) -> Response:
+        found = _scope(request, cluster, namespace, Role.ADMIN)
+        data = DefaultPolicyPutSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        preset_name = values.get("preset", "")
+        if preset_name:
+            spec = Preset.objects.filter(name=preset_name).values_list("spec", flat=True).first()
+            spec = spec if spec is not None else builtin_preset(preset_name)
+            if spec is None:
+                raise field_error("preset", f"No preset named {preset_name!r}.", "unknown_preset")
+        else:
+            spec = values["spec"]
+        default = namespace_default_set(
+            cluster=found,
+            namespace=namespace,
+            spec=spec,
+            preset_name=preset_name,
+            comment=values.get("comment", ""),
+            actor=actor_for(request),
+        )
+        return Response(default_body(found, namespace, default))
+
+    @extend_schema(
+        summary="Remove the namespace default (history kept; namespace admin)",
+        responses={
+            200: DefaultPolicyOutputSerializer,
+            403: ErrorResponseSerializer,
+            404: ErrorResponseSerializer,
+        },
+    )
+    def delete(self, request: Request, cluster: str, namespace: str) -> Response:
+        found = _scope(request, cluster, namespace, Role.ADMIN)
+        default = default_for(found, namespace)
+        if default is None or default.current_revision is None:
+            raise NotFound(f"Namespace {namespace!r} has no default policy.")
+        default = namespace_default_delete(default=default, actor=actor_for(request))
+        return Response(default_body(found, namespace, default))
+
+
+@extend_schema(tags=[TAG], summary="History of a namespace default, newest first (viewer)")
+class DefaultPolicyRevisionsApi(generics.ListAPIView):
+    serializer_class = DefaultRevisionOutputSerializer
+
+    def get_queryset(self) -> QuerySet[NamespaceDefaultRevision]:
+        if getattr(self, "swagger_fake_view", False):  # schema generation: no request to scope
+            return NamespaceDefaultRevision.objects.none()
+        found = _scope(self.request, self.kwargs["cluster"], self.kwargs["namespace"], Role.VIEWER)
+        return NamespaceDefaultRevision.objects.filter(
+            default__cluster=found, default__namespace=self.kwargs["namespace"]
+        ).order_by("-number")
+
+
+@extend_schema(tags=["jobs"])
+class JobRecreateApi(APIView):
+    """``POST /jobs/{id}/recreate/``."""
+
+    @extend_schema(
+        summary="Delete and re-create the AscendJob with a revision merged, so creation-time keys "
+        "take effect (editor; the training restarts from its last checkpoint)",
+        request=RecreateInputSerializer,
+        responses={
+            200: RecreateOutputSerializer,
+            400: ErrorResponseSerializer,
+            409: OpenApiResponse(
+                ErrorResponseSerializer,
+                "Not now: a recovery is in progress (recovery_in_progress), the job left the cluster "
+                "(job_deleted), or the cluster refused or could not be reached (recreate_failed)",
+            ),
+        },
+    )
+    def post(self, request: Request, job_id: int) -> Response:
+        job = job_for_request(request, job_id, need=Role.EDITOR)
+        data = RecreateInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        if values["confirm"] != job.name:
+            raise field_error(
+                "confirm", f"Type the job's name ({job.name!r}) to confirm.", "confirmation_mismatch"
+            )
+        if job.deleted_at is not None:
+            raise ApiError(
+                "The job has left the cluster; there is nothing to recreate.",
+                code="job_deleted",
+                status_code=status.HTTP_409_CONFLICT,
+            )
+        number = values.get("revision") or (job.current_revision.number if job.current_revision else None)
+        revision = job.revisions.filter(number=number).first() if number else None
+        if revision is None:
+            raise field_error("revision", f"The job has no revision {number}.", "unknown_revision")
+        try:
+            done = job_recreate(job=job, revision=revision, actor=actor_for(request))
+        except RecoveryInProgress as exc:
+            raise ApiError(
+                str(exc), code="recovery_in_progress", status_code=status.HTTP_409_CONFLICT
+            ) from None
+        except RecreateFailed as exc:
+            raise ApiError(str(exc), code="recreate_failed", status_code=status.HTTP_409_CONFLICT) from None
+        return Response(
+            {"job": job.pk, "old_uid": done.old_uid, "new_uid": done.new_uid, "revision": done.revision}
+        )

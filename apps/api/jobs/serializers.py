@@ -1,0 +1,146 @@
+"""Job and cluster representations, and the input of job registration."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from apps.api.policies.serializers import InEffectSerializer
+from apps.core.api_inputs import StrictInputSerializer, dns_label_field
+from apps.jobs.models import Cluster, TrainingJob
+from apps.policies.spec import DEFAULT_RELEASE, FRAMEWORKS, RELEASES
+from mindcluster import keys as k
+
+MAX_REPLICAS = 20_000
+MAX_NPUS_PER_POD = 64
+
+
+class ClusterOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Cluster
+        fields = [
+            "id",
+            "name",
+            "description",
+            "is_default",
+            "namespaces",
+            "healthy",
+            "health_message",
+            "health_checked_at",
+            "created_at",
+        ]
+
+
+class JobOutputSerializer(serializers.ModelSerializer):
+    cluster = serializers.CharField(source="cluster.name", help_text="Cluster name")
+    cluster_id = serializers.IntegerField()
+    current_revision = serializers.SerializerMethodField(help_text="Number of the current policy revision")
+    replicas = serializers.DictField(
+        child=serializers.IntegerField(), help_text='e.g. {"Master": 1, "Worker": 3}'
+    )
+    npus_per_pod = serializers.IntegerField(min_value=0)  # declared: derived bounds differ per database
+
+    class Meta:
+        model = TrainingJob
+        fields = [
+            "id",
+            "cluster",
+            "cluster_id",
+            "namespace",
+            "name",
+            "uid",
+            "framework",
+            "replicas",
+            "npus_per_pod",
+            "mindcluster_version",
+            "phase",
+            "source",
+            "current_revision",
+            "deleted_at",
+            "created_at",
+            "updated_at",
+        ]
+
+    def get_current_revision(self, job: TrainingJob) -> int | None:
+        # The job's revision is selected with it (lists go through job_row_output instead).
+        return job.current_revision.number if job.current_revision is not None else None
+
+
+# A page of the jobs list is read with ``values()``: 50 model instances run through
+# ``JobOutputSerializer`` cost more than the page's queries. ``job_row_output`` shapes a row exactly as
+# the serializer renders the job (tests compare the two); the OpenAPI schema still comes from the
+# serializer. Columns are the serializer's fields, two of them read across a relation.
+_COLUMN_OF = {"cluster": "cluster__name", "current_revision": "current_revision__number"}
+JOB_LIST_COLUMNS = tuple(_COLUMN_OF.get(name, name) for name in JobOutputSerializer.Meta.fields)
+_DATETIME = serializers.DateTimeField()
+_DATETIME_FIELDS = ("deleted_at", "created_at", "updated_at")
+
+
+class JobDetailOutputSerializer(JobOutputSerializer):
+    """One job, with what is in effect on it (design.md §4.4); lists leave it out (it reads history)."""
+
+    in_effect = InEffectSerializer(read_only=True)
+
+    class Meta(JobOutputSerializer.Meta):
+        fields = [*JobOutputSerializer.Meta.fields, "in_effect"]
+
+
+def job_detail_output(job: TrainingJob) -> dict[str, Any]:
+    """``job_output`` plus ``in_effect``."""
+    from apps.policies.in_effect import in_effect
+
+    return {**job_output(job), "in_effect": InEffectSerializer(in_effect(job)).data}
+
+
+def job_row_output(row: dict[str, Any]) -> dict[str, Any]:
+    """One ``values(*JOB_LIST_COLUMNS)`` row as ``JobOutputSerializer`` would render the job."""
+    out = {name: row[_COLUMN_OF.get(name, name)] for name in JobOutputSerializer.Meta.fields}
+    out["replicas"] = {str(role): int(count) for role, count in (out["replicas"] or {}).items()}
+    for name in _DATETIME_FIELDS:
+        out[name] = None if out[name] is None else _DATETIME.to_representation(out[name])
+    return out
+
+
+def job_output(job: TrainingJob) -> dict[str, Any]:
+    """One job as ``JobOutputSerializer`` renders it, from an instance with cluster and revision loaded."""
+    row = {column: getattr(job, column) for column in JOB_LIST_COLUMNS if "__" not in column}
+    row["cluster__name"] = job.cluster.name
+    row["current_revision__number"] = job.current_revision.number if job.current_revision else None
+    return job_row_output(row)
+
+
+class JobRegisterInputSerializer(StrictInputSerializer):
+    """``POST /jobs/``: a job to manage before (or without) adopting it from the cluster."""
+
+    cluster = serializers.CharField(max_length=63, help_text="Cluster name (or id)")
+    namespace = dns_label_field("namespace")
+    name = dns_label_field("name")
+    framework = serializers.ChoiceField(choices=list(FRAMEWORKS))
+    replicas = serializers.DictField(
+        child=serializers.IntegerField(min_value=0, max_value=MAX_REPLICAS),
+        help_text='Replicas per role, e.g. {"Master": 1, "Worker": 3}',
+    )
+    npus_per_pod = serializers.IntegerField(min_value=0, max_value=MAX_NPUS_PER_POD, default=0)
+    mindcluster_version = serializers.ChoiceField(choices=list(RELEASES), default=DEFAULT_RELEASE)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        framework = attrs["framework"]
+        leader = k.LEADER_ROLE[framework]
+        replicas: dict[str, int] = attrs["replicas"]
+        if not replicas:
+            raise _invalid("replicas", "At least one replica role is required.", "missing_field")
+        for role in replicas:
+            if role not in (leader, k.WORKER_ROLE):
+                message = (
+                    f"{role!r} is not a replica type of {framework} jobs; use {leader} and {k.WORKER_ROLE}."
+                )
+                raise _invalid(f"replicas.{role}", message, "invalid_choice")
+        if leader in replicas and replicas[leader] != 1:
+            message = f"The {leader} replica must have exactly 1 replica; the operator rejects anything else."
+            raise _invalid(f"replicas.{leader}", message, "out_of_range")
+        return attrs
+
+
+def _invalid(field: str, message: str, code: str) -> serializers.ValidationError:
+    return serializers.ValidationError({field: [serializers.ErrorDetail(message, code=code)]})

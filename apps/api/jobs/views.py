@@ -1,0 +1,128 @@
+"""Clusters and jobs: list/retrieve through a router, registration as ``POST /jobs/``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import generics, mixins, status, viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from apps.accounts.actors import actor_for
+from apps.accounts.models import Role
+from apps.accounts.permissions import job_for_request
+from apps.accounts.selectors import clusters_visible_to, has_role, jobs_visible_to, role_in_namespace
+from apps.api.jobs.filters import JobFilter
+from apps.api.jobs.serializers import (
+    JOB_LIST_COLUMNS,
+    ClusterOutputSerializer,
+    JobDetailOutputSerializer,
+    JobOutputSerializer,
+    JobRegisterInputSerializer,
+    job_detail_output,
+    job_output,
+    job_row_output,
+)
+from apps.core.api_errors import ApiError, ErrorResponseSerializer, field_error
+from apps.jobs.models import Cluster, TrainingJob
+from apps.jobs.services import JobAlreadyRegistered, job_register
+
+LIST_ORDER = ("cluster_id", "namespace", "name", "id")
+
+
+@extend_schema(tags=["clusters"], summary="Clusters this user may see")
+class ClusterListApi(generics.ListAPIView):
+    serializer_class = ClusterOutputSerializer
+
+    def get_queryset(self) -> QuerySet[Cluster]:
+        return clusters_visible_to(self.request.user).order_by("name")
+
+
+@extend_schema_view(
+    list=extend_schema(summary="Jobs this user may see", tags=["jobs"]),
+    retrieve=extend_schema(
+        summary="One job, with what is in effect on it", tags=["jobs"], responses=JobDetailOutputSerializer
+    ),
+    create=extend_schema(
+        summary="Register a job (editor on its namespace)",
+        tags=["jobs"],
+        request=JobRegisterInputSerializer,
+        responses={
+            201: JobOutputSerializer,
+            409: OpenApiResponse(ErrorResponseSerializer, "Already registered"),
+        },
+    ),
+)
+class JobViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet
+):
+    serializer_class = JobOutputSerializer
+    filterset_class = JobFilter
+    lookup_value_regex = "[0-9]+"
+
+    def get_queryset(self) -> QuerySet[TrainingJob]:
+        # The order of the job_live_list_order index: a page is a walk along it, never a sort.
+        return jobs_visible_to(self.request.user).order_by(*LIST_ORDER)
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        # A page in two steps: its ids from the index alone (OFFSET skips index entries, not rows),
+        # then just those rows with their cluster name and revision number joined in.
+        queryset = self.filter_queryset(self.get_queryset())
+        page_ids = self.paginate_queryset(queryset.values_list("pk", flat=True))
+        assert page_ids is not None  # every list is paginated (DEFAULT_PAGINATION_CLASS)
+        rows = TrainingJob.objects.filter(pk__in=page_ids).order_by(*LIST_ORDER).values(*JOB_LIST_COLUMNS)
+        return self.get_paginated_response([job_row_output(row) for row in rows])
+
+    def get_object(self) -> TrainingJob:
+        return job_for_request(self.request, int(self.kwargs["pk"]))
+
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return Response(job_detail_output(self.get_object()))
+
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        data = JobRegisterInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        cluster = _visible_cluster(request, values["cluster"])
+        role = role_in_namespace(request.user, cluster=cluster, namespace=values["namespace"])
+        if not has_role(role, Role.EDITOR):
+            raise ApiError(
+                f"Registering a job needs the editor role on namespace {values['namespace']!r} of cluster "
+                f"{cluster.name!r}; you have {role or 'no role'}.",
+                code="permission_denied",
+                status_code=status.HTTP_403_FORBIDDEN,
+                field="namespace",
+            )
+        try:
+            job = job_register(
+                cluster=cluster,
+                namespace=values["namespace"],
+                name=values["name"],
+                framework=values["framework"],
+                replicas=values["replicas"],
+                npus_per_pod=values["npus_per_pod"],
+                mindcluster_version=values["mindcluster_version"],
+                actor=actor_for(request),
+            )
+        except JobAlreadyRegistered as exc:
+            raise ApiError(
+                str(exc),
+                code="already_registered",
+                status_code=status.HTTP_409_CONFLICT,
+                field="name",
+                extra={"job": exc.job.pk},
+            ) from None
+        return Response(job_output(job), status=status.HTTP_201_CREATED)
+
+
+def _visible_cluster(request: Request, ref: str) -> Cluster:
+    """The cluster named (or numbered) ``ref`` among those the user may see; else a 400 naming the field."""
+    clusters = clusters_visible_to(request.user)
+    cluster = clusters.filter(name=ref).first()
+    if cluster is None and ref.isdigit() and len(ref) <= 18:
+        cluster = clusters.filter(pk=int(ref)).first()
+    if cluster is None:
+        raise field_error("cluster", f"No cluster {ref!r} that you may see.", "unknown_cluster")
+    return cluster

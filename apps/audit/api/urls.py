@@ -1,7 +1,0 @@
-from __future__ import annotations
-
-from django.urls import path
-
-from apps.audit.api.views import AuditListApi
-
-urlpatterns = [path("audit/", AuditListApi.as_view(), name="audit")]

@@ -1,0 +1,56 @@
+"""``python manage.py ingest``: the long-running event ingester (restartable at any moment)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from apps.ingest.runner import run_ingest
+from apps.jobs.clusters import cluster_register_default
+from apps.jobs.models import Cluster
+
+
+class Command(BaseCommand):
+    help = (
+        "Watch every configured cluster (AscendJobs, PodGroups, reset-config-<job> and job-reschedule-reason "
+        "ConfigMaps, Events) and ClusterD's fault.Fault stream; store typed events, group them into "
+        "incidents, and broadcast them. Safe to kill at any moment: it resumes from stored resourceVersions."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--cluster", action="append", default=[], help="Only this cluster (repeatable)")
+        parser.add_argument(
+            "--run-seconds", type=float, default=0.0, help="Stop after this long (0 = run until signalled)"
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        names: list[str] = options["cluster"]
+        cluster_register_default()  # like watch_jobs / demo_setup: $KUBECONFIG becomes the default cluster
+        known = set(Cluster.objects.values_list("name", flat=True))
+        unknown = sorted(set(names) - known)
+        if unknown:
+            raise CommandError(
+                f"unknown cluster(s): {', '.join(unknown)}; known: {', '.join(sorted(known)) or 'none'}"
+            )
+        if not known:
+            raise CommandError("no cluster is configured: set KUBECONFIG or add one in the admin or the API")
+        stop = threading.Event()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda *_: stop.set())
+        ingesters = run_ingest(stop, cluster_names=names or None)
+        self.stdout.write(
+            f"ingesting {', '.join(i.cluster.name for i in ingesters)} (active where this process holds the "
+            "cluster's lease, standby elsewhere); Ctrl-C to stop",
+        )
+        self.stdout.flush()
+        deadline = time.monotonic() + options["run_seconds"] if options["run_seconds"] > 0 else None
+        while not stop.wait(0.5):
+            if deadline is not None and time.monotonic() >= deadline:
+                stop.set()
+        for ingester in ingesters:
+            ingester.stop()
+        self.stdout.write(f"stopped after storing {sum(i.applied for i in ingesters)} items")

@@ -1,0 +1,109 @@
+"""ConfigMap ``reset-config-<job>`` (key ``reset.json``): faulty ranks and ClusterD's fault flushing.
+
+mindcluster.md §6.3: ``RankList[{RankId, LogicId, Status, Policy, ErrorCode, ErrorCodeHex}]``,
+``FaultFlushing``, ``RestartFaultProcess``, ``RestartType``, ``RetryTime``. A rank that becomes
+``unrecovered`` is a detected fault; ``FaultFlushing`` turning on means training was stopped.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from apps.events import kinds
+from apps.ingest.observation import JobRef, Observation
+from mindcluster import keys as c
+
+SOURCE = "reset-config"
+RESET_KEY = "reset.json"
+UNRECOVERED = "unrecovered"
+
+
+def is_reset_configmap(obj: dict[str, Any]) -> bool:
+    name = str((obj.get("metadata") or {}).get("name", ""))
+    return name.startswith(c.RESET_CONFIGMAP_PREFIX) and len(name) > len(c.RESET_CONFIGMAP_PREFIX)
+
+
+def reset_job(obj: dict[str, Any]) -> JobRef:
+    meta = obj.get("metadata") or {}
+    return JobRef(str(meta.get("namespace", "")), str(meta.get("name", ""))[len(c.RESET_CONFIGMAP_PREFIX) :])
+
+
+def parse_reset(obj: dict[str, Any]) -> dict[str, Any]:
+    """``reset.json`` as a dict; a missing or malformed document reads as empty (never raises)."""
+    raw = (obj.get("data") or {}).get(RESET_KEY)
+    try:
+        value = json.loads(raw or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def reset_state(doc: dict[str, Any]) -> dict[str, Any]:
+    ranks: dict[str, str] = {}
+    for entry in doc.get("RankList") or []:
+        if isinstance(entry, dict) and "RankId" in entry:
+            ranks[str(entry["RankId"])] = str(entry.get("Status", ""))
+    return {"ranks": ranks, "flushing": bool(doc.get("FaultFlushing"))}
+
+
+def reset_observations(
+    previous: dict[str, Any], obj: dict[str, Any], received_at: datetime
+) -> tuple[dict[str, Any], list[Observation]]:
+    """New state and the faults / training stops that appeared since ``previous``."""
+    doc = parse_reset(obj)
+    state = reset_state(doc)
+    meta = obj.get("metadata") or {}
+    job = reset_job(obj)
+    key_prefix = f"cm:{meta.get('uid', '')}:{meta.get('resourceVersion', '')}"
+    before: dict[str, str] = previous.get("ranks") or {}
+    by_code: dict[str, list[dict[str, Any]]] = {}
+    for entry in doc.get("RankList") or []:
+        if not isinstance(entry, dict):
+            continue
+        rank = str(entry.get("RankId", ""))
+        if entry.get("Status") == UNRECOVERED and before.get(rank) != UNRECOVERED:
+            by_code.setdefault(str(entry.get("ErrorCodeHex") or "").upper(), []).append(entry)
+    found: list[Observation] = []
+    for code, entries in sorted(by_code.items()):
+        ranks = sorted({_int(e.get("RankId")) for e in entries})
+        devices = sorted({str(e.get("LogicId", "")) for e in entries})
+        policy = str(entries[0].get("Policy", ""))
+        found.append(
+            Observation(
+                job=job,
+                kind=kinds.FAULT_DETECTED,
+                message=f"ranks {ranks} unrecovered (code {code or '-'}, policy {policy or '-'})",
+                source=SOURCE,
+                data={
+                    "ranks": ranks,
+                    "device": devices[0] if len(devices) == 1 else devices,
+                    "code": code,
+                    "policy": policy,
+                },
+                dedupe_key=f"{key_prefix}:fault:{code}",
+                occurred_at=received_at,
+            )
+        )
+    if state["flushing"] and not previous.get("flushing", False):
+        ranks = sorted(_int(r) for r, status in state["ranks"].items() if status == UNRECOVERED)
+        found.append(
+            Observation(
+                job=job,
+                kind=kinds.TRAINING_STOPPED,
+                message=f"ClusterD stopped training to flush the fault (ranks {ranks})",
+                source=SOURCE,
+                data={"ranks": ranks, "restart_type": str(doc.get("RestartType", ""))},
+                dedupe_key=f"{key_prefix}:flushing",
+                occurred_at=received_at,
+            )
+        )
+    return state, found
+
+
+def _int(value: Any) -> int:
+    try:
+        return int(str(value))
+    except ValueError:
+        return -1

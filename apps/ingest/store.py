@@ -1,0 +1,300 @@
+"""Writing observations: resolve the job, diff against the stored object state, choose the incident, store.
+
+Every write for one object happens in one transaction holding that object's ``ObservedObject`` row
+lock, and every event takes the job row lock (``event_store``), so two ingesters, or one replaying
+after ``kill -9``, produce each event exactly once: the second writer finds the state already
+advanced (no diff) or the dedupe key already stored.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.apps import apps as django_apps
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from apps.cluster import client as kube
+from apps.cluster.errors import ClusterError
+from apps.clusterd.client import FaultSignal
+from apps.events import incident_services, kinds
+from apps.events.incidents import INCIDENT_KINDS
+from apps.events.models import JobEvent, ObservedObject, SourceKey
+from apps.events.services import event_store, job_lock
+from apps.ingest import (
+    ascendjobs,
+    clusterd_faults,
+    init_snapshot,
+    k8s_events,
+    podgroups,
+    reschedule_reason,
+    reset_config,
+)
+from apps.ingest.observation import JobRef, Observation
+from apps.jobs.clusters import cluster_ref
+from apps.jobs.incarnations import incarnation_observe_init, incarnation_observe_podgroup
+from apps.jobs.models import Cluster, TrainingJob
+from apps.policies.adoption import job_adopt
+
+log = logging.getLogger(__name__)
+
+Differ = Callable[[dict[str, Any], Any, datetime], tuple[dict[str, Any], list[Observation]]]
+CLUSTERD_KIND = "clusterd-fault"
+
+
+def rv_is_newer(new: str, old: str) -> bool:
+    """resourceVersions are opaque, but every API server in practice uses integers: compare them so."""
+    if not old:
+        return True
+    if new.isdigit() and old.isdigit():
+        return int(new) > int(old)
+    return new != old
+
+
+class IngestStore:
+    """Stores observations for one cluster; safe to run in several processes at once."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.ref = cluster_ref(cluster)
+        self._jobs: dict[tuple[str, str], TrainingJob] = {}
+        self._jobs_by_uid: dict[str, TrainingJob] = {}
+        self.decisions_enabled = django_apps.is_installed("apps.decisions")
+
+    # --- jobs -------------------------------------------------------------------------------------
+    def remember(self, job: TrainingJob) -> None:
+        self._jobs[(job.namespace, job.name)] = job
+        if job.uid:
+            self._jobs_by_uid[job.uid] = job
+
+    def forget(self, namespace: str, name: str) -> None:
+        job = self._jobs.pop((namespace, name), None)
+        if job is not None and job.uid:
+            self._jobs_by_uid.pop(job.uid, None)
+
+    def resolve_job(self, ref: JobRef) -> TrainingJob | None:
+        """The live job row for ``ref``, adopting the AscendJob from the cluster if we have not yet."""
+        if ref.uid and ref.uid in self._jobs_by_uid:
+            return self._jobs_by_uid[ref.uid]
+        if ref.name and (ref.namespace, ref.name) in self._jobs:
+            cached = self._jobs[(ref.namespace, ref.name)]
+            if not ref.uid or not cached.uid or cached.uid == ref.uid:
+                return cached
+        live = TrainingJob.objects.filter(cluster=self.cluster, deleted_at__isnull=True).select_related(
+            "cluster"
+        )
+        job = live.filter(uid=ref.uid).first() if ref.uid else None
+        if job is None and ref.name:
+            job = live.filter(namespace=ref.namespace, name=ref.name).first()
+        if job is None and ref.name and ref.namespace:
+            job = self._adopt(ref)
+        if job is not None:
+            self.remember(job)
+        return job
+
+    def _adopt(self, ref: JobRef) -> TrainingJob | None:
+        try:
+            manifest = kube.get_ascendjob(self.ref, ref.namespace, ref.name)
+        except ClusterError as exc:
+            log.info(
+                "cluster %s: job %s/%s not adoptable: %s", self.cluster.name, ref.namespace, ref.name, exc
+            )
+            return None
+        return self.adopt(manifest)
+
+    def adopt(self, manifest: dict[str, Any]) -> TrainingJob | None:
+        """Create or refresh the job row (the adoption watcher may be doing the same: both converge)."""
+        for _ in range(3):
+            try:
+                job, _created = job_adopt(cluster=self.cluster, manifest=manifest)
+            except IntegrityError:
+                continue  # another process adopted it at the same moment; read theirs
+            job = TrainingJob.objects.select_related("cluster").get(pk=job.pk)
+            self.remember(job)
+            return job
+        return None
+
+    # --- one observation --------------------------------------------------------------------------
+    def record(self, obs: Observation) -> JobEvent | None:
+        """Store one observation as a typed event (None: duplicate, merged into its incident, or no job)."""
+        job = self.resolve_job(obs.job)
+        if job is None:
+            log.debug("no job for %s observation %s", obs.kind, obs.job)
+            return None
+        if obs.kind == kinds.DECISION_REQUESTED and self.decisions_enabled:
+            return None  # apps.decisions records the question (with its own answer) from the PodGroup
+        kind, data, key = obs.kind, {**obs.data, "sources": [obs.source]}, obs.dedupe_key
+        if kind == kinds.POD_RESCHEDULED and job.node_nums and len(data.get("pods") or []) >= job.node_nums:
+            kind = kinds.JOB_RESCHEDULED
+        occurred_at = obs.occurred_at
+        incident = None
+        remember = obs.source == k8s_events.SOURCE and bool(obs.dedupe_key)
+        with transaction.atomic():
+            if remember:
+                job_lock(job)
+                if SourceKey.objects.filter(job=job, key=obs.dedupe_key).exists():
+                    return None  # this Event was handled before (replay after a restart or relist)
+                SourceKey.objects.create(job=job, key=obs.dedupe_key[:200])
+            if kind in INCIDENT_KINDS:
+                job_lock(job)
+                assert occurred_at is not None
+                plan = incident_services.incident_plan(
+                    job=job, kind=kind, data=data, at=occurred_at, source_key=key
+                )
+                if plan.enrich_only:
+                    assert plan.incident is not None
+                    incident_services.incident_enrich(plan.incident, data, occurred_at)
+                    return None
+                kind, data, key, incident = plan.kind, plan.data, plan.dedupe_key or key, plan.incident
+            return event_store(
+                job=job,
+                kind=kind,
+                message=obs.message,
+                source=obs.source,
+                severity=obs.severity or kinds.severity_of(kind),
+                data=data,
+                occurred_at=occurred_at,
+                dedupe_key=key,
+                **({"incident": incident} if incident is not None else {}),
+            )
+
+    # --- level-triggered objects ------------------------------------------------------------------
+    def _observed(self, kind: str, namespace: str, name: str) -> ObservedObject:
+        """The locked state row of one object (created on first sight)."""
+        rows = ObservedObject.objects.select_for_update()
+        found = rows.filter(cluster=self.cluster, kind=kind, namespace=namespace, name=name).first()
+        if found is not None:
+            return found
+        try:
+            with transaction.atomic():
+                ObservedObject.objects.create(cluster=self.cluster, kind=kind, namespace=namespace, name=name)
+        except IntegrityError:
+            pass  # another ingester created it first
+        return rows.get(cluster=self.cluster, kind=kind, namespace=namespace, name=name)
+
+    def apply_object(
+        self, kind: str, obj: dict[str, Any], differ: Differ, received_at: datetime
+    ) -> tuple[dict[str, Any], dict[str, Any], list[JobEvent]]:
+        """Diff ``obj`` against its stored state and store the difference; (previous, new, events)."""
+        meta = obj.get("metadata") or {}
+        uid, rv = str(meta.get("uid", "")), str(meta.get("resourceVersion", ""))
+        with transaction.atomic():
+            observed = self._observed(kind, str(meta.get("namespace", "")), str(meta.get("name", "")))
+            same_object = observed.uid == uid
+            if same_object and rv and not rv_is_newer(rv, observed.resource_version):
+                return observed.state, observed.state, []  # seen already (replay, relist, other ingester)
+            previous = observed.state if same_object else {}
+            state, observations = differ(previous, obj, received_at)
+            stored = [event for event in (self.record(o) for o in observations) if event is not None]
+            observed.uid, observed.resource_version, observed.state = uid, rv, state
+            observed.save(update_fields=["uid", "resource_version", "state", "updated_at"])
+        return previous, state, stored
+
+    def apply_ascendjob(self, event_type: str, obj: dict[str, Any], received_at: datetime) -> list[JobEvent]:
+        meta = obj.get("metadata") or {}
+        if event_type == "DELETED":
+            self.forget(str(meta.get("namespace", "")), str(meta.get("name", "")))
+            return []
+        job = self.adopt(obj)
+        if job is None:
+            return []
+        previous, state, stored = self.apply_object(
+            "ascendjob", obj, ascendjobs.ascendjob_observations, received_at
+        )
+        limits = ("backoff_limit", "fault_retry_times")
+        if any(previous.get(k) != state.get(k) for k in limits) or not previous:
+            incident_services.budget_set_limits(
+                job=job,
+                backoff_limit=state.get("backoff_limit"),
+                fault_retry_times=state.get("fault_retry_times") or 0,
+            )
+        return stored
+
+    def apply_podgroup(self, event_type: str, obj: dict[str, Any], received_at: datetime) -> list[JobEvent]:
+        if event_type == "DELETED":
+            return []
+        previous, state, stored = self.apply_object(
+            "podgroup", obj, podgroups.podgroup_observations, received_at
+        )
+        if not previous:
+            self._observe_creation(obj)
+        if self.decisions_enabled and state.get("platform"):
+            self._observe_decision(obj)
+        return stored
+
+    def _observe_creation(self, obj: dict[str, Any]) -> None:
+        """A PodGroup seen for the first time: the keys the operator copied at creation (in_effect)."""
+        job = self.resolve_job(podgroups.podgroup_job(obj))
+        if job is not None:
+            incarnation_observe_podgroup(job, obj, "ingester")
+
+    def _observe_decision(self, obj: dict[str, Any]) -> None:
+        from apps.decisions.services import decision_observe
+
+        job = self.resolve_job(podgroups.podgroup_job(obj))
+        if job is None:
+            return
+        try:
+            decision_observe(job=job, podgroup=obj)
+        except Exception:  # the decision flow has its own sweep; never stop ingesting for it
+            log.warning("decision_observe failed for job %s", job.pk, exc_info=True)
+
+    def apply_configmap(self, event_type: str, obj: dict[str, Any], received_at: datetime) -> list[JobEvent]:
+        if event_type == "DELETED":
+            return []
+        if reset_config.is_reset_configmap(obj):
+            return self.apply_object("reset-config", obj, reset_config.reset_observations, received_at)[2]
+        if reschedule_reason.is_reschedule_configmap(obj):
+            return self.apply_object(
+                "reschedule-reason", obj, reschedule_reason.reschedule_observations, received_at
+            )[2]
+        return []
+
+    def apply_k8s_event(self, event_type: str, obj: dict[str, Any], received_at: datetime) -> list[JobEvent]:
+        if event_type == "DELETED":
+            return []  # Events expire; their history stays with us
+        snapshot = init_snapshot.init_snapshot_of(obj, received_at)
+        if snapshot is not None:
+            job = self.resolve_job(snapshot.job)
+            if job is not None:
+                incarnation_observe_init(job, snapshot.job.uid, snapshot.keys, snapshot.at)
+        stored = [self.record(o) for o in k8s_events.event_observations(obj, received_at)]
+        return [event for event in stored if event is not None]
+
+    # --- ClusterD ---------------------------------------------------------------------------------
+    def apply_fault_signal(self, signal: FaultSignal, received_at: datetime) -> list[JobEvent]:
+        """Diff one job's fault set against the stored one (full-state resends repeat nothing)."""
+        if not signal.job_id:
+            if signal.signal_type == clusterd_faults.NORMAL:
+                ObservedObject.objects.filter(cluster=self.cluster, kind=CLUSTERD_KIND).update(state={})
+            return []
+        with transaction.atomic():
+            observed = self._observed(CLUSTERD_KIND, "", signal.job_id)
+            state, observations = clusterd_faults.fault_observations(observed.state, signal, received_at)
+            stored = [event for event in (self.record(o) for o in observations) if event is not None]
+            observed.state = state
+            observed.resource_version = signal.uuid[:64]
+            observed.save(update_fields=["state", "resource_version", "updated_at"])
+        return stored
+
+    def prune_source_keys(self, older_than_s: float = 3 * 3600) -> int:
+        """Forget handled Events older than Kubernetes keeps them (1 h by default, 3 h on OpenShift)."""
+        cutoff = timezone.now() - timedelta(seconds=older_than_s)
+        deleted, _ = SourceKey.objects.filter(job__cluster=self.cluster, created_at__lt=cutoff).delete()
+        return deleted
+
+    # --- dispatch ---------------------------------------------------------------------------------
+    def apply(
+        self, resource: str, event_type: str, obj: dict[str, Any], received_at: datetime
+    ) -> list[JobEvent]:
+        """Route one watch event by resource."""
+        handler = {
+            "ascendjobs": self.apply_ascendjob,
+            "podgroups": self.apply_podgroup,
+            "configmaps": self.apply_configmap,
+            "events": self.apply_k8s_event,
+        }[resource]
+        return handler(event_type, obj, received_at)
