@@ -20,6 +20,7 @@ from rest_framework.test import APIClient
 
 from apps.accounts.models import NamespaceGrant, Role
 from apps.api.events.incidents import incidents_urlpatterns
+from apps.api.metrics import metrics_view
 from apps.clusterd.client import DeviceFault, FaultSignal, NodeFault
 from apps.events import kinds
 from apps.events.models import Incident, JobEvent, RestartBudget, Webhook, WebhookDelivery
@@ -32,7 +33,7 @@ from controlplane.celery import app as celery_app
 pytestmark = pytest.mark.django_db(transaction=True)
 
 # This module doubles as the URLconf of the API tests: the lead wires the same patterns into /api/v1/.
-urlpatterns = [path("api/v1/", include(incidents_urlpatterns)), path("metrics", include("apps.events.urls"))]
+urlpatterns = [path("api/v1/", include(incidents_urlpatterns)), path("metrics", metrics_view, name="metrics")]
 
 
 @pytest.fixture
