@@ -24,7 +24,9 @@ from typing import Any, Final
 from kubernetes.client.exceptions import ApiException
 
 from mindcluster import keys as k
+from mindcluster import operator_env
 from mindcluster.ascendjob import npus_in
+from mindcluster.operator_env import add_recovery_env, operator_injects_env
 from mindcluster.releases import DEFAULT_RELEASE, RELEASES, release_at_least
 from simcluster.kube import Informer, Kube, rfc3339
 
@@ -72,27 +74,6 @@ QUEUE_RESOURCE: Final = ("scheduling.volcano.sh", "v1beta1", "queues")
 # ascend-operator/pkg/controllers/v1/consts.go:117-118: no backoffLimit stands for unlimited.
 UNSET_BACKOFF_LIMIT: Final = -1
 
-# Strategy → training-side token per framework (env.go addEnvByStrategy :400-488). A token of None
-# means the strategy switches the process-recover env on without adding a token.
-_PT_TOKEN: Final = {
-    "recover": "recover",
-    "exit": "recover",  # env.go:410-411: exit is handled like recover
-    "retry": "retry",
-    "recover-in-place": "recover",
-    "dump": "dump",
-    "elastic-training": "elastic-training",
-}
-_MS_TOKENS: Final = {
-    "recover": ("ARF:1",),
-    "exit": ("ARF:1",),
-    "recover-in-place": ("ARF:1",),
-    "retry": ("UCE:1", "HCCE:1"),
-    "dump": ("TTP:1",),
-}
-# Strategies that also set ELASTIC_PROCESS_RECOVER_ENABLE=1 (all but elastic-training, env.go:419-488).
-_ELASTIC_FLAG: Final = ("recover", "exit", "retry", "recover-in-place", "dump")
-
-
 def job_release(job: Mapping[str, Any]) -> str:
     """The job's MindCluster release: label, then annotation, then ``26.1``."""
     meta = job.get("metadata", {}) or {}
@@ -125,7 +106,7 @@ def build_podgroup(job: Mapping[str, Any]) -> dict[str, Any]:
     # addPgProcessRecoverLabel (job.go:479-491, from v7.2.RC1): the annotation's presence (any value)
     # → process-recover-enable=on, only at creation, and not when the job has no labels at all
     # (pg.Labels == nil returns early, job.go:480-482).
-    if labels and k.ANNOTATION_RECOVER_STRATEGY in annotations and release_at_least(job_release(job), "7.2"):
+    if labels and k.ANNOTATION_RECOVER_STRATEGY in annotations and operator_injects_env(job_release(job)):
         labels[k.LABEL_PROCESS_RECOVER_ENABLE] = "on"
     scheduling = ((spec.get("runPolicy") or {}).get("schedulingPolicy")) or {}
     return {
@@ -208,136 +189,9 @@ def _port(container: Mapping[str, Any], name: str, default: int) -> int:
     return default
 
 
-# --- env injection ---------------------------------------------------------------------------------
-def _raw_recover_strategy(job: Mapping[str, Any]) -> str:
-    """``getJobRecoverStrategy`` (job.go:493-501): the annotation as written, ``""`` when absent."""
-    return str(((job["metadata"].get("annotations")) or {}).get(k.ANNOTATION_RECOVER_STRATEGY) or "")
-
-
-def _ms_braces(tokens: Any, release: str) -> str:
-    """MS_ENABLE_TFT's value: ``'{…}'`` with literal single quotes in 7.2-7.3 (v7.2.RC1 env.go:280,
-    v7.3.0 env.go:370), plain ``{…}`` from 26.0 (env.go:390)."""
-    body = ",".join(sorted(tokens))
-    return f"'{{{body}}}'" if release in ("7.2", "7.3") else f"{{{body}}}"
-
-
-def _ms_content(value: str) -> str:
-    """``extractMsRecoverContent`` (env.go:108-123): the text between the braces (and quotes)."""
-    value = value.strip()
-    for prefix, suffix in (("'{", "}'"), ("{", "}")):
-        if value.startswith(prefix) and value.endswith(suffix):
-            return value[len(prefix) : -len(suffix)].strip()
-    return value
-
-
-def _comma_set(value: str) -> set[str]:
-    return {part.strip() for part in value.split(",") if part.strip()}
-
-
-def process_recover_env(job: Mapping[str, Any], release: str) -> dict[str, str]:
-    """``doAddProcessRecoverEnv`` (env.go:375-398): the env derived from ``recover-strategy``.
-
-    The annotation is split on ``,`` without trimming, exactly like the Go code, so ``"retry, dump"``
-    contributes only ``retry``. PyTorch gets HIGH_AVAILABILITY + HCCL_ASYNC_ERROR_HANDLING=0 as
-    soon as the annotation is non-empty, even if no name in it is known (HIGH_AVAILABILITY is then
-    empty); MindSpore gets MS_ENABLE_TFT, MINDIO_FOR_MINDSPORE and MS_ENABLE_THM; TensorFlow never
-    calls it (setTensorflowEnv, env.go:274-313).
-    """
-    labels = (job["metadata"].get("labels")) or {}
-    framework = labels.get(k.LABEL_FRAMEWORK)
-    raw = _raw_recover_strategy(job)
-    if not raw or framework not in ("pytorch", "mindspore"):
-        return {}
-    env: dict[str, str] = {}
-    tokens: set[str] = set()
-    for strategy in raw.split(","):
-        if strategy == "elastic-training":
-            if framework == "pytorch":  # addElasticTrainingEnv: PyTorch only (env.go:477-488)
-                env[k.ENV_PROCESS_RECOVER] = "on"
-                tokens.add("elastic-training")
-            continue
-        if strategy not in _ELASTIC_FLAG:
-            continue  # addEnvByStrategy default branch (env.go:414-416)
-        tokens.update((_PT_TOKEN[strategy],) if framework == "pytorch" else _MS_TOKENS[strategy])
-        env[k.ENV_PROCESS_RECOVER] = "on"
-        env[k.ENV_ELASTIC_PROCESS_RECOVER_ENABLE] = "1"
-        if strategy == "recover-in-place":  # addRecoverInPlaceEnv (env.go:448-461)
-            env[k.ENV_ENABLE_RESTART_FAULT_PROCESS] = "on"
-    if framework == "pytorch":
-        env["HCCL_ASYNC_ERROR_HANDLING"] = "0"
-        env["HIGH_AVAILABILITY"] = ",".join(sorted(tokens))
-    else:
-        if labels.get(k.LABEL_POD_RESCHEDULING) == "on":  # env.go:387-389
-            tokens.add("RSC:1")
-        env["MS_ENABLE_TFT"] = _ms_braces(tokens, release)
-        env["MINDIO_FOR_MINDSPORE"] = "1"
-        env["MS_ENABLE_THM"] = "{HCCL_WATCHDOG:0}"
-    return env
-
-
-def _add_with_dedup(env: list[dict[str, str]], name: str, value: str, release: str) -> None:
-    """``addEnvValueWithDedup`` (env.go:42-66, from v7.3): merge HIGH_AVAILABILITY / MS_ENABLE_TFT
-    token sets, overwrite other names, append when absent."""
-    for entry in env:
-        if entry.get("name") != name:
-            continue
-        old = str(entry.get("value", ""))
-        if name == "HIGH_AVAILABILITY":
-            entry["value"] = ",".join(sorted(_comma_set(old) | _comma_set(value)))
-        elif name == "MS_ENABLE_TFT":
-            entry["value"] = _ms_braces(
-                _comma_set(_ms_content(old)) | _comma_set(_ms_content(value)), release
-            )
-        else:
-            entry["value"] = value
-        return
-    env.append({"name": name, "value": value})
-
-
-def add_recovery_env(job: Mapping[str, Any], env: list[dict[str, str]], release: str) -> None:
-    """Append the recovery env to ``env`` (the container's env so far, user entries included) in the
-    order setPytorchEnv / setMindSporeEnv call the helpers (env.go:204-272). Nothing before 7.2."""
-    if not release_at_least(release, "7.2"):
-        return
-    labels = (job["metadata"].get("labels")) or {}
-    framework = labels.get(k.LABEL_FRAMEWORK)
-    # Appended without de-duplication (addEnvValue, env.go:33-38): hand-set copies show up twice.
-    env.extend({"name": n, "value": v} for n, v in sorted(process_recover_env(job, release).items()))
-    # addMSPodScheduleEnv (env.go:337-347): {RSC:1} only when no MS_ENABLE_TFT is there yet.
-    if (
-        framework == "mindspore"
-        and labels.get(k.LABEL_POD_RESCHEDULING) == "on"
-        and not any(e.get("name") == "MS_ENABLE_TFT" for e in env)
-    ):
-        env.append({"name": "MS_ENABLE_TFT", "value": _ms_braces({"RSC:1"}, release)})
-    if labels.get(k.LABEL_SUB_HEALTHY_STRATEGY) != "hotSwitch":
-        return
-    if not release_at_least(release, "7.3"):
-        # v7.2.RC1 env.go:244-256: PyTorch only, plain appends.
-        if framework == "pytorch":
-            env += [
-                {"name": k.ENV_PROCESS_RECOVER, "value": "on"},
-                {"name": k.ENV_ELASTIC_PROCESS_RECOVER_ENABLE, "value": "1"},
-                {"name": "HIGH_AVAILABILITY", "value": "recover"},
-            ]
-        return
-    # addSubHealthyEnv (env.go:349-365): merged into what is there.
-    if framework == "pytorch":
-        _add_with_dedup(env, "HIGH_AVAILABILITY", "recover", release)
-    elif framework == "mindspore":
-        _add_with_dedup(env, "MS_ENABLE_TFT", _ms_braces({"ARF:1"}, release), release)
-        _add_with_dedup(env, "MINDIO_FOR_MINDSPORE", "1", release)
-    else:
-        return
-    _add_with_dedup(env, k.ENV_PROCESS_RECOVER, "on", release)
-    _add_with_dedup(env, k.ENV_ELASTIC_PROCESS_RECOVER_ENABLE, "1", release)
-
-
 def recovery_env(job: Mapping[str, Any]) -> list[dict[str, str]]:
     """The recovery env the operator adds for the job's release, for a container without env."""
-    env: list[dict[str, str]] = []
-    add_recovery_env(job, env, job_release(job))
-    return env
+    return operator_env.recovery_env(job, job_release(job))
 
 
 def base_env(job: Mapping[str, Any], slot: PodSlot, clusterd_ip: str) -> list[dict[str, str]]:

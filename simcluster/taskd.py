@@ -22,6 +22,7 @@ from typing import Any, TypeGuard
 from mindcluster import keys as k
 from mindcluster.ascendjob import JobContext
 from mindcluster.clusterd import agent_words
+from mindcluster.operator_env import operator_injects_env
 from mindcluster.releases import release_at_least
 from mindcluster.strategies import STRATEGY_SINCE
 from simcluster.kube import Kube
@@ -133,7 +134,7 @@ def evaluate_support(
             "the TaskD manager is unreachable",
         )
         return report
-    if not release_at_least(release, "7.2"):
+    if not operator_injects_env(release):
         if not all(e.get(k.ENV_PROCESS_RECOVER) == "on" for e in envs):
             drop(ALL_STRATEGIES, f"{release} needs env {k.ENV_PROCESS_RECOVER}=on set by hand on every pod")
             return report

@@ -30,11 +30,10 @@ from apps.events.models import Incident
 from apps.events.services import event_record
 from apps.jobs.clusters import cluster_ref
 from apps.jobs.models import TrainingJob
+from apps.policies.desired import desired_state
 from apps.policies.models import PolicyRevision
-from apps.policies.rendering import render
 from apps.policies.spec import JobContext
 from apps.policies.validation import validate_policy
-from mindcluster import keys as c
 
 # Set on the row while the old incarnation is being replaced, so the watcher's DELETED for the
 # old UID (``job_mark_deleted`` matches by UID) does not close the job's history.
@@ -81,16 +80,15 @@ def fresh_manifest(live: dict[str, Any], revision: PolicyRevision) -> dict[str, 
     meta = manifest.setdefault("metadata", {})
     for key in _SERVER_FIELDS:
         meta.pop(key, None)
+    # Not a re-validation of the stored spec: the live job may have changed since the revision was
+    # stored (replicas, framework, containers), and a new job is created from it, so the revision is
+    # checked against the manifest it is about to become.
     result = validate_policy(revision.spec, JobContext.from_manifest(manifest))
     if result.spec is None:
         raise RecreateFailed(
             f"Revision {revision.number} is not valid for this job any more; nothing was changed."
         )
-    rendered = render(manifest, result.spec).manifest
-    rendered.setdefault("metadata", {}).setdefault("annotations", {})[c.ANNOTATION_POLICY_REVISION] = str(
-        revision.number
-    )
-    return rendered
+    return desired_state(manifest, result.spec, revision.number).manifest
 
 
 def job_recreate(*, job: TrainingJob, revision: PolicyRevision, actor: Actor) -> Recreated:

@@ -2,7 +2,7 @@
 
 On CREATE of an AscendJob: namespace default, then the preset named by the job's
 ``recovery.mindcluster.io/preset`` annotation, then the job's own keys (they win), rendered with the
-same ``render`` as everywhere else plus the revision annotation the push writes; the job is recorded
+same ``desired_state`` as the push (so the same revision annotation); the job is recorded
 with that policy as revision 1 (source ``admission``). It never denies: whatever goes wrong, the job
 is allowed unchanged, with a warning in the response and, where there is a job to attach it to, an
 event. It is idempotent: a re-sent review for a job already recorded at admission (no UID yet)
@@ -39,8 +39,8 @@ from apps.events.services import event_record
 from apps.jobs.models import Cluster, TrainingJob
 from apps.policies.adoption import job_facts
 from apps.policies.builtin_presets import builtin_preset
+from apps.policies.desired import desired_state
 from apps.policies.models import PolicyRevision, PolicySync, Preset
-from apps.policies.rendering import render
 from apps.policies.spec import JobContext, PolicySpec
 from apps.policies.validation import validate_policy
 from mindcluster import keys as c
@@ -142,12 +142,9 @@ def _preset_spec(name: str) -> dict[str, Any] | None:
 def _render_patch(
     obj: dict[str, Any], spec: PolicySpec, revision: int
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    rendered = render(obj, spec).manifest
+    # Stamped with the revision like a push, so "in effect" can match this job to its revision.
+    rendered = desired_state(obj, spec, revision).manifest
     notes = keep_user_metadata(obj, rendered)
-    # The same annotation the push writes, so "in effect" can match this job to its revision.
-    rendered.setdefault("metadata", {}).setdefault("annotations", {})[c.ANNOTATION_POLICY_REVISION] = str(
-        revision
-    )
     return diff(obj, rendered), notes
 
 
@@ -239,10 +236,12 @@ def _admit(cluster: Cluster, namespace: str, name: str, obj: dict[str, Any], *, 
 def _replay(job: TrainingJob, obj: dict[str, Any]) -> Decision:
     revision = job.current_revision
     assert revision is not None
-    spec = validate_policy(revision.spec, JobContext.from_manifest(obj)).spec
-    if spec is None:
+    try:
+        # Validated against this very object when it was recorded (validation happens at store time).
+        spec = PolicySpec.from_stored(revision.spec)
+    except (TypeError, KeyError, ValueError, AttributeError):
         return Decision(
-            warnings=["recovery policy: the recorded revision no longer validates; job left unchanged"]
+            warnings=["recovery policy: the recorded revision cannot be read; job left unchanged"]
         )
     patch, notes = _render_patch(obj, spec, revision.number)
     return Decision(patch=patch, warnings=notes, job=job, revision=revision.number)

@@ -27,7 +27,6 @@ from apps.policies.desired import (
 from apps.policies.models import PolicyRevision, PolicySync
 from apps.policies.rendering.when import BACKOFF_LIMIT_KEY
 from apps.policies.spec import PolicySpec
-from apps.policies.validation import validate_policy
 from mindcluster import keys as c
 
 MAX_PENDING_REVISIONS = 10
@@ -92,7 +91,11 @@ def _revision_annotation(incarnation: JobIncarnation) -> int | None:
 
 
 def _spec(revision: PolicyRevision) -> PolicySpec | None:
-    return validate_policy(revision.spec).spec
+    """The stored spec (validated when it was stored); None for a shape this version cannot read."""
+    try:
+        return PolicySpec.from_stored(revision.spec)
+    except (TypeError, KeyError, ValueError, AttributeError):
+        return None
 
 
 def process_recovery_on(config: Config) -> bool:

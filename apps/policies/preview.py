@@ -15,11 +15,9 @@ from typing import Any
 
 from apps.cluster import client as kube
 from apps.cluster.errors import ClusterError
-from apps.core.jsonmerge import merge_patch_diff
 from apps.jobs.clusters import cluster_ref
 from apps.jobs.models import TrainingJob
-from apps.policies.desired import desired_state
-from apps.policies.push import key_differences
+from apps.policies.desired import DesiredState, ascendjob_patch, desired_state, podgroup_patch
 from apps.policies.rendering import RenderResult
 from apps.policies.services import policy_validate_for_job
 from mindcluster import keys as c
@@ -95,32 +93,12 @@ def _read_live(job: TrainingJob) -> tuple[dict[str, Any] | None, dict[str, Any] 
     return live, podgroup, info
 
 
-def _diff(live: dict[str, Any], podgroup: dict[str, Any] | None, rendered: RenderResult) -> dict[str, Any]:
-    live_meta = live.get("metadata") or {}
-    desired_meta = rendered.manifest.get("metadata") or {}
-    job_diff = {
-        "metadata": merge_patch_diff(
-            {"labels": live_meta.get("labels") or {}, "annotations": live_meta.get("annotations") or {}},
-            {
-                "labels": desired_meta.get("labels") or {},
-                "annotations": desired_meta.get("annotations") or {},
-            },
-        ),
-        "spec": merge_patch_diff(live.get("spec") or {}, rendered.manifest.get("spec") or {}),
+def _diff(live: dict[str, Any], podgroup: dict[str, Any] | None, state: DesiredState) -> dict[str, Any]:
+    """What the push would write: the same patches (``desired.diff``), without the preconditions."""
+    return {
+        "ascendjob": ascendjob_patch(live, state),
+        "podgroup": podgroup_patch(podgroup, state) if podgroup is not None else None,
     }
-    diff: dict[str, Any] = {"ascendjob": {key: value for key, value in job_diff.items() if value}}
-    if podgroup is not None:
-        wanted = rendered.podgroup_patch.get("metadata") or {}
-        diff["podgroup"] = key_differences(
-            podgroup.get("metadata") or {},
-            {
-                "labels": dict(wanted.get("labels") or {}),
-                "annotations": dict(wanted.get("annotations") or {}),
-            },
-        )
-    else:
-        diff["podgroup"] = None
-    return diff
 
 
 # What the policy itself renders into the ``ascend`` container (manifest.py ``desired_env``): values a
@@ -189,8 +167,11 @@ def policy_preview(*, job: TrainingJob, raw_spec: Any | None, redact: bool = Fal
 
 
 def _preview(*, job: TrainingJob, raw_spec: Any | None) -> dict[str, Any]:
+    current = job.current_revision
+    # The revision the push would stamp: the current one, or the next for a draft.
+    revision = (current.number if current is not None else 0) + (0 if raw_spec is None else 1)
     if raw_spec is None:
-        raw_spec = job.current_revision.spec if job.current_revision is not None else {}
+        raw_spec = current.spec if current is not None else {}
     result = policy_validate_for_job(job=job, spec=with_release(raw_spec, job.mindcluster_version))
     answer: dict[str, Any] = result.to_dict()
     answer.update({"render": None, "diff": None})
@@ -199,14 +180,14 @@ def _preview(*, job: TrainingJob, raw_spec: Any | None) -> dict[str, Any]:
         return answer
     manifest = live if live is not None else skeleton_manifest(job)
     try:
-        state = desired_state(manifest, result.spec)
-        rendered = state.rendered
+        state = desired_state(manifest, result.spec, revision)
     except Exception as exc:  # the live object may be shaped in ways rendering has not seen; say so
         log.exception("preview render failed for job %s", job.pk)
         answer["render_error"] = f"rendering failed on this manifest ({type(exc).__name__})"
         return answer
-    answer["render"] = render_output(rendered)
+    answer["render"] = render_output(state.rendered)
+    answer["revision"] = revision
     answer["keys"] = [key.as_dict() for key in state.keys]  # each key with when it takes effect
     if live is not None:
-        answer["diff"] = _diff(live, podgroup, rendered)
+        answer["diff"] = _diff(live, podgroup, state)
     return answer

@@ -1,10 +1,15 @@
-"""Putting a policy revision into the cluster: claim the outbox row, render, write, record.
+"""Putting a policy revision into the cluster: claim the outbox row, read, write, record. I/O only.
+
+What to write comes from ``desired`` (``desired_state`` and the patches in ``desired.diff``); this
+module reads the live objects, writes the differences and records the outcome.
 
 Idempotent on (job, revision): every object we write carries the revision number in the
 ``recovery.mindcluster.io/policy-revision`` annotation, and an object that already has the
-desired content is not written again, so a redelivered task or a sweep re-queue is harmless.
-Only policy-owned keys are written (merge patches of the difference); every write carries a
-``resourceVersion`` precondition, and a 409 means "re-read and try again".
+desired content is not written again, so a redelivered task, a retry or a sweep re-queue is
+harmless. Only policy-owned keys are written (merge patches of the difference); every write
+carries a ``resourceVersion`` precondition, and a 409 means "re-read and try again" at once.
+Any other transient error ends the attempt with ``RetryLater``: the Celery task retries it later
+(``self.retry`` with backoff) until the retry budget is spent, and the row keeps its lease meanwhile.
 """
 
 from __future__ import annotations
@@ -15,28 +20,36 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
 
 from apps.cluster import client as kube
 from apps.cluster.errors import ClusterError
-from apps.core.jsonmerge import merge_patch_diff
 from apps.events.services import event_record
 from apps.jobs.clusters import cluster_ref
 from apps.jobs.incarnations import incarnation_observe_podgroup
 from apps.jobs.models import TrainingJob
-from apps.policies.models import PolicyRevision, PolicySync
-from apps.policies.rendering import RenderResult, render
+from apps.policies.desired import (
+    DesiredState,
+    ascendjob_patch,
+    configmap_current,
+    configmap_is_ours,
+    configmap_replacement,
+    desired_state,
+    podgroup_patch,
+)
+from apps.policies.models import PolicySync
 from apps.policies.spec import PolicySpec
-from apps.policies.validation import validate_policy
+from apps.policies.syncs import spec_of
 from mindcluster import keys as c
 
 log = logging.getLogger(__name__)
 State = PolicySync.State
+T = TypeVar("T")
 # Called with a stage name ("claimed", "pushed:ascendjob", ...) as a push passes it. Production passes
 # nothing; a test passes a callable that blocks, to interleave two pushes deterministically.
 Checkpoint = Callable[[str], None]
@@ -46,46 +59,18 @@ def _no_checkpoint(stage: str) -> None:
     return None
 
 
-def spec_of(revision: PolicyRevision) -> PolicySpec:
-    result = validate_policy(revision.spec)
-    if result.spec is None:  # stored revisions were validated on save; this guards hand edits in the DB
-        raise ClusterError(
-            f"revision {revision.number} no longer validates: {result.errors[0].message}", permanent=True
-        )
-    return result.spec
+class RetryLater(Exception):
+    """A transient failure within the retry budget: run the push again in ``delay`` seconds.
 
+    The row stays ``applying`` under the same claim (and a lease that outlasts the delay), so the
+    retry (same task id, same token) takes it back and nobody else does meanwhile.
+    """
 
-# --- outbox ------------------------------------------------------------------------------------------
-def sync_create(*, revision: PolicyRevision) -> PolicySync:
-    """Create the outbox row for a new revision and queue its push after commit."""
-    sync = PolicySync.objects.create(job=revision.job, revision=revision, generation=revision.number)
-    transaction.on_commit(lambda: enqueue_push(sync.pk))
-    return sync
-
-
-def enqueue_push(sync_id: int) -> None:
-    from apps.policies.tasks import push_policy as push_policy_task
-
-    try:
-        push_policy_task.apply_async(kwargs={"sync_id": sync_id}, queue=settings.CELERY_PUSH_QUEUE)
-    except Exception:  # broker down: the row stays pending and the sweep re-queues it
-        log.warning("could not queue push of sync %s; the sweep will retry", sync_id, exc_info=True)
-
-
-def sync_request_apply(*, job: TrainingJob) -> PolicySync:
-    """Push the current revision again (the API's ``apply``): reuse its row, reset it to pending."""
-    if job.current_revision is None:
-        raise ValueError("the job has no policy yet")
-    with transaction.atomic():
-        sync, _ = PolicySync.objects.get_or_create(
-            job=job, generation=job.current_revision.number, defaults={"revision": job.current_revision}
-        )
-        PolicySync.objects.filter(pk=sync.pk).exclude(state=State.APPLYING).update(
-            state=State.PENDING, retryable=True, claim_token="", lease_expires_at=None, finished_at=None
-        )
-        transaction.on_commit(lambda: enqueue_push(sync.pk))
-    sync.refresh_from_db()
-    return sync
+    def __init__(self, delay: float, deadline: float, cause: ClusterError) -> None:
+        super().__init__(f"retry in {delay:.2f}s: {cause.message}")
+        self.delay = delay
+        self.deadline = deadline
+        self.cause = cause
 
 
 def _claim(sync_id: int, token: str) -> PolicySync | None:
@@ -97,8 +82,10 @@ def _claim(sync_id: int, token: str) -> PolicySync | None:
         | Q(state=State.APPLYING, lease_expires_at__lt=now)
         | Q(state=State.APPLYING, claim_token=token)
     )
+    # A retry or redelivery of the same task (same token) keeps the push's start time.
+    started = Case(When(state=State.APPLYING, claim_token=token, then=F("started_at")), default=Value(now))
     updated = PolicySync.objects.filter(claimable, pk=sync_id).update(
-        state=State.APPLYING, claim_token=token, lease_expires_at=lease, started_at=now
+        state=State.APPLYING, claim_token=token, lease_expires_at=lease, started_at=started
     )
     if updated != 1:
         return None
@@ -117,18 +104,18 @@ def _superseded(sync: PolicySync) -> bool:
 @dataclass
 class _Progress:
     sync: PolicySync
-    deadline: float
     versions: dict[str, str] = field(default_factory=dict)
     writes: int = 0
 
-    def failed_attempt(self, exc: ClusterError) -> None:
+    def failed_attempt(self, exc: ClusterError, hold: float = 0.0) -> None:
+        """Count the attempt and say why; keep the lease for ``hold`` seconds more than usual."""
         self.sync.attempts += 1
         self.sync.last_error = explain(exc)
         # Extend the lease while we keep trying, so the sweep does not start a second pusher.
         PolicySync.objects.filter(pk=self.sync.pk).update(
             attempts=self.sync.attempts,
             last_error=self.sync.last_error,
-            lease_expires_at=timezone.now() + timedelta(seconds=settings.PUSH_LEASE_SECONDS),
+            lease_expires_at=timezone.now() + timedelta(seconds=settings.PUSH_LEASE_SECONDS + hold),
         )
 
 
@@ -149,68 +136,92 @@ def explain(exc: ClusterError) -> str:
     return exc.message
 
 
-def push_sync(*, sync_id: int, token: str, checkpoint: Checkpoint = _no_checkpoint) -> PolicySync | None:
-    """Claim and push one outbox row; returns the row in its final state, or None if not ours."""
+def push_sync(
+    *,
+    sync_id: int,
+    token: str,
+    deadline: float | None = None,
+    attempt: int = 0,
+    checkpoint: Checkpoint = _no_checkpoint,
+) -> PolicySync | None:
+    """Claim and push one outbox row; returns the row in its final state, or None if not ours.
+
+    ``deadline`` (``time.time()``) ends the retries; the first attempt sets it from
+    ``PUSH_RETRY_BUDGET_SECONDS``. ``attempt`` (retries so far) scales the backoff. Raises
+    ``RetryLater`` when a transient error should be retried within the budget.
+    """
     sync = _claim(sync_id, token)
     if sync is None:
         return None
     if _superseded(sync):
-        PolicySync.objects.filter(pk=sync.pk).update(state=State.SUPERSEDED, finished_at=timezone.now())
-        return PolicySync.objects.get(pk=sync.pk)
+        return _mark_superseded(sync)
     checkpoint("claimed")
-    progress = _Progress(sync=sync, deadline=time.monotonic() + settings.PUSH_RETRY_BUDGET_SECONDS)
+    if deadline is None:
+        deadline = time.time() + settings.PUSH_RETRY_BUDGET_SECONDS
+    progress = _Progress(sync=sync)
     try:
         spec = spec_of(sync.revision)
         ref = cluster_ref(sync.job.cluster)
-        rendered = _with_retries(progress, lambda: _push_ascendjob(progress, ref, spec))
+        state = _reread_on_conflict(progress, lambda: _push_ascendjob(progress, ref, spec))
         checkpoint("pushed:ascendjob")
-        _with_retries(progress, lambda: _push_podgroup(progress, ref, rendered))
+        _reread_on_conflict(progress, lambda: _push_podgroup(progress, ref, state))
         checkpoint("pushed:podgroup")
-        _with_retries(progress, lambda: _push_configmap(progress, ref, rendered))
+        _reread_on_conflict(progress, lambda: _push_configmap(progress, ref, state))
     except ClusterError as exc:
-        return _finish_failed(sync, exc)
+        return _after_failure(progress, exc, deadline, attempt)
     except _Superseded:
-        PolicySync.objects.filter(pk=sync.pk).update(state=State.SUPERSEDED, finished_at=timezone.now())
-        return PolicySync.objects.get(pk=sync.pk)
-    return _finish_applied(progress, rendered)
+        return _mark_superseded(sync)
+    return _finish_applied(progress, state)
 
 
 class _Superseded(Exception):
     pass
 
 
-def _with_retries(progress: _Progress, step: Any) -> Any:
-    attempt = 0
+def _mark_superseded(sync: PolicySync) -> PolicySync:
+    PolicySync.objects.filter(pk=sync.pk).update(state=State.SUPERSEDED, finished_at=timezone.now())
+    return PolicySync.objects.get(pk=sync.pk)
+
+
+def _reread_on_conflict(progress: _Progress, step: Callable[[], T]) -> T:
+    """Run ``step``; on a 409 (somebody wrote in between) re-read and run it again at once."""
+    conflicts = 0
     while True:
         try:
             return step()
         except ClusterError as exc:
-            progress.failed_attempt(exc)
-            if exc.permanent:
+            if not exc.conflict or conflicts >= settings.PUSH_MAX_CONFLICTS:
                 raise
-            attempt += 1
+            conflicts += 1
+            progress.failed_attempt(exc)
             if _superseded(progress.sync):
                 raise _Superseded from exc
-            if exc.conflict and attempt <= settings.PUSH_MAX_CONFLICTS:
-                continue  # re-read at once: somebody else wrote in between
-            delay = exc.retry_after if exc.retry_after is not None else _backoff(attempt)
-            if time.monotonic() + delay > progress.deadline:
-                raise ClusterError(
-                    f"gave up after {progress.sync.attempts} attempts: {explain(exc)}",
-                    permanent=False,
-                    status=exc.status,
-                ) from exc
-            time.sleep(delay)
+
+
+def _after_failure(progress: _Progress, exc: ClusterError, deadline: float, attempt: int) -> PolicySync:
+    """Fail for good, give way to a newer revision, or raise ``RetryLater`` within the budget."""
+    sync = progress.sync
+    if exc.permanent:
+        progress.failed_attempt(exc)
+        return _finish_failed(sync, exc)
+    delay = exc.retry_after if exc.retry_after is not None else _backoff(attempt + 1)
+    progress.failed_attempt(exc, hold=delay)
+    if _superseded(sync):
+        return _mark_superseded(sync)
+    if time.time() + delay > deadline:
+        return _finish_failed(
+            sync,
+            ClusterError(
+                f"gave up after {sync.attempts} attempts: {explain(exc)}", permanent=False, status=exc.status
+            ),
+        )
+    raise RetryLater(delay, deadline, exc)
 
 
 def _backoff(attempt: int) -> float:
     """Exponential backoff with full jitter, capped so recovery is noticed within seconds."""
     cap = min(settings.PUSH_BACKOFF_MAX_SECONDS, settings.PUSH_BACKOFF_BASE_SECONDS * (2 ** min(attempt, 10)))
     return random.uniform(cap / 2, cap)
-
-
-def _revision_value(sync: PolicySync) -> str:
-    return str(sync.generation)
 
 
 def _refuse_newer(progress: _Progress, live: dict[str, Any]) -> None:
@@ -229,7 +240,7 @@ def _refuse_newer(progress: _Progress, live: dict[str, Any]) -> None:
         raise _Superseded
 
 
-def _push_ascendjob(progress: _Progress, ref: kube.ClusterRef, spec: PolicySpec) -> RenderResult:
+def _push_ascendjob(progress: _Progress, ref: kube.ClusterRef, spec: PolicySpec) -> DesiredState:
     job = progress.sync.job
     live = kube.get_ascendjob(ref, job.namespace, job.name)
     _refuse_newer(progress, live)
@@ -237,71 +248,19 @@ def _push_ascendjob(progress: _Progress, ref: kube.ClusterRef, spec: PolicySpec)
     if live_uid and live_uid != job.uid:
         TrainingJob.objects.filter(pk=job.pk).update(uid=live_uid)
         job.uid = live_uid
-    rendered = render(live, spec)
-    desired = rendered.manifest
-    desired.setdefault("metadata", {}).setdefault("annotations", {})[c.ANNOTATION_POLICY_REVISION] = (
-        _revision_value(progress.sync)
-    )
-    patch = {
-        "metadata": merge_patch_diff(
-            _meta_subset(live),
-            {
-                "labels": desired["metadata"].get("labels") or {},
-                "annotations": desired["metadata"].get("annotations") or {},
-            },
-        ),
-        "spec": merge_patch_diff(live.get("spec") or {}, desired.get("spec") or {}),
-    }
-    patch = {key: value for key, value in patch.items() if value}
+    state = desired_state(live, spec, progress.sync.generation)
+    patch = ascendjob_patch(live, state)
     if not patch:
         progress.versions["ascendjob"] = str(live["metadata"].get("resourceVersion", ""))
-        return rendered
+        return state
     patch.setdefault("metadata", {})["resourceVersion"] = live["metadata"]["resourceVersion"]
     result = kube.patch_ascendjob(ref, job.namespace, job.name, patch)
     progress.writes += 1
     progress.versions["ascendjob"] = str(result["metadata"].get("resourceVersion", ""))
-    return rendered
+    return state
 
 
-def _meta_subset(obj: dict[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata") or {}
-    return {"labels": dict(meta.get("labels") or {}), "annotations": dict(meta.get("annotations") or {})}
-
-
-def podgroup_desired(rendered: RenderResult, generation: int) -> dict[str, dict[str, str | None]]:
-    """Policy-owned PodGroup keys: value to set, or None to remove."""
-    meta = rendered.podgroup_patch.get("metadata", {})
-    labels = dict(meta.get("labels") or {})
-    annotations = dict(meta.get("annotations") or {})
-    annotations[c.ANNOTATION_POLICY_REVISION] = str(generation)
-    return {"labels": labels, "annotations": annotations}
-
-
-def same_value(section: str, key: str, live: dict[str, Any], desired: str | None) -> bool:
-    # Platform mode is switched on by the *presence* of ProcessRecoverStrategy; on the PodGroup its
-    # value belongs to the decider (the standing answer, or its answer during a fault) and must never
-    # be reset by a push. The push writes the standing answer only where the key is missing.
-    if section == "annotations" and key == c.ANNOTATION_PLATFORM_STRATEGY and desired is not None:
-        return key in live
-    return live.get(key) == desired
-
-
-def key_differences(live_meta: dict[str, Any], desired: dict[str, dict[str, str | None]]) -> dict[str, Any]:
-    """Merge patch of only the owned keys whose live value differs from the desired one."""
-    patch: dict[str, Any] = {}
-    for section in ("labels", "annotations"):
-        live_section = live_meta.get(section) or {}
-        changed = {
-            key: value
-            for key, value in desired[section].items()
-            if not same_value(section, key, live_section, value)
-        }
-        if changed:
-            patch[section] = changed
-    return patch
-
-
-def _push_podgroup(progress: _Progress, ref: kube.ClusterRef, rendered: RenderResult) -> None:
+def _push_podgroup(progress: _Progress, ref: kube.ClusterRef, state: DesiredState) -> None:
     job = progress.sync.job
     name = kube.podgroup_name(job.name, job.uid)
     try:
@@ -315,7 +274,7 @@ def _push_podgroup(progress: _Progress, ref: kube.ClusterRef, rendered: RenderRe
     # What it was created with, before our first write to it (the in-effect view reads this).
     incarnation_observe_podgroup(job, live, "push")
     _refuse_newer(progress, live)
-    patch = key_differences(live.get("metadata") or {}, podgroup_desired(rendered, progress.sync.generation))
+    patch = podgroup_patch(live, state)
     if not patch:
         progress.versions["podgroup"] = str(live["metadata"].get("resourceVersion", ""))
         return
@@ -325,9 +284,9 @@ def _push_podgroup(progress: _Progress, ref: kube.ClusterRef, rendered: RenderRe
     progress.versions["podgroup"] = str(result["metadata"].get("resourceVersion", ""))
 
 
-def _push_configmap(progress: _Progress, ref: kube.ClusterRef, rendered: RenderResult) -> None:
+def _push_configmap(progress: _Progress, ref: kube.ClusterRef, state: DesiredState) -> None:
     job = progress.sync.job
-    name = f"{c.TASKD_MANAGER_CONFIGMAP_PREFIX}{job.name}"
+    name = state.configmap_name
     try:
         live: dict[str, Any] | None = kube.get_configmap(ref, job.namespace, name)
     except ClusterError as exc:
@@ -338,56 +297,27 @@ def _push_configmap(progress: _Progress, ref: kube.ClusterRef, rendered: RenderR
         _refuse_newer(progress, live)
     elif _superseded(progress.sync):
         raise _Superseded  # a newer revision may have deleted it: do not create it again
-    desired = rendered.configmap
+    desired = state.configmap
     if desired is None:
-        if live is not None and (live.get("metadata", {}).get("labels") or {}).get(c.MANAGED_BY_LABEL) == (
-            c.MANAGED_BY_VALUE
-        ):
+        if live is not None and configmap_is_ours(live):
             kube.delete_configmap(ref, job.namespace, name, live["metadata"]["resourceVersion"])
             progress.writes += 1
         progress.versions["configmap"] = "none"
         return
-    body: dict[str, Any] = {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {
-            "name": name,
-            "namespace": job.namespace,
-            "labels": dict(desired["metadata"].get("labels") or {}),
-            "annotations": {c.ANNOTATION_POLICY_REVISION: str(progress.sync.generation)},
-        },
-        "data": dict(desired.get("data") or {}),
-    }
     if live is None:
-        result = kube.create_configmap(ref, job.namespace, body)
+        result = kube.create_configmap(ref, job.namespace, desired)
+    elif configmap_current(live, desired):
+        progress.versions["configmap"] = str((live.get("metadata") or {}).get("resourceVersion", ""))
+        return
     else:
-        live_meta = live.get("metadata") or {}
-        same = (
-            (live.get("data") or {}) == body["data"]
-            and (live_meta.get("annotations") or {}).get(c.ANNOTATION_POLICY_REVISION)
-            == str(progress.sync.generation)
-            and all(
-                (live_meta.get("labels") or {}).get(k) == v for k, v in body["metadata"]["labels"].items()
-            )
-        )
-        if same:
-            progress.versions["configmap"] = str(live_meta.get("resourceVersion", ""))
-            return
-        # Keep labels/annotations others put on it; replace only what we own.
-        body["metadata"]["labels"] = {**(live_meta.get("labels") or {}), **body["metadata"]["labels"]}
-        body["metadata"]["annotations"] = {
-            **(live_meta.get("annotations") or {}),
-            **body["metadata"]["annotations"],
-        }
-        body["metadata"]["resourceVersion"] = live_meta["resourceVersion"]
-        result = kube.replace_configmap(ref, job.namespace, name, body)
+        result = kube.replace_configmap(ref, job.namespace, name, configmap_replacement(live, desired))
     progress.writes += 1
     progress.versions["configmap"] = str(result["metadata"].get("resourceVersion", ""))
 
 
-def _finish_applied(progress: _Progress, rendered: RenderResult) -> PolicySync:
+def _finish_applied(progress: _Progress, state: DesiredState) -> PolicySync:
     sync = progress.sync
-    effects = [{"target": e.target, "when": e.when, "summary": e.summary} for e in rendered.effects]
+    effects = [{"target": e.target, "when": e.when, "summary": e.summary} for e in state.rendered.effects]
     now = timezone.now()
     with transaction.atomic():  # the state and its event become visible together
         _mark_applied(sync, progress, effects, now)

@@ -1,4 +1,8 @@
-"""Periodic safety nets: re-queue lost pushes, and compare live objects with the current revision."""
+"""Periodic safety nets: re-queue lost pushes, and compare live objects with the current revision.
+
+I/O and bookkeeping only: what the revision wants and how it differs from the live objects comes
+from ``desired`` (the same ``desired_state`` and comparisons the push writes with).
+"""
 
 from __future__ import annotations
 
@@ -16,10 +20,9 @@ from apps.cluster import client as kube
 from apps.cluster.errors import ClusterError
 from apps.events.services import event_record
 from apps.jobs.clusters import cluster_ref
+from apps.policies.desired import Drift, desired_state, drift
 from apps.policies.models import PolicySync
-from apps.policies.push import enqueue_push, podgroup_desired, same_value, spec_of
-from apps.policies.rendering import render
-from mindcluster import keys as c
+from apps.policies.syncs import enqueue_push, spec_of
 
 log = logging.getLogger(__name__)
 State = PolicySync.State
@@ -64,19 +67,6 @@ def sweep_stuck_syncs() -> list[int]:
     return requeued
 
 
-@dataclass(frozen=True)
-class Drift:
-    """One policy-owned key whose live value differs from the current revision."""
-
-    object: str
-    key: str
-    live: Any
-    desired: Any
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"object": self.object, "key": self.key, "live": self.live, "desired": self.desired}
-
-
 @dataclass
 class LiveObjects:
     """One listing of a cluster's AscendJobs and PodGroups, so a sweep costs a few LISTs, not 2 GETs a job."""
@@ -96,7 +86,7 @@ class LiveObjects:
 
 
 def drift_of(sync: PolicySync, live: LiveObjects | None = None) -> list[Drift]:
-    """Compare the live AscendJob and PodGroup with what the sync's revision renders."""
+    """Compare the live AscendJob and PodGroup with the sync's revision (``desired.drift``)."""
     job = sync.job
     ref = cluster_ref(job.cluster)
     spec = spec_of(sync.revision)
@@ -107,42 +97,20 @@ def drift_of(sync: PolicySync, live: LiveObjects | None = None) -> list[Drift]:
         if found_job is None:
             raise ClusterError(f"AscendJob {job.namespace}/{job.name} not found", permanent=True, status=404)
         live_job = found_job
-    rendered = render(live_job, spec)
-    found: list[Drift] = []
-    live_meta = live_job.get("metadata") or {}
-    for section, desired_values, removed in (
-        ("labels", rendered.labels, rendered.removed_labels),
-        ("annotations", rendered.annotations, rendered.removed_annotations),
-    ):
-        live_values = live_meta.get(section) or {}
-        wanted: dict[str, str | None] = {**dict(desired_values), **{key: None for key in removed}}
-        for key, value in sorted(wanted.items()):
-            if live_values.get(key) != value:
-                found.append(Drift("AscendJob", f"metadata.{section}.{key}", live_values.get(key), value))
-    if (live_job.get("spec") or {}) != (rendered.manifest.get("spec") or {}):
-        found.append(Drift("AscendJob", "spec.replicaSpecs (env, ports, volumes)", "differs", "rendered"))
-    pg_name = kube.podgroup_name(job.name, str(live_meta.get("uid", "")))
+    state = desired_state(live_job, spec, sync.generation)
+    uid = str((live_job.get("metadata") or {}).get("uid", ""))
+    pg_name = kube.podgroup_name(job.name, uid)
+    podgroup: dict[str, Any] | None
     if live is None:
         try:
-            podgroup: dict[str, Any] | None = kube.get_podgroup(ref, job.namespace, pg_name)
+            podgroup = kube.get_podgroup(ref, job.namespace, pg_name)
         except ClusterError as exc:
             if not exc.not_found:
                 raise
             podgroup = None
     else:
         podgroup = live.podgroups.get((job.namespace, pg_name))
-    if podgroup is None:
-        return found  # not scheduled yet: the operator will copy the job's (checked) keys
-    pg_meta = podgroup.get("metadata") or {}
-    desired = podgroup_desired(rendered, sync.generation)
-    for section in ("labels", "annotations"):
-        live_values = pg_meta.get(section) or {}
-        for key, value in sorted(desired[section].items()):
-            if key == c.ANNOTATION_POLICY_REVISION:
-                continue  # bookkeeping, not behaviour
-            if not same_value(section, key, live_values, value):
-                found.append(Drift("PodGroup", f"metadata.{section}.{key}", live_values.get(key), value))
-    return found
+    return drift(live_job, podgroup, state)
 
 
 def reconcile_job_sync(sync: PolicySync, live: LiveObjects | None = None) -> bool:

@@ -12,6 +12,7 @@ from apps.core.errors import ValidationFailed
 from apps.jobs.models import TrainingJob
 from apps.policies.models import PolicyRevision, PolicySync, Preset
 from apps.policies.spec import JobContext, ReplicaFacts
+from apps.policies.syncs import sync_create
 from apps.policies.validation import ValidationResult, validate_policy
 
 
@@ -93,8 +94,6 @@ def policy_revision_create(
     )
     if push:
         # Outbox row in the same transaction; the push task is queued only after commit.
-        from apps.policies.push import sync_create
-
         sync_create(revision=revision)
     else:
         # An observed revision is what the cluster already has: record it as applied.

@@ -6,6 +6,7 @@ Pure data: no Django, no I/O. ``validation.validate_policy`` turns untrusted JSO
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
@@ -91,6 +92,22 @@ class PolicySpec:
             {"match": dict(rule.match), "strategy": rule.strategy} for rule in self.decision_rules
         ]
         return data
+
+    @classmethod
+    def from_stored(cls, data: Mapping[str, Any]) -> PolicySpec:
+        """Rebuild a spec from its canonical form (``to_dict()``, what a ``PolicyRevision`` stores).
+
+        No validation: every stored spec was validated when it was stored (``policy_revision_create``,
+        admission's ``_record``), and revisions are immutable. Raises ``TypeError`` / ``KeyError`` /
+        ``ValueError`` on a shape ``to_dict()`` never produces (a field renamed or dropped since).
+        """
+        values = dict(data)
+        values["strategies"] = tuple(values.get("strategies") or ())
+        values["decision_rules"] = tuple(
+            DecisionRule(strategy=str(rule["strategy"]), match=dict(rule.get("match") or {}))
+            for rule in values.get("decision_rules") or ()
+        )
+        return cls(**values)
 
 
 # --- job facts -----------------------------------------------------------------------------------

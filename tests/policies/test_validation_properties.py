@@ -127,6 +127,17 @@ def test_accepted_specs_round_trip(raw: dict[str, Any], job: JobContext | None) 
 
 
 @SETTINGS
+@given(policy=st.deferred(lambda: valid_policies()), job=job_contexts)
+def test_a_stored_spec_reads_back_without_validation(policy: dict[str, Any], job: JobContext | None) -> None:
+    """The push reads stored revisions with ``PolicySpec.from_stored``: it must equal the validated spec."""
+    result = validate_policy(policy, job)
+    if result.spec is not None:
+        stored = PolicySpec.from_stored(result.spec.to_dict())
+        assert stored == result.spec
+        assert stored.to_dict() == result.spec.to_dict()
+
+
+@SETTINGS
 @given(
     chosen=st.lists(st.sampled_from(STRATEGIES), min_size=1, max_size=6, unique=True).flatmap(
         lambda names: st.tuples(st.just(names), st.permutations(names), st.lists(st.sampled_from(names)))

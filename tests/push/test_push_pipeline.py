@@ -87,7 +87,7 @@ def test_save_reaches_cluster_with_exactly_the_rendered_keys(
     assert JobEvent.objects.filter(job=job, kind="policy.applied").count() == 1
     # Idempotent: pushing the same revision again writes nothing.
     before = emulator.faults.committed.count(namespace=job.namespace)
-    from apps.policies.push import sync_request_apply
+    from apps.policies.syncs import sync_request_apply
 
     wait_state(sync_request_apply(job=job), {"applied"})
     assert emulator.faults.committed.count(namespace=job.namespace) == before
@@ -305,7 +305,7 @@ def test_a_push_during_a_fault_never_resets_the_platform_answer(
     worker_factory: Callable[..., Worker],
     kube: k8s.ApiClient,
 ) -> None:
-    from apps.policies.push import sync_request_apply
+    from apps.policies.syncs import sync_request_apply
 
     worker_factory()
     job = live_job()

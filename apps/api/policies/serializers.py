@@ -256,6 +256,13 @@ class PreviewOutputSerializer(serializers.Serializer):
     render = RenderedSerializer(allow_null=True)
     render_error = serializers.CharField(required=False)
     keys = DesiredKeySerializer(many=True, required=False, help_text="Every key the policy sets or removes")
+    revision = serializers.IntegerField(
+        required=False,
+        help_text=(
+            "The revision number the render is stamped with (the policy-revision annotation the push "
+            "writes): the current revision, or the next one for a draft"
+        ),
+    )
     live = LiveSerializer()
     diff = serializers.DictField(
         child=AnyJsonField(),

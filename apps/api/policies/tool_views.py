@@ -23,9 +23,9 @@ from apps.api.policies.serializers import (
 from apps.core.api_errors import field_error
 from apps.core.errors import ValidationFailed
 from apps.policies.builtin_presets import builtin_preset
+from apps.policies.desired import desired_state
 from apps.policies.models import Preset
 from apps.policies.preview import render_output, with_release
-from apps.policies.rendering import render
 from apps.policies.services import job_context
 from apps.policies.spec import RELEASES, JobContext
 from apps.policies.validation import ValidationResult, validate_manifest, validate_policy
@@ -105,7 +105,8 @@ class RenderApi(APIView):
         if not merged.ok or merged.spec is None:
             raise ValidationFailed(merged.errors, warnings=merged.warnings)
         try:
-            rendered = render(manifest, merged.spec)
+            # No revision: this render belongs to no job's history, so it is not stamped.
+            rendered = desired_state(manifest, merged.spec).rendered
         except Exception as exc:  # a manifest shape the validator let through but rendering cannot handle
             log.exception("render failed on a manifest that passed validation")
             raise field_error(

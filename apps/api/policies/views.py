@@ -37,8 +37,8 @@ from apps.core.api_errors import ApiError, ErrorResponseSerializer, RevisionConf
 from apps.jobs.models import TrainingJob
 from apps.policies.models import PolicyRevision, Preset
 from apps.policies.preview import policy_preview, with_release
-from apps.policies.push import sync_request_apply
 from apps.policies.services import policy_revision_create, policy_revision_restore
+from apps.policies.syncs import sync_request_apply
 
 TAG = "policies"
 MAX_REVISION = 2**31 - 1  # PolicyRevision.number is a 32-bit column

@@ -12,6 +12,7 @@ from typing import Any
 
 from apps.policies.spec import JobContext, PolicySpec, release_at_least
 from mindcluster import keys as k
+from mindcluster.operator_env import operator_injects_env
 
 PYTORCH = "pytorch"
 MINDSPORE = "mindspore"
@@ -73,7 +74,7 @@ class RenderPlan:
     @property
     def hand_set_recovery_env(self) -> bool:
         """Up to 7.1 the user sets PROCESS_RECOVER & co. and process-recover-enable; 7.2+: the operator."""
-        return not release_at_least(self.release, "7.2")
+        return not operator_injects_env(self.release)
 
     @property
     def taskd_era(self) -> bool:

@@ -21,8 +21,8 @@ import yaml
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.policies.builtin_presets import builtin_preset, preset_names
+from apps.policies.desired import desired_state
 from apps.policies.management.commands.validate_policy import parse_json, read_text
-from apps.policies.rendering import render
 from apps.policies.spec import JobContext
 from apps.policies.validation import validate_manifest, validate_policy
 from apps.policies.validation.fields import normalise_release
@@ -71,7 +71,7 @@ class Command(BaseCommand):
         if warnings:
             self.stderr.write(json.dumps({"warnings": [i.to_dict() for i in warnings]}, ensure_ascii=False))
 
-        rendered = render(job_manifest, result.spec)
+        rendered = desired_state(job_manifest, result.spec).rendered  # a file, not a revision: no stamp
         output = list(documents)
         output[job_index] = rendered.manifest
         if rendered.configmap is not None:

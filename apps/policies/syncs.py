@@ -1,0 +1,69 @@
+"""The push outbox: create and re-arm ``PolicySync`` rows, queue their pushes, read their specs.
+
+Shared by the write API (``services``, ``api.views``), the push and the sweeps (``reconcile``).
+The push task is queued by name (``PUSH_TASK``): ``tasks`` imports ``push`` and ``reconcile``,
+never the other way round, so the write path has no import cycle.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import current_app
+from django.conf import settings
+from django.db import transaction
+
+from apps.cluster.errors import ClusterError
+from apps.jobs.models import TrainingJob
+from apps.policies.models import PolicyRevision, PolicySync
+from apps.policies.spec import PolicySpec
+
+log = logging.getLogger(__name__)
+State = PolicySync.State
+PUSH_TASK = "policies.push_policy"
+
+
+def spec_of(revision: PolicyRevision) -> PolicySpec:
+    """The revision's spec, as validated when it was stored (see ``PolicySpec.from_stored``).
+
+    A push does not validate again: the spec was checked once, against the job, when it was stored,
+    and a revision never changes. What remains is a guard for a stored shape this version cannot
+    read (a field renamed since): that is a permanent failure with a reason, not a crashed task.
+    """
+    try:
+        return PolicySpec.from_stored(revision.spec)
+    except (TypeError, KeyError, ValueError, AttributeError) as exc:
+        raise ClusterError(
+            f"revision {revision.number} is stored in a form this version cannot read ({exc})",
+            permanent=True,
+        ) from exc
+
+
+def sync_create(*, revision: PolicyRevision) -> PolicySync:
+    """Create the outbox row for a new revision and queue its push after commit."""
+    sync = PolicySync.objects.create(job=revision.job, revision=revision, generation=revision.number)
+    transaction.on_commit(lambda: enqueue_push(sync.pk))
+    return sync
+
+
+def enqueue_push(sync_id: int) -> None:
+    try:
+        current_app.send_task(PUSH_TASK, kwargs={"sync_id": sync_id}, queue=settings.CELERY_PUSH_QUEUE)
+    except Exception:  # broker down: the row stays pending and the sweep re-queues it
+        log.warning("could not queue push of sync %s; the sweep will retry", sync_id, exc_info=True)
+
+
+def sync_request_apply(*, job: TrainingJob) -> PolicySync:
+    """Push the current revision again (the API's ``apply``): reuse its row, reset it to pending."""
+    if job.current_revision is None:
+        raise ValueError("the job has no policy yet")
+    with transaction.atomic():
+        sync, _ = PolicySync.objects.get_or_create(
+            job=job, generation=job.current_revision.number, defaults={"revision": job.current_revision}
+        )
+        PolicySync.objects.filter(pk=sync.pk).exclude(state=State.APPLYING).update(
+            state=State.PENDING, retryable=True, claim_token="", lease_expires_at=None, finished_at=None
+        )
+        transaction.on_commit(lambda: enqueue_push(sync.pk))
+    sync.refresh_from_db()
+    return sync
