@@ -302,7 +302,9 @@ def cmd_test(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """Every benchmark under bench/, with the tools they need (bench/requirements.txt) installed."""
-    ensure_venv(["requirements.txt", "simcluster/requirements.txt", "requirements-dev.txt", "bench/requirements.txt"])
+    ensure_venv(
+        ["requirements.txt", "simcluster/requirements.txt", "requirements-dev.txt", "bench/requirements.txt"]
+    )
     ensure_system_packages()
     children = Children()
     try:
