@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import logging
 
-from celery import current_app
 from django.conf import settings
 from django.db import transaction
 
 from apps.cluster.errors import ClusterError
+from apps.core.queue import enqueue
 from apps.jobs.models import TrainingJob
 from apps.policies.models import PolicyRevision, PolicySync
 from apps.policies.spec import PolicySpec
@@ -48,7 +48,7 @@ def sync_create(*, revision: PolicyRevision) -> PolicySync:
 
 def enqueue_push(sync_id: int) -> None:
     try:
-        current_app.send_task(PUSH_TASK, kwargs={"sync_id": sync_id}, queue=settings.CELERY_PUSH_QUEUE)
+        enqueue(PUSH_TASK, kwargs={"sync_id": sync_id}, queue=settings.CELERY_PUSH_QUEUE)
     except Exception:  # broker down: the row stays pending and the sweep re-queues it
         log.warning("could not queue push of sync %s; the sweep will retry", sync_id, exc_info=True)
 
