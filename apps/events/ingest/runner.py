@@ -44,6 +44,8 @@ log = logging.getLogger(__name__)
 CLUSTERD_SOURCE = "clusterd"
 CURSOR_FLUSH_SECONDS = 0.5
 LEASE_POLL_SECONDS = 1.0
+# A leader that lost its lease waits this long before competing again: longer than a standby's poll.
+LEASE_RETAKE_SECONDS = 3 * LEASE_POLL_SECONDS
 SYNC_TIMEOUT_SECONDS = 15.0
 LEASE_NAMESPACE = 0x6576  # first key of the two-int advisory lock: "ev"
 PRUNE_EVERY_SECONDS = 600.0
@@ -212,6 +214,11 @@ class ClusterIngester:
                 if not self._acquire(lease):
                     return
                 self._term(lease)
+            if self.lost.is_set():
+                # Step aside before asking again: this process notices the loss at its next batch
+                # and would ask within milliseconds, while a standby asks once per poll, so it
+                # would win the lease straight back from the standby it is meant to hand over to.
+                self.stop_event.wait(LEASE_RETAKE_SECONDS)
 
     def _acquire(self, lease: ClusterLease) -> bool:
         """Wait for the lease (as a standby); False when stopped first."""
@@ -256,6 +263,7 @@ class ClusterIngester:
         self.threads = [t for t in self.threads if t not in term_threads]
         self.active.clear()
         if self.lost.is_set():
+            self.standby = True
             log.warning("cluster %s: lost the lease; back to standby", self.cluster.name)
             self._drain_queue()  # not stored, not acknowledged by a cursor: the next leader replays it
 
