@@ -339,7 +339,7 @@ class ClusterIngester:
             self._put(
                 Item(spec.source, spec.resource, "BOOKMARK", {}, resource_version, timezone.now()), halt
             )
-            self._synced(spec.source)
+        flowing = False
         while not halt.is_set():
             try:
                 if not resource_version:
@@ -356,8 +356,15 @@ class ClusterIngester:
                     rv = str((obj.get("metadata") or {}).get("resourceVersion") or resource_version)
                     resource_version = rv
                     self._put(Item(spec.source, spec.resource, event_type, obj, rv, timezone.now()), halt)
+                    # A resumed source is synced once its stream flows, not when its cursor was
+                    # read: opening a watch can take seconds (seen: 5 s for core resources right
+                    # after a take-over), and the warm-up hold must not start before the backlog.
+                    if not flowing:
+                        self._synced(spec.source)
+                        flowing = True
                     if halt.is_set():
                         break
+                self._synced(spec.source)  # the call ended: whatever backlog there was came
                 delay = 0.5
             except ClusterError as exc:
                 if exc.status == 410:
