@@ -11,6 +11,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.db import connection
+from django.db.models import Q
 from django.utils import timezone
 
 from apps.events import incidents as fold
@@ -82,11 +84,36 @@ def _is_late_copy(incident: Incident, data: dict[str, Any], at: datetime) -> boo
     return at <= incident.closed_at + LATE_SKEW
 
 
+def incident_holding(job: TrainingJob, ids: list[str]) -> Incident | None:
+    """The incident a report of one of these fault ids was already folded into (the original), if any.
+
+    Any incident of the job, not only the latest: a replayed or lagging report may arrive after
+    later incidents opened, and it still belongs to the one that holds its fault.
+    """
+    if not ids:
+        return None
+    incidents = Incident.objects.filter(job=job)
+    if connection.features.supports_json_field_contains:
+        holds = Q()
+        for ident in ids:
+            holds |= Q(fault__fault_ids__contains=[ident])
+        return incidents.filter(holds).order_by("number").first()
+    for incident in incidents.order_by("number").iterator():  # SQLite: no JSON containment
+        if set(ids) & set(incident.fault.get("fault_ids") or []):
+            return incident
+    return None
+
+
 def incident_plan(
     *, job: TrainingJob, kind: str, data: dict[str, Any], at: datetime, source_key: str
 ) -> IncidentPlan:
     """Choose the incident for an incident-scoped event and give it a key that two sources share."""
     data = dict(data)
+    if kind == kinds.FAULT_DETECTED:
+        # A fault is stored once per (job, fault id): any later report of it joins its incident.
+        original = incident_holding(job, fold.fault_ids(data))
+        if original is not None:
+            return IncidentPlan(original, kind, "", data, enrich_only=True)
     current = open_incident(job)
     if current is None:
         last = latest_incident(job)
@@ -105,7 +132,10 @@ def incident_plan(
         signature = fold.fault_signature(data)
         if signature in (current.fault.get("signatures") or []):
             return IncidentPlan(current, kind, "", data, enrich_only=True)
-        key = f"fault:{current.pk}:{signature}"
+        ids = fold.fault_ids(data)
+        # Keyed by the fault's id where it has one, so the unique (job, key) constraint holds it to
+        # one row whatever incident a racing or replayed copy would choose; else one per incident.
+        key = f"fault:{ids[0]}" if ids else f"fault:{current.pk}:{signature}"
     elif kind in kinds.STRATEGY_KINDS:
         strategy = str(data.get("strategy") or "")
         if current.strategies:

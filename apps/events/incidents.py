@@ -49,6 +49,22 @@ def fault_signature(data: dict[str, Any]) -> str:
     return "code:" + str(data.get("code") or "").upper()
 
 
+def fault_ids(data: dict[str, Any]) -> list[str]:
+    """The fault's own identity, when the report names it: an Event's ``[id]``, ClusterD's ``faultReason``.
+
+    Unlike the signature, an id tells two faults of one code apart, so a report carrying one can be
+    matched to the incident that already holds it however late it comes (a replay, a lagging source).
+    Real ClusterD sends ``faultReason`` empty (component/clusterd/pkg/application/faultmanager/
+    faultclusterprocess/cluster_fault_processor.go:234): its reports carry no id and are matched by
+    signature and time.
+    """
+    ids: list[str] = []
+    for value in [data.get("fault_id"), *(data.get("fault_reasons") or [])]:
+        if value not in (None, "") and str(value) not in ids:
+            ids.append(str(value))
+    return ids
+
+
 def new_incident(at: datetime) -> dict[str, Any]:
     """The fields of a freshly opened incident."""
     return {

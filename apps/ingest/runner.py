@@ -44,9 +44,12 @@ log = logging.getLogger(__name__)
 CLUSTERD_SOURCE = "clusterd"
 CURSOR_FLUSH_SECONDS = 0.5
 LEASE_POLL_SECONDS = 1.0
+# A leader that lost its lease waits this long before competing again: longer than a standby's poll.
+LEASE_RETAKE_SECONDS = 3 * LEASE_POLL_SECONDS
 SYNC_TIMEOUT_SECONDS = 15.0
 LEASE_NAMESPACE = 0x6576  # first key of the two-int advisory lock: "ev"
 PRUNE_EVERY_SECONDS = 600.0
+MAX_HELD = 50_000  # items the merge holds at most; beyond it, order gives way to progress
 
 
 def _setting(name: str, default: float) -> float:
@@ -211,6 +214,11 @@ class ClusterIngester:
                 if not self._acquire(lease):
                     return
                 self._term(lease)
+            if self.lost.is_set():
+                # Step aside before asking again: this process notices the loss at its next batch
+                # and would ask within milliseconds, while a standby asks once per poll, so it
+                # would win the lease straight back from the standby it is meant to hand over to.
+                self.stop_event.wait(LEASE_RETAKE_SECONDS)
 
     def _acquire(self, lease: ClusterLease) -> bool:
         """Wait for the lease (as a standby); False when stopped first."""
@@ -255,6 +263,7 @@ class ClusterIngester:
         self.threads = [t for t in self.threads if t not in term_threads]
         self.active.clear()
         if self.lost.is_set():
+            self.standby = True
             log.warning("cluster %s: lost the lease; back to standby", self.cluster.name)
             self._drain_queue()  # not stored, not acknowledged by a cursor: the next leader replays it
 
@@ -330,7 +339,7 @@ class ClusterIngester:
             self._put(
                 Item(spec.source, spec.resource, "BOOKMARK", {}, resource_version, timezone.now()), halt
             )
-            self._synced(spec.source)
+        flowing = False
         while not halt.is_set():
             try:
                 if not resource_version:
@@ -347,8 +356,15 @@ class ClusterIngester:
                     rv = str((obj.get("metadata") or {}).get("resourceVersion") or resource_version)
                     resource_version = rv
                     self._put(Item(spec.source, spec.resource, event_type, obj, rv, timezone.now()), halt)
+                    # A resumed source is synced once its stream flows, not when its cursor was
+                    # read: opening a watch can take seconds (seen: 5 s for core resources right
+                    # after a take-over), and the warm-up hold must not start before the backlog.
+                    if not flowing:
+                        self._synced(spec.source)
+                        flowing = True
                     if halt.is_set():
                         break
+                self._synced(spec.source)  # the call ended: whatever backlog there was came
                 delay = 0.5
             except ClusterError as exc:
                 if exc.status == 410:
@@ -437,6 +453,9 @@ class ClusterIngester:
         the server's version at their arrival. A source that stays silent (a server sending few
         bookmarks) holds items at most ``EVENTS_INGEST_REORDER_SECONDS`` (longer while a take-over
         replays backlogs): then order is best effort and the store's de-duplication still holds.
+        Before each item is chosen, everything that has arrived is taken off the queue into the
+        merge, so a hold that ran out while the applier was busy never lets an item pass an older
+        one still queued behind it.
 
         Every batch starts with a lease check; a lost lease ends the loop without applying (or
         acknowledging) anything more.
@@ -467,6 +486,37 @@ class ClusterIngester:
         newest_rv = 0.0
         counter = 0
         last_flush = last_prune = time.monotonic()
+
+        def take(item: Item) -> None:
+            nonlocal newest_rv, counter
+            rv = _numeric_rv(item)
+            is_signal = item.resource == CLUSTERD_SOURCE
+            if rv is not None and not is_signal:
+                newest_rv = max(newest_rv, rv)
+                if item.resource_version:  # a listed object's version is not a stream position
+                    marks[item.source] = max(marks.get(item.source, 0.0), rv)
+            order = rv if rv is not None else newest_rv
+            counter += 1
+            # Same version: watch items first, then the signals that arrived after them.
+            heapq.heappush(held, (order, int(is_signal), counter, time.monotonic(), item))
+
+        def drain() -> bool:
+            """Move everything that has arrived into the merge; True when anything did.
+
+            While the applier is behind (a replay after a take-over, a slow database) the backlog
+            must wait here, not in the queue: the merge only orders what it holds, and a full queue
+            blocks the watchers, so their watermarks would stall and the hold would release a live
+            ClusterD signal ahead of older watch items still waiting to get in.
+            """
+            took = False
+            while len(held) <= MAX_HELD:
+                try:
+                    take(self.queue.get_nowait())
+                except queue.Empty:
+                    break
+                took = True
+            return took
+
         while True:
             if time.monotonic() - last_prune > PRUNE_EVERY_SECONDS:
                 last_prune = time.monotonic()
@@ -485,21 +535,13 @@ class ClusterIngester:
                 item = None
             stopping = halt.is_set()
             if item is not None:
-                rv = _numeric_rv(item)
-                is_signal = item.resource == CLUSTERD_SOURCE
-                if rv is not None and not is_signal:
-                    newest_rv = max(newest_rv, rv)
-                    if item.resource_version:  # a listed object's version is not a stream position
-                        marks[item.source] = max(marks.get(item.source, 0.0), rv)
-                order = rv if rv is not None else newest_rv
-                counter += 1
-                # Same version: watch items first, then the signals that arrived after them.
-                heapq.heappush(held, (order, int(is_signal), counter, time.monotonic(), item))
+                take(item)
+                drain()
             now = time.monotonic()
             if warm_until is None:
                 with self.sync_lock:
                     synced = not self.unsynced
-                if not synced and now < sync_deadline and not stopping and len(held) <= 50_000:
+                if not synced and now < sync_deadline and not stopping and len(held) <= MAX_HELD:
                     continue  # wait for every source's first batch
                 warm_until = now + _setting("EVENTS_INGEST_WARMUP_SECONDS", 3.0)
             if hold != live_hold and now > warm_until:
@@ -510,9 +552,15 @@ class ClusterIngester:
                     if halt.is_set():
                         return  # stopping while the database is away: the held items are replayed
                     continue
+                batch_ends = time.monotonic() + CURSOR_FLUSH_SECONDS
                 while _due(held, low, hold, now, stopping):
                     if not self._apply_one(store, heapq.heappop(held)[4], dirty, halt):
                         return  # stopped while waiting for the database: not stored, not acknowledged
+                    if drain():  # what arrived meanwhile may sort before the next held item
+                        low = min((marks.get(source, -1.0) for source in sources), default=float("inf"))
+                    if time.monotonic() > batch_ends:
+                        break  # a long backlog goes in batches: cursors saved, the lease rechecked
+                now = time.monotonic()
             if dirty and (item is None or now - last_flush >= CURSOR_FLUSH_SECONDS):
                 self._flush_cursors(dirty)
                 last_flush = now
@@ -619,7 +667,7 @@ def _due(
     if not held:
         return False
     order, _, _, arrived, _ = held[0]
-    return order <= low or arrived + hold <= now or stopping or len(held) > 50_000
+    return order <= low or arrived + hold <= now or stopping or len(held) > MAX_HELD
 
 
 def _numeric_rv(item: Item) -> float | None:

@@ -39,6 +39,7 @@ def dump(cluster: Cluster) -> str:
         ]
         lines += [
             f"{e.seq} {e.kind} {e.source} {e.dedupe_key} {e.occurred_at:%H:%M:%S.%f}"
+            f" stored {e.stored_at:%H:%M:%S.%f}"
             for e in JobEvent.objects.filter(job=job).order_by("seq")
         ]
     return "\n".join(lines)

@@ -119,3 +119,40 @@ def test_a_silent_stream_delays_an_item_at_most_the_hold(applied: list[str], set
     finally:
         ingester.stop()
         thread.join(5)
+
+
+def test_a_busy_applier_never_lets_a_signal_pass_older_queued_items(
+    monkeypatch: pytest.MonkeyPatch, settings: object
+) -> None:
+    """The soak's duplicates began here: after a restart the applier is behind, the hold of a live
+    ClusterD signal runs out while it stores the backlog, and the watch items older than the signal
+    were still in the queue, outside the merge: the signal went first, minutes ahead of them."""
+    settings.EVENTS_INGEST_REORDER_SECONDS = 0.3  # type: ignore[attr-defined]
+    settings.EVENTS_INGEST_WARMUP_WINDOW_SECONDS = 0.3  # type: ignore[attr-defined]
+    settings.EVENTS_INGEST_WARMUP_SECONDS = 0.0  # type: ignore[attr-defined]
+    order: list[str] = []
+
+    def slow_store(
+        self: ClusterIngester, store: object, item: Item, dirty: dict[str, str], halt: threading.Event
+    ) -> bool:
+        order.append(label(item))
+        time.sleep(0.5)  # a slow database: longer than the hold
+        return True
+
+    monkeypatch.setattr(ClusterIngester, "_apply_one", slow_store)
+    monkeypatch.setattr(runner.broadcast, "flush", lambda timeout=5.0: True)
+    cluster = Cluster.objects.create(name="busy", kubeconfig_path="/dev/null", namespaces=["team"])
+    ingester = ClusterIngester(cluster)
+    podgroups = "podgroups:team"  # the other streams stay silent: only the hold releases items
+    ingester._put(signal_item("30"), ingester.halt)  # ClusterD signalled at server version 30
+    ingester._put(watch_item(podgroups, 11), ingester.halt)
+    thread = run_applier(ingester)
+    try:
+        time.sleep(0.45)  # podgroups@11 is being stored; the signal's hold has run out
+        for rv in (12, 13, 14):  # written before version 30, delivered while the applier was busy
+            ingester._put(watch_item(podgroups, rv), ingester.halt)
+        wait_len(order, 5, seconds=10)
+        assert order == ["podgroups@11", "podgroups@12", "podgroups@13", "podgroups@14", "clusterd@30"]
+    finally:
+        ingester.stop()
+        thread.join(5)

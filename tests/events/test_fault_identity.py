@@ -1,0 +1,119 @@
+"""A fault report is stored once per (job, fault id), whatever incident is current when it arrives.
+
+The soak (issue #16) stored 0.7 % of fault reports twice: after an ingester restart, a live ClusterD
+signal was applied ahead of the watch backlog, and the same fault's Event, arriving minutes later,
+was matched only against the *latest* incident (by code) and keyed ``fault:<incident>:<code>``, so it
+opened a second incident for a fault already stored. These tests replay reports deterministically.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from apps.events import kinds
+from apps.events.ingest.observation import JobRef, Observation
+from apps.events.ingest.store import IngestStore
+from apps.events.models import Incident, JobEvent
+from apps.jobs.models import Cluster, TrainingJob
+from tests.events.conftest import assert_gap_free
+
+pytestmark = pytest.mark.django_db
+CODE = "80E01801"  # one code for every fault: only the fault id tells them apart, as in the soak
+
+
+@pytest.fixture
+def job() -> TrainingJob:
+    cluster = Cluster.objects.create(name=f"c-{uuid.uuid4().hex[:6]}")
+    return TrainingJob.objects.create(
+        cluster=cluster, namespace="team", name="llama", uid=str(uuid.uuid4()), replicas={"Worker": 1}
+    )
+
+
+def observe(store: IngestStore, job: TrainingJob, kind: str, at: datetime, source: str, **data: Any) -> None:
+    store.record(
+        Observation(
+            job=JobRef(job.namespace, job.name, job.uid),
+            kind=kind,
+            message=kind,
+            source=source,
+            data=data,
+            dedupe_key=f"{source}:{uuid.uuid4()}",  # a new source identity: the replay is not a byte copy
+            occurred_at=at,
+        )
+    )
+
+
+def clusterd_fault(store: IngestStore, job: TrainingJob, fault_id: str, at: datetime) -> None:
+    observe(store, job, kinds.FAULT_DETECTED, at, "clusterd", code=CODE, fault_reasons=[fault_id])
+
+
+def event_fault(store: IngestStore, job: TrainingJob, fault_id: str, at: datetime) -> None:
+    observe(store, job, kinds.FAULT_DETECTED, at, "k8s-event", code=CODE, fault_id=fault_id, ranks=[1])
+
+
+def handled(store: IngestStore, job: TrainingJob, at: datetime) -> None:
+    observe(store, job, kinds.STRATEGY_CHOSEN, at + timedelta(seconds=1), "k8s-event", strategy="retry")
+    observe(store, job, kinds.RECOVERY_SUCCEEDED, at + timedelta(seconds=2), "podgroup", strategy="retry")
+
+
+def owners(job: TrainingJob) -> dict[str, list[int]]:
+    found: dict[str, list[int]] = {}
+    for incident in Incident.objects.filter(job=job).order_by("number"):
+        for fault_id in incident.fault.get("fault_ids") or []:
+            found.setdefault(fault_id, []).append(incident.number)
+    return found
+
+
+def detections(job: TrainingJob) -> int:
+    return JobEvent.objects.filter(job=job, kind=kinds.FAULT_DETECTED).count()
+
+
+def test_a_replayed_report_joins_its_original_incident_after_later_ones(job: TrainingJob) -> None:
+    store = IngestStore(job.cluster)
+    t0 = timezone.now() - timedelta(minutes=5)
+    clusterd_fault(store, job, "fault-1", t0)
+    handled(store, job, t0)
+    event_fault(store, job, "fault-2", t0 + timedelta(seconds=30))
+    handled(store, job, t0 + timedelta(seconds=30))
+    assert owners(job) == {"fault-1": [1], "fault-2": [2]}
+
+    # The Event of fault-1 again (a watch replayed from an old cursor, minutes late): not a new fault.
+    event_fault(store, job, "fault-1", t0)
+
+    assert detections(job) == 2
+    assert Incident.objects.filter(job=job).count() == 2
+    assert owners(job) == {"fault-1": [1], "fault-2": [2]}
+    first = Incident.objects.get(job=job, number=1)
+    assert set(first.fault["sources"]) == {"clusterd", "k8s-event"}  # folded into the original
+    assert_gap_free(job)
+
+
+def test_a_lagging_report_does_not_join_the_open_incident_of_another_fault(job: TrainingJob) -> None:
+    store = IngestStore(job.cluster)
+    t0 = timezone.now() - timedelta(minutes=5)
+    event_fault(store, job, "fault-1", t0)
+    handled(store, job, t0)
+    clusterd_fault(store, job, "fault-2", t0 + timedelta(seconds=30))  # open, same code
+    # fault-1's ClusterD report, applied late (after a restart the stream and the watches disagree).
+    clusterd_fault(store, job, "fault-1", t0 + timedelta(seconds=31))
+
+    assert detections(job) == 2
+    assert owners(job) == {"fault-1": [1], "fault-2": [2]}
+    assert Incident.objects.get(job=job, number=2).closed_at is None
+
+
+def test_the_same_fault_id_is_one_row_by_key(job: TrainingJob) -> None:
+    store = IngestStore(job.cluster)
+    t0 = timezone.now() - timedelta(minutes=5)
+    clusterd_fault(store, job, "fault-9", t0)
+    stored = JobEvent.objects.get(job=job, kind=kinds.FAULT_DETECTED)
+    assert stored.dedupe_key == "fault:fault-9"  # (job, key) is unique: no second row in any incident
+    clusterd_fault(store, job, "fault-9", t0 + timedelta(minutes=2))
+    event_fault(store, job, "fault-9", t0 + timedelta(minutes=3))
+    assert detections(job) == 1
+    assert Incident.objects.filter(job=job).count() == 1
