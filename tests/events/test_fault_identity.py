@@ -16,9 +16,9 @@ import pytest
 from django.utils import timezone
 
 from apps.events import kinds
-from apps.events.ingest.observation import JobRef, Observation
-from apps.events.ingest.store import IngestStore
 from apps.events.models import Incident, JobEvent
+from apps.ingest.observation import JobRef, Observation
+from apps.ingest.store import IngestStore
 from apps.jobs.models import Cluster, TrainingJob
 from tests.events.conftest import assert_gap_free
 
