@@ -52,10 +52,6 @@ PRUNE_EVERY_SECONDS = 600.0
 MAX_HELD = 50_000  # items the merge holds at most; beyond it, order gives way to progress
 
 
-def _setting(name: str, default: float) -> float:
-    return float(getattr(settings, name, default))
-
-
 @dataclass(frozen=True)
 class WatchSpec:
     """One list+watch: a resource in one namespace (None = all), optionally narrowed by field selector."""
@@ -185,11 +181,11 @@ class ClusterIngester:
         self.cluster = cluster
         self.ref = IngestStore(cluster).ref
         self.stop_event = stop or threading.Event()
-        self.queue: queue.Queue[Item] = queue.Queue(maxsize=int(_setting("EVENTS_INGEST_QUEUE", 10_000)))
+        self.queue: queue.Queue[Item] = queue.Queue(maxsize=int(settings.EVENTS_INGEST_QUEUE))
         self.threads: list[threading.Thread] = []
-        self.watch_timeout = int(_setting("EVENTS_WATCH_TIMEOUT_SECONDS", 60))
-        self.backoff_max = _setting("EVENTS_INGEST_BACKOFF_MAX_SECONDS", 30.0)
-        self.db_retry_max = _setting("EVENTS_INGEST_DB_RETRY_MAX_SECONDS", 5.0)
+        self.watch_timeout = int(settings.EVENTS_WATCH_TIMEOUT_SECONDS)
+        self.backoff_max = settings.EVENTS_INGEST_BACKOFF_MAX_SECONDS
+        self.db_retry_max = settings.EVENTS_INGEST_DB_RETRY_MAX_SECONDS
         self.applied = 0
         self.streams: list[FaultStream] = []
         self.active = threading.Event()  # set while this process holds the cluster's lease
@@ -475,8 +471,8 @@ class ClusterIngester:
 
     def _merge_and_apply(self, halt: threading.Event, dirty: dict[str, str]) -> None:
         store = IngestStore(self.cluster)
-        live_hold = _setting("EVENTS_INGEST_REORDER_SECONDS", 1.0)
-        warmup_hold = max(live_hold, _setting("EVENTS_INGEST_WARMUP_WINDOW_SECONDS", 3.0))
+        live_hold = settings.EVENTS_INGEST_REORDER_SECONDS
+        warmup_hold = max(live_hold, settings.EVENTS_INGEST_WARMUP_WINDOW_SECONDS)
         sources = {spec.source for spec in watch_specs(self.cluster)}
         marks: dict[str, float] = {}
         sync_deadline = time.monotonic() + SYNC_TIMEOUT_SECONDS
@@ -543,7 +539,7 @@ class ClusterIngester:
                     synced = not self.unsynced
                 if not synced and now < sync_deadline and not stopping and len(held) <= MAX_HELD:
                     continue  # wait for every source's first batch
-                warm_until = now + _setting("EVENTS_INGEST_WARMUP_SECONDS", 3.0)
+                warm_until = now + settings.EVENTS_INGEST_WARMUP_SECONDS
             if hold != live_hold and now > warm_until:
                 hold = live_hold
             low = min((marks.get(source, -1.0) for source in sources), default=float("inf"))

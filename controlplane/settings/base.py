@@ -402,6 +402,15 @@ EVENTS_INGEST_REORDER_SECONDS = env_float("EVENTS_INGEST_REORDER_SECONDS", 1.0, 
 EVENTS_INCIDENT_LATE_SECONDS = env_float("EVENTS_INCIDENT_LATE_SECONDS", 10.0, minimum=0.0)
 EVENTS_WATCH_TIMEOUT_SECONDS = env_int("EVENTS_WATCH_TIMEOUT_SECONDS", 60, minimum=1)
 EVENTS_INGEST_BACKOFF_MAX_SECONDS = env_float("EVENTS_INGEST_BACKOFF_MAX_SECONDS", 30.0, minimum=0.1)
+# Items watched but not yet stored; a full queue makes the watch threads wait (back-pressure).
+EVENTS_INGEST_QUEUE = env_int("EVENTS_INGEST_QUEUE", 10_000, minimum=100)
+# The cap of the backoff between retries while the database is unreachable (retried without limit).
+EVENTS_INGEST_DB_RETRY_MAX_SECONDS = env_float("EVENTS_INGEST_DB_RETRY_MAX_SECONDS", 5.0, minimum=0.1)
+# After a (re)start or take-over the replayed backlog of every watch arrives at once: the ordering hold
+# is this long (instead of EVENTS_INGEST_REORDER_SECONDS) ...
+EVENTS_INGEST_WARMUP_WINDOW_SECONDS = env_float("EVENTS_INGEST_WARMUP_WINDOW_SECONDS", 3.0, minimum=0.0)
+# ... until this long after every watch delivered its first batch.
+EVENTS_INGEST_WARMUP_SECONDS = env_float("EVENTS_INGEST_WARMUP_SECONDS", 3.0, minimum=0.0)
 WEBHOOK_TIMEOUT_SECONDS = env_float("WEBHOOK_TIMEOUT_SECONDS", 5.0, minimum=0.1)
 # Loopback, link-local and private webhook targets are refused unless true (events/webhook_urls.py).
 WEBHOOK_ALLOW_PRIVATE_TARGETS = env_bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=False)

@@ -37,9 +37,9 @@ def label(item: Item) -> str:
 @pytest.fixture
 def applied(monkeypatch: pytest.MonkeyPatch, settings: object) -> list[str]:
     # Long holds: in this test only watermarks may release an item.
-    settings.EVENTS_INGEST_REORDER_SECONDS = 30.0  # type: ignore[attr-defined]
-    settings.EVENTS_INGEST_WARMUP_WINDOW_SECONDS = 30.0  # type: ignore[attr-defined]
-    settings.EVENTS_INGEST_WARMUP_SECONDS = 0.0  # type: ignore[attr-defined]
+    settings.EVENTS_INGEST_REORDER_SECONDS = 30.0
+    settings.EVENTS_INGEST_WARMUP_WINDOW_SECONDS = 30.0
+    settings.EVENTS_INGEST_WARMUP_SECONDS = 0.0
     order: list[str] = []
 
     def record(
@@ -104,8 +104,8 @@ def test_streams_are_merged_by_resource_version(applied: list[str]) -> None:
 
 
 def test_a_silent_stream_delays_an_item_at_most_the_hold(applied: list[str], settings: object) -> None:
-    settings.EVENTS_INGEST_REORDER_SECONDS = 0.3  # type: ignore[attr-defined]
-    settings.EVENTS_INGEST_WARMUP_WINDOW_SECONDS = 0.3  # type: ignore[attr-defined]
+    settings.EVENTS_INGEST_REORDER_SECONDS = 0.3
+    settings.EVENTS_INGEST_WARMUP_WINDOW_SECONDS = 0.3
     cluster = Cluster.objects.create(name="silent", kubeconfig_path="/dev/null", namespaces=["team"])
     ingester = ClusterIngester(cluster)
     thread = run_applier(ingester)
@@ -127,9 +127,9 @@ def test_a_busy_applier_never_lets_a_signal_pass_older_queued_items(
     """The soak's duplicates began here: after a restart the applier is behind, the hold of a live
     ClusterD signal runs out while it stores the backlog, and the watch items older than the signal
     were still in the queue, outside the merge: the signal went first, minutes ahead of them."""
-    settings.EVENTS_INGEST_REORDER_SECONDS = 0.3  # type: ignore[attr-defined]
-    settings.EVENTS_INGEST_WARMUP_WINDOW_SECONDS = 0.3  # type: ignore[attr-defined]
-    settings.EVENTS_INGEST_WARMUP_SECONDS = 0.0  # type: ignore[attr-defined]
+    settings.EVENTS_INGEST_REORDER_SECONDS = 0.3
+    settings.EVENTS_INGEST_WARMUP_WINDOW_SECONDS = 0.3
+    settings.EVENTS_INGEST_WARMUP_SECONDS = 0.0
     order: list[str] = []
 
     def slow_store(
