@@ -43,7 +43,6 @@ from apps.jobs.clusters import cluster_ref
 from apps.jobs.models import TrainingJob
 from apps.policies.rendering.keys import STANDING_ANSWERS, standing_answer
 from apps.policies.spec import PLATFORM_STRATEGIES, PolicySpec
-from apps.policies.validation import validate_policy
 from mindcluster import keys as c
 
 log = logging.getLogger(__name__)
@@ -64,9 +63,13 @@ class DecisionChoiceError(ApplicationError):
 
 
 def _spec(job: TrainingJob) -> PolicySpec | None:
+    """The job's current spec as validated when it was stored: ClusterD is waiting, so no re-validation."""
     if job.current_revision is None:
         return None
-    return validate_policy(job.current_revision.spec).spec
+    try:
+        return PolicySpec.from_stored(job.current_revision.spec)
+    except (TypeError, KeyError, ValueError, AttributeError):
+        return None  # a stored shape this version cannot read: decide as if the job had no policy
 
 
 # Well-known fault codes (mindcluster.md §6.3) and reset.json policies mapped back to levels.
