@@ -223,7 +223,7 @@ class Soak:
         from simcluster.kube import Kube
         from simcluster.runtime import SimCluster
         from tests.events.tcp_proxy import TcpProxy
-        from tests.simcluster.sim_fixtures import create_job, make_job
+        from tests.support.sim import create_job, make_job
         from tests.support import RedisServer
 
         started = time.monotonic()
