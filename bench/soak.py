@@ -223,8 +223,8 @@ class Soak:
         from simcluster.kube import Kube
         from simcluster.runtime import SimCluster
         from tests.events.tcp_proxy import TcpProxy
-        from tests.simcluster.sim_fixtures import create_job, make_job
         from tests.support import RedisServer
+        from tests.support.sim import create_job, make_job
 
         started = time.monotonic()
         redis = RedisServer()

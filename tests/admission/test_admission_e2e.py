@@ -45,7 +45,8 @@ from apps.policies.services import policy_revision_create
 from mindcluster import keys as k
 from simcluster.kube import Kube
 from simcluster.runtime import SimCluster
-from tests.simcluster.sim_fixtures import make_job, wait_for
+from tests.support import wait_for
+from tests.support.sim import make_job
 
 KUBECTL = next(
     (

@@ -1,4 +1,4 @@
-"""Permission matrix of the issue-15 endpoints, with the personas of ``tests/api/conftest.py``.
+"""Permission matrix of the issue-15 endpoints, with the personas of ``tests/support/world.py``.
 
 owner = editor on team-a, teammate = viewer, outsider = nothing, admin = admin on team-a. Namespace
 defaults: viewers read, only namespace admins change. Recreate: editors; the world's cluster is
@@ -16,7 +16,7 @@ import pytest
 from apps.admission.services import namespace_default_set
 from apps.audit.actors import Actor
 from apps.audit.models import AuditEntry
-from tests.api.conftest import NAMESPACE, PERSONAS, World, superuser_client, world  # noqa: F401
+from tests.support.world import NAMESPACE, PERSONAS, World
 
 pytestmark = pytest.mark.django_db
 BASE = f"/api/v1/clusters/sim/namespaces/{NAMESPACE}/default-policy/"
@@ -60,7 +60,7 @@ CASES = [
 
 @pytest.mark.parametrize("persona", PERSONAS)
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
-def test_persona_gets_expected_status(world: World, case: Case, persona: str) -> None:  # noqa: F811
+def test_persona_gets_expected_status(world: World, case: Case, persona: str) -> None:
     response = getattr(world.client(persona), case.method)(case.path(world), case.body, format="json")
     assert response.status_code == case.expected[persona], (persona, response.content[:400])
     if response.status_code >= 400:
@@ -68,12 +68,12 @@ def test_persona_gets_expected_status(world: World, case: Case, persona: str) ->
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
-def test_anonymous_is_told_to_authenticate(world: World, case: Case) -> None:  # noqa: F811
+def test_anonymous_is_told_to_authenticate(world: World, case: Case) -> None:
     response = getattr(world.client(None), case.method)(case.path(world), case.body, format="json")
     assert response.status_code == 401
 
 
-def test_put_validates_names_the_field_and_keeps_history(world: World) -> None:  # noqa: F811
+def test_put_validates_names_the_field_and_keeps_history(world: World) -> None:
     admin = world.client("admin")
     bad = admin.put(BASE, {"spec": {"strategies": ["teleport"]}}, format="json")
     assert bad.status_code == 400 and bad.json()["errors"][0]["field"].startswith("/strategies")
@@ -91,7 +91,7 @@ def test_put_validates_names_the_field_and_keeps_history(world: World) -> None: 
     assert {"namespace_default.update", "namespace_default.delete"} <= set(actions)
 
 
-def test_recreate_input_errors_name_the_field(world: World) -> None:  # noqa: F811
+def test_recreate_input_errors_name_the_field(world: World) -> None:
     owner = world.client("owner")
     url = f"/api/v1/jobs/{world.job.pk}/recreate/"
     assert owner.post(url, {"confirm": "nope"}, format="json").json()["errors"][0]["field"] == "confirm"

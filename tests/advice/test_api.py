@@ -12,7 +12,7 @@ from apps.accounts.models import NamespaceGrant, Role
 from apps.advice.models import AdviceSummary
 from apps.advice.services import summaries_refresh_stale
 from apps.jobs.models import Cluster, TrainingJob
-from tests.advice.conftest import add_incident, add_revision, make_job
+from tests.support.advice import add_incident, add_revision, month_old_training_job
 
 
 def client_for(user: User) -> APIClient:
@@ -51,7 +51,7 @@ def test_viewer_reads_advice(seeded: TrainingJob, viewer: User) -> None:
 
 
 def test_other_namespace_is_not_found(cluster: Cluster, viewer: User) -> None:
-    hidden = make_job(cluster, "secret", namespace="team-b")
+    hidden = month_old_training_job(cluster, "secret", namespace="team-b")
     assert client_for(viewer).get(f"/api/v1/jobs/{hidden.pk}/advice/").status_code == 404
 
 
@@ -79,7 +79,7 @@ def test_bad_parameters_are_400_naming_the_field(
 def test_fleet_filter_finds_jobs_whose_policy_matters(
     cluster: Cluster, seeded: TrainingJob, viewer: User
 ) -> None:
-    quiet = make_job(cluster, "quiet")
+    quiet = month_old_training_job(cluster, "quiet")
     add_revision(quiet, {"strategies": ["retry"]}, sync="applied", created_with=True)
     # The beat task prices jobs with new incidents (and only those).
     assert summaries_refresh_stale() == 1

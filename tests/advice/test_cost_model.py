@@ -16,7 +16,7 @@ from apps.advice.services import advise
 from apps.jobs.models import TrainingJob
 from apps.policies.services import job_context
 from apps.policies.validation import validate_policy
-from tests.advice.conftest import NPUS, add_incident, add_revision
+from tests.support.advice import NPUS, add_incident, add_revision
 
 PERIOD = 3600
 FAULTS = 7

@@ -15,27 +15,19 @@ from rest_framework.test import APIClient
 from apps.ingest.runner import ClusterIngester
 from simcluster.kube import Kube
 from simcluster.runtime import SimCluster
-from tests.events.conftest import (  # noqa: F401  (fixtures used by name)
-    cluster_row,
-    ingester,
-    job_row,
-    kube,
-    namespace,
-    private_broker,
-    sim,
-)
-from tests.simcluster.sim_fixtures import create_job, make_job
 from tests.support import wait_for
+from tests.support.events import job_row
+from tests.support.sim import create_job, make_job
 
 pytestmark = pytest.mark.django_db(transaction=True)
 SECONDS = 10
 
 
 def test_injected_faults_appear_in_the_advice(
-    sim: SimCluster,  # noqa: F811
-    kube: Kube,  # noqa: F811
-    namespace: str,  # noqa: F811
-    ingester: ClusterIngester,  # noqa: F811
+    sim: SimCluster,
+    kube: Kube,
+    namespace: str,
+    ingester: ClusterIngester,
 ) -> None:
     create_job(kube, make_job("advised", namespace=namespace, strategies="retry,recover,dump"))
     job = job_row(ingester.cluster, namespace, "advised")

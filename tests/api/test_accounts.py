@@ -16,7 +16,7 @@ from django.utils import timezone
 from apps.accounts.models import ApiToken
 from apps.accounts.services import token_issue
 from apps.audit.models import AuditEntry
-from tests.api.conftest import World
+from tests.support.world import World
 
 pytestmark = pytest.mark.django_db
 
@@ -88,8 +88,8 @@ def test_issue_token_unknown_user_exits_1_from_the_shell(world: World) -> None:
     import subprocess
     import sys
 
-    from tests.api.conftest import test_database_url
-    from tests.conftest import REPO_ROOT
+    from tests.support import REPO_ROOT
+    from tests.support.processes import test_database_url
 
     # The test database: the command must find no such user there.
     env = {

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.api.conftest import World
+from tests.support.world import World
 
 pytestmark = pytest.mark.django_db
 

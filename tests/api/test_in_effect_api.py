@@ -12,7 +12,7 @@ from apps.jobs.incarnations import incarnation_observe_podgroup
 from apps.jobs.models import TrainingJob
 from apps.policies.services import policy_revision_create
 from mindcluster import keys as c
-from tests.api.conftest import World
+from tests.support.world import World
 
 pytestmark = pytest.mark.django_db
 

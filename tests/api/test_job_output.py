@@ -12,7 +12,7 @@ from django.utils import timezone
 from apps.accounts.models import Role
 from apps.api.jobs.serializers import JOB_LIST_COLUMNS, JobOutputSerializer, job_output, job_row_output
 from apps.jobs.models import TrainingJob
-from tests.api.conftest import World, grant, make_job
+from tests.support.world import World, grant, training_job
 
 pytestmark = pytest.mark.django_db
 
@@ -26,7 +26,7 @@ def serializer_view(job: TrainingJob) -> dict[str, Any]:
 
 
 def test_hand_rendered_rows_equal_the_serializer(world: World) -> None:
-    deleted = make_job(world.cluster, "gone")
+    deleted = training_job(world.cluster, "gone")
     TrainingJob.objects.filter(pk=deleted.pk).update(deleted_at=timezone.now(), uid="u-1", phase="Failed")
     jobs = [world.job, world.other_job, deleted]  # with a policy revision, without, deleted
     rows = {row["id"]: row for row in TrainingJob.objects.values(*JOB_LIST_COLUMNS)}
@@ -40,7 +40,7 @@ def test_hand_rendered_rows_equal_the_serializer(world: World) -> None:
 
 def test_list_pages_walk_the_order_without_gaps_or_repeats(world: World) -> None:
     for i in range(23):
-        make_job(world.cluster, f"p-{i:02d}", namespace="team-a" if i % 2 else "team-c")
+        training_job(world.cluster, f"p-{i:02d}", namespace="team-a" if i % 2 else "team-c")
     # Admin on team-a (group grant); add team-c directly: the list spans two namespaces and two grants.
     grant(Role.VIEWER, user=world.users["admin"], cluster=world.cluster, namespace="team-c")
     client = world.client("admin")

@@ -13,23 +13,9 @@ import pytest
 
 from apps.accounts.services import token_issue
 from apps.policies.models import Preset
-from tests.api.conftest import NAMESPACE, PERSONAS, World
+from tests.support.world import MANIFEST, NAMESPACE, PERSONAS, World
 
 pytestmark = pytest.mark.django_db
-
-MANIFEST = {
-    "apiVersion": "mindxdl.gitee.com/v1",
-    "kind": "AscendJob",
-    "metadata": {"name": "demo", "namespace": NAMESPACE, "labels": {"framework": "pytorch"}},
-    "spec": {
-        "replicaSpecs": {
-            "Master": {
-                "replicas": 1,
-                "template": {"spec": {"containers": [{"name": "ascend", "image": "img"}]}},
-            }
-        }
-    },
-}
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,8 @@ from apps.jobs.models import Cluster, TrainingJob
 from apps.policies.push import push_sync
 from mindcluster import keys as c
 from simcluster.kubeapi import KubeApiEmulator
-from tests.conftest import REPO_ROOT
-from tests.push.conftest import create_live_job
+from tests.support import REPO_ROOT
+from tests.support.cluster import create_live_job
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

@@ -8,7 +8,7 @@ from apps.audit.models import AuditEntry
 from apps.policies.models import PolicyRevision, PolicySync
 from apps.policies.services import job_context
 from apps.policies.validation import validate_policy
-from tests.api.conftest import World
+from tests.support.world import World
 
 pytestmark = pytest.mark.django_db
 

@@ -19,7 +19,7 @@ from apps.events.services import event_record
 from apps.jobs.models import Cluster
 from apps.policies.models import Preset
 from apps.policies.services import policy_revision_create
-from tests.api.conftest import World, make_job
+from tests.support.world import World, training_job
 
 pytestmark = pytest.mark.django_db
 
@@ -29,7 +29,7 @@ _serial = itertools.count()
 
 def add_jobs(world: World, n: int) -> None:
     for _ in range(n):
-        make_job(world.cluster, f"job-{next(_serial)}")
+        training_job(world.cluster, f"job-{next(_serial)}")
 
 
 def add_clusters(world: World, n: int) -> None:

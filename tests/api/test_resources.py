@@ -9,7 +9,7 @@ import pytest
 from apps.audit.models import AuditEntry
 from apps.events.services import event_record
 from apps.policies.models import Preset
-from tests.api.conftest import NAMESPACE, World, make_job
+from tests.support.world import NAMESPACE, World, training_job
 
 pytestmark = pytest.mark.django_db
 
@@ -59,7 +59,7 @@ def test_register_names_the_bad_field(world: World, change: dict[str, Any], fiel
 
 
 def test_job_filters(world: World, superuser_client: Any) -> None:
-    make_job(world.cluster, "bert")
+    training_job(world.cluster, "bert")
     world.job.phase = "Running"
     world.job.save()
 

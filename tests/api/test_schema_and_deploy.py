@@ -15,7 +15,7 @@ import pytest
 import yaml
 from django.core.management import call_command
 
-from tests.conftest import REPO_ROOT
+from tests.support import REPO_ROOT
 
 COMMITTED_SCHEMA = REPO_ROOT / "docs" / "openapi.yaml"
 REGENERATE = "python manage.py spectacular --file docs/openapi.yaml --validate"

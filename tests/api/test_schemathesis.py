@@ -25,7 +25,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from apps.accounts.services import token_issue
-from tests.api.conftest import World
+from tests.support.world import World
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db, pytest.mark.timeout(600)]
 

@@ -12,7 +12,7 @@ import yaml
 from apps.api.policies.examples import EXAMPLE_MANIFEST
 from apps.policies.validation import validate_manifest, validate_policy
 from mindcluster import keys as k
-from tests.api.conftest import World
+from tests.support.world import World
 
 pytestmark = pytest.mark.django_db
 

@@ -3,20 +3,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import tests.browser.test_dashboard as dashboard
 from apps.jobs.models import TrainingJob
 from apps.policies.models import PolicyRevision, PolicySync
-from tests.advice.conftest import add_incident, add_revision, make_job
+from tests.support import browser
+from tests.support.advice import add_incident, add_revision, month_old_training_job
 
 
-class AdviceBrowserTests(dashboard.DashboardBrowserTests):
-    """Only the tests below run here; the dashboard's own tests run in their module."""
-
+class AdviceBrowserTests(browser.BrowserTestCase):
     def seeded_job(self) -> TrainingJob:
         """Current policy exit + Job-level rescheduling; five UCE faults that retry would absorb."""
-        job = make_job(self.cluster, "advised")
+        job = month_old_training_job(self.cluster, "advised")
         add_revision(job, {"strategies": [], "fault_scheduling": "grace"}, sync="applied")
         for _ in range(5):
             add_incident(job)
@@ -24,7 +20,7 @@ class AdviceBrowserTests(dashboard.DashboardBrowserTests):
 
     def test_advice_panel_ranks_explains_and_fills_the_form_without_applying(self) -> None:
         job = self.seeded_job()
-        quiet = make_job(self.cluster, "quiet")
+        quiet = month_old_training_job(self.cluster, "quiet")
         self.login()
         self.page.goto(self.url(f"/jobs/{job.pk}/"))
         self.page.wait_for_selector("#advice-panel[data-ready=true]")
@@ -64,14 +60,3 @@ class AdviceBrowserTests(dashboard.DashboardBrowserTests):
         self.page.wait_for_function("document.querySelectorAll('#jobs-table tbody tr').length === 1")
         self.assertIn("could_save=1", self.page.url)
         self.shot("jobs-could-save")
-
-
-def _only_own_tests() -> None:
-    own: set[str] = {n for n, v in vars(AdviceBrowserTests).items() if n.startswith("test_")}
-    for name in dir(dashboard.DashboardBrowserTests):
-        if name.startswith("test_") and name not in own:
-            value: Any = None  # not callable: unittest's loader skips it
-            setattr(AdviceBrowserTests, name, value)
-
-
-_only_own_tests()

@@ -21,7 +21,8 @@ from simcluster.kube import Kube
 from simcluster.operator import build_podgroup
 from simcluster.runtime import SimCluster
 from tests.conformance.scenarios import Scenario
-from tests.simcluster.sim_fixtures import create_job, make_job, podgroup_of, wait_for
+from tests.support import wait_for
+from tests.support.sim import create_job, make_job, podgroup_of
 
 NPUS: int = 8
 _STATUS = re.compile(r"\(([a-z]+-(?:success|failed|completed))")

@@ -26,7 +26,8 @@ from apps.policies.services import policy_revision_create
 from apps.policies.validation import validate_policy
 from mindcluster import keys as c
 from simcluster.runtime import SimCluster
-from tests.push.conftest import BASE_JOB, RedisServer, purge_queues, wait_for
+from tests.support import RedisServer, wait_for
+from tests.support.cluster import BASE_JOB, purge_queues
 
 POLICY: dict[str, Any] = {
     "mindcluster_version": "26.1",

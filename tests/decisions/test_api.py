@@ -10,7 +10,7 @@ from django.utils import timezone
 from apps.audit.actors import Actor
 from apps.decisions.models import Decision
 from apps.policies.services import policy_revision_create
-from tests.api.conftest import World
+from tests.support.world import World
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,7 @@ from apps.audit.actors import Actor
 from apps.decisions.models import Decision
 from apps.decisions.services import decision_observe, decision_open, is_standing, standing_for
 from apps.policies.services import policy_revision_create
-from tests.api.conftest import World
+from tests.support.world import World
 
 pytestmark = pytest.mark.django_db
 

@@ -26,7 +26,8 @@ from apps.jobs.models import TrainingJob
 from mindcluster import keys as c
 from simcluster.runtime import SimCluster
 from tests.decisions.platform_fixtures import _clean, decider, platform_job
-from tests.push.conftest import Worker, wait_for
+from tests.support import wait_for
+from tests.support.cluster import Worker
 
 __all__ = ["_clean", "decider", "platform_job"]  # fixtures used by name
 

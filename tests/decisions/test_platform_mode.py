@@ -29,7 +29,8 @@ from tests.decisions.platform_fixtures import (
     podgroup_of,
     sim,
 )
-from tests.push.conftest import Worker, wait_for
+from tests.support import wait_for
+from tests.support.cluster import Worker
 
 __all__ = ["POLICY", "_clean", "decider", "platform_job", "sim"]  # fixtures used by name
 

@@ -25,7 +25,6 @@ from apps.decisions.services import ABANDONED_AFTER_S, NO_STATUS, decisions_swee
 from apps.jobs.models import TrainingJob
 from mindcluster import keys as c
 from simcluster.runtime import SimCluster
-from tests.api.conftest import superuser_client
 from tests.decisions.platform_fixtures import (
     POLICY,
     _clean,
@@ -35,9 +34,10 @@ from tests.decisions.platform_fixtures import (
     podgroup_of,
     sim,
 )
-from tests.push.conftest import Worker, wait_for
+from tests.support import wait_for
+from tests.support.cluster import Worker
 
-__all__ = ["_clean", "decider", "platform_job", "sim", "superuser_client"]  # fixtures used by name
+__all__ = ["_clean", "decider", "platform_job", "sim"]  # fixtures used by name
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

@@ -28,7 +28,8 @@ from apps.policies.rendering import render
 from apps.policies.validation import validate_policy
 from mindcluster import keys as c
 from simcluster.runtime import SimCluster
-from tests.push.conftest import BASE_JOB, wait_for
+from tests.support import wait_for
+from tests.support.cluster import BASE_JOB
 
 pytestmark = pytest.mark.slow
 NPUS_PER_POD = 8

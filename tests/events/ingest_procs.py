@@ -9,19 +9,11 @@ import sys
 import uuid
 from pathlib import Path
 
-from django.db import connection
-
-from tests.events.conftest import REPO, server_env
+from tests.support import REPO_ROOT as REPO
 from tests.support import wait_for
+from tests.support.processes import server_env, test_database_url
 
 INGEST_APP_NAME = "ingest-under-test"
-
-
-def database_url(port: int | None = None) -> str:
-    """The test database's URL, optionally through a proxy on ``port``."""
-    db = connection.settings_dict
-    host = db["HOST"] or "127.0.0.1"
-    return f"postgres://{db['USER']}@{host}:{port or db['PORT'] or 5432}/{db['NAME']}"
 
 
 class IngestProcess:
@@ -29,7 +21,7 @@ class IngestProcess:
         self.cluster = cluster
         redis = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/13")
         self.env = server_env(redis, EVENTS_WATCH_TIMEOUT_SECONDS="5", **env)
-        self.env["DATABASE_URL"] = database_url(db_port)
+        self.env["DATABASE_URL"] = test_database_url(db_port)
         # libpq's own variable: the ingester's sessions are told apart from this test's in pg_stat_activity.
         self.env["PGAPPNAME"] = INGEST_APP_NAME
         self.proc: subprocess.Popen[bytes] | None = None

@@ -12,7 +12,7 @@ from apps.events import kinds
 from apps.events.models import Incident, JobEvent
 from apps.events.services import NewEvent, event_record, event_record_many
 from apps.jobs.models import Cluster, TrainingJob
-from tests.events.conftest import assert_gap_free
+from tests.support.events import assert_gap_free
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -20,7 +20,7 @@ from apps.events.models import Incident, JobEvent
 from apps.ingest.observation import JobRef, Observation
 from apps.ingest.store import IngestStore
 from apps.jobs.models import Cluster, TrainingJob
-from tests.events.conftest import assert_gap_free
+from tests.support.events import assert_gap_free
 
 pytestmark = pytest.mark.django_db
 CODE = "80E01801"  # one code for every fault: only the fault id tells them apart, as in the soak

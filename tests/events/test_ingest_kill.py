@@ -20,29 +20,15 @@ from apps.events.models import Incident, IngestCursor, JobEvent
 from apps.jobs.models import Cluster, TrainingJob
 from simcluster.kube import Kube
 from simcluster.runtime import SimCluster
-from tests.events.conftest import REPO, assert_gap_free, server_env, wait_for
-from tests.simcluster.sim_fixtures import create_job, make_job
+from tests.support import REPO_ROOT as REPO
+from tests.support import wait_for
+from tests.support.events import assert_gap_free, dump
+from tests.support.processes import server_env
+from tests.support.sim import create_job, make_job
 
 pytestmark = pytest.mark.django_db(transaction=True)
 JOBS = 4
 FAULTS_PER_JOB = 3
-
-
-def dump(cluster: Cluster) -> str:
-    """Everything stored for the cluster, for a failure message."""
-    lines = []
-    for job in TrainingJob.objects.filter(cluster=cluster):
-        lines += [f"--- {job.name}"] + [
-            f"incident {i.number} {i.outcome} {i.strategies} {i.fault.get('fault_ids')} "
-            f"seq {i.first_seq}-{i.last_seq}"
-            for i in Incident.objects.filter(job=job).order_by("number")
-        ]
-        lines += [
-            f"{e.seq} {e.kind} {e.source} {e.dedupe_key} {e.occurred_at:%H:%M:%S.%f}"
-            f" stored {e.stored_at:%H:%M:%S.%f}"
-            for e in JobEvent.objects.filter(job=job).order_by("seq")
-        ]
-    return "\n".join(lines)
 
 
 class Ingester:

@@ -20,9 +20,9 @@ from apps.ingest.runner import LEASE_NAMESPACE, ClusterIngester
 from apps.jobs.models import Cluster, TrainingJob
 from simcluster.kube import Kube
 from simcluster.runtime import SimCluster
-from tests.events.conftest import assert_gap_free, wait_for
-from tests.simcluster.sim_fixtures import create_job, make_job
-from tests.support import RedisServer
+from tests.support import RedisServer, wait_for
+from tests.support.events import assert_gap_free
+from tests.support.sim import create_job, make_job
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 JOBS = 2

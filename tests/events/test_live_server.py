@@ -28,7 +28,8 @@ from apps.accounts.services import token_issue
 from apps.events import broadcast
 from apps.events.services import event_record
 from apps.jobs.models import Cluster, TrainingJob
-from tests.events.conftest import AsgiServer, RedisServer
+from tests.support import RedisServer
+from tests.support.processes import AsgiServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
 # The "offline for 60 s" case, scaled down: replay comes from the database, so the semantic

@@ -16,8 +16,9 @@ from apps.events.models import Incident, JobEvent, RestartBudget
 from apps.ingest.runner import ClusterIngester
 from simcluster.kube import Kube
 from simcluster.runtime import SimCluster
-from tests.events.conftest import assert_gap_free, closed_incidents, job_row, kinds_of, wait_for
-from tests.simcluster.sim_fixtures import create_job, make_job
+from tests.support import wait_for
+from tests.support.events import assert_gap_free, closed_incidents, job_row, kinds_of
+from tests.support.sim import create_job, make_job
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

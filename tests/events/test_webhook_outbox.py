@@ -25,8 +25,8 @@ from apps.ingest.observation import JobRef, Observation
 from apps.ingest.store import IngestStore
 from apps.jobs.models import Cluster, TrainingJob
 from controlplane.celery import app as celery_app
-from tests.push.conftest import Worker
 from tests.support import RedisServer, wait_for
+from tests.support.cluster import Worker
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 INCIDENTS = 10

@@ -7,16 +7,14 @@ and reach the socket through the real broadcast path (after commit).
 from __future__ import annotations
 
 import json
-import threading
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from asgiref.sync import async_to_sync, sync_to_async
+from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
-from django.db import connection
 from django.test import override_settings
 
 from apps.accounts.models import NamespaceGrant, Role
@@ -24,18 +22,10 @@ from apps.accounts.services import token_issue
 from apps.events import broadcast
 from apps.events.fanout import hub
 from apps.events.models import JobEvent
-from apps.events.services import event_record
 from apps.jobs.models import Cluster, TrainingJob
-from controlplane.asgi import application
+from tests.support.websocket import TIMEOUT, communicator, record, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-ORIGIN = (b"origin", b"http://127.0.0.1:8000")
-TIMEOUT = 5
-
-
-def run(coro: Callable[[], Awaitable[None]]) -> None:
-    async_to_sync(coro)()
 
 
 @pytest.fixture
@@ -53,24 +43,6 @@ def world() -> dict[str, Any]:
     admin = users.create_superuser(f"admin-{uuid.uuid4().hex[:6]}", password="x")
     _, admin_key = token_issue(admin, "ws-admin")
     return {"jobs": jobs, "key": key, "admin_key": admin_key, "viewer": viewer}
-
-
-def communicator(key: str | None, origin: tuple[bytes, bytes] | None = ORIGIN) -> WebsocketCommunicator:
-    headers = [origin] if origin else []
-    if key is not None:
-        headers.append((b"authorization", f"Token {key}".encode()))
-    return WebsocketCommunicator(application, "/ws/events/", headers=headers)
-
-
-def record(job: TrainingJob, n: int, kind: str = "fault.detected") -> list[JobEvent]:
-    """Store ``n`` events the way every producer does (event_record → broadcast after commit)."""
-    stored = [
-        event_record(job=job, kind=kind, message=f"m{i}", source="test", data={"i": i}) for i in range(n)
-    ]
-    broadcast.flush()
-    if threading.current_thread() is not threading.main_thread():
-        connection.close()  # worker threads must not keep test-database sessions open
-    return [e for e in stored if e is not None]
 
 
 async def subscribed(key: str, job: TrainingJob) -> WebsocketCommunicator:

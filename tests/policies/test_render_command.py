@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.policies.test_render_golden import seed_job
+from tests.support.policies import seed_job
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLES_DIR = REPO_ROOT / "tests" / "fixtures" / "reference" / "samples"

@@ -27,7 +27,7 @@ from apps.policies.spec import (
 )
 from apps.policies.validation import validate_policy
 from tests.policies.crd_schema import crd_errors
-from tests.policies.test_render_golden import seed_job
+from tests.support.policies import seed_job
 
 SHARED_DIR = Path(__file__).resolve().parents[1] / "fixtures"
 PROPERTY_SETTINGS = settings(

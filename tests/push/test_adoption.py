@@ -15,7 +15,7 @@ from apps.policies.adoption_watcher import ClusterJobWatcher
 from apps.policies.models import PolicyRevision, PolicySync
 from mindcluster import keys as c
 from simcluster.kubeapi import KubeApiEmulator
-from tests.push.conftest import wait_for
+from tests.support import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -87,7 +87,7 @@ def test_every_loadable_sample_is_adopted_with_its_observed_policy(
 
 
 def test_watch_adopts_new_jobs_and_marks_deleted_ones(emulator: KubeApiEmulator, kube: k8s.ApiClient) -> None:
-    from tests.push.conftest import create_live_job
+    from tests.support.cluster import create_live_job
 
     namespace = f"watch-{uuid.uuid4().hex[:6]}"
     cluster = Cluster.objects.create(

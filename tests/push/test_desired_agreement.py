@@ -31,7 +31,8 @@ from apps.policies.reconcile import drift_of
 from apps.policies.services import policy_revision_create
 from apps.policies.syncs import spec_of
 from mindcluster import keys as c
-from tests.push.conftest import RedisServer, read_live
+from tests.support import RedisServer
+from tests.support.cluster import read_live
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

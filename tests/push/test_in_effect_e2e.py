@@ -25,10 +25,9 @@ from apps.policies.services import policy_revision_create
 from apps.policies.validation import validate_policy
 from simcluster.kube import Kube
 from simcluster.runtime import SimCluster
-from tests.events.conftest import sim  # noqa: F401  (module-scoped simulated cluster)
-from tests.push.conftest import Worker
-from tests.simcluster.sim_fixtures import create_job, make_job
 from tests.support import RedisServer, wait_for
+from tests.support.cluster import Worker
+from tests.support.sim import create_job, make_job
 
 pytestmark = pytest.mark.django_db(transaction=True)
 OLD = ["retry", "recover", "dump"]
@@ -36,7 +35,7 @@ NEW = ["dump"]
 
 
 @pytest.fixture(scope="module")
-def sim_kube(sim: SimCluster) -> Iterator[Kube]:  # noqa: F811
+def sim_kube(sim: SimCluster) -> Iterator[Kube]:
     client = Kube(sim.kubeconfig_path)
     try:
         yield client
@@ -46,7 +45,7 @@ def sim_kube(sim: SimCluster) -> Iterator[Kube]:  # noqa: F811
 
 @pytest.fixture
 def world(
-    sim: SimCluster,  # noqa: F811
+    sim: SimCluster,
     sim_kube: Kube,
     broker: RedisServer,
     worker_factory: Callable[..., Worker],
@@ -131,7 +130,7 @@ def test_a_job_created_with_a_policy_is_in_effect_created_with(world: dict[str, 
 def test_b_strategies_changed_while_running_wait_for_recreate(
     world: dict[str, Any],
     sim_kube: Kube,
-    sim: SimCluster,  # noqa: F811
+    sim: SimCluster,
 ) -> None:
     job = _created_with_policy(world, sim_kube)
     _observed(world["client"], job)

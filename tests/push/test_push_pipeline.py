@@ -24,7 +24,8 @@ from apps.policies.services import policy_revision_create
 from apps.policies.validation import validate_policy
 from mindcluster import keys as c
 from simcluster.kubeapi import KubeApiEmulator
-from tests.push.conftest import RedisServer, Worker, purge_queues, read_live, wait_for
+from tests.support import RedisServer, wait_for
+from tests.support.cluster import Worker, purge_queues, read_live
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -248,8 +249,8 @@ def test_unreachable_cluster_fails_with_why_and_recovers_by_itself(
     worker_factory: Callable[..., Worker],
     tmp_path,
 ) -> None:
-    from tests.push.conftest import create_live_job
     from tests.support import free_port
+    from tests.support.cluster import create_live_job
 
     port = free_port()
     offline = KubeApiEmulator(host="127.0.0.1", port=port)

@@ -21,7 +21,8 @@ from apps.policies.models import PolicySync
 from apps.policies.push import push_sync
 from apps.policies.services import Actor, policy_revision_create
 from mindcluster import keys as c
-from tests.push.conftest import RedisServer, read_live
+from tests.support import RedisServer
+from tests.support.cluster import read_live
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

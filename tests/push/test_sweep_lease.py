@@ -17,7 +17,8 @@ from apps.jobs.models import Cluster, TrainingJob
 from apps.policies.models import PolicySync
 from apps.policies.reconcile import sweep_stuck_syncs
 from apps.policies.services import Actor, policy_revision_create
-from tests.push.conftest import RedisServer, purge_queues
+from tests.support import RedisServer
+from tests.support.cluster import purge_queues
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 ROWS = 20

@@ -12,7 +12,7 @@ import pytest
 from django.test import Client, override_settings
 
 from apps.audit.models import AuditEntry
-from tests.api.conftest import World
+from tests.support.world import World
 
 pytestmark = pytest.mark.django_db
 BASE_TEMPLATE = Path(__file__).resolve().parents[2] / "frontend" / "templates" / "web" / "base.html"

@@ -9,8 +9,7 @@ import time
 import pytest
 
 from apps.policies.validation import validate_policy
-from tests.api.conftest import World
-from tests.api.test_permissions import MANIFEST
+from tests.support.world import MANIFEST, World
 
 pytestmark = pytest.mark.django_db
 

@@ -19,7 +19,7 @@ from kubernetes import config as k8s_config
 from apps.accounts.services import token_issue
 from apps.policies.models import Preset
 from simcluster.kubeapi import KubeApiEmulator
-from tests.api.conftest import World
+from tests.support.world import World
 
 pytestmark = pytest.mark.django_db
 

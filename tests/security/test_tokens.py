@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from apps.accounts.models import ApiToken
 from apps.accounts.services import TooManyTokens, token_issue
-from tests.api.conftest import World
+from tests.support.world import World
 
 pytestmark = pytest.mark.django_db
 

@@ -23,7 +23,7 @@ from apps.accounts.models import ApiToken, NamespaceGrant
 from apps.accounts.services import token_issue
 from apps.jobs.models import Cluster, TrainingJob
 from controlplane.asgi import application
-from tests.events.test_websocket import TIMEOUT, communicator, record, run
+from tests.support.websocket import TIMEOUT, communicator, record, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 CHECK = 0.3  # EVENTS_WS_ACCESS_CHECK_SECONDS in these tests; production default is 5 s

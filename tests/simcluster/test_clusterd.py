@@ -13,19 +13,8 @@ import pytest
 
 from mindcluster import keys as k
 from simcluster.injector import FaultSpecError, UnknownJobError
-from tests.simcluster import sim_fixtures
-from tests.simcluster.sim_fixtures import (
-    conditions,
-    create_job,
-    event_reasons,
-    events_text,
-    make_job,
-    podgroup_of,
-    wait_for,
-)
-
-kube = sim_fixtures.kube  # module-scoped fixture
-sim = sim_fixtures.sim  # module-scoped fixture
+from tests.support import wait_for
+from tests.support.sim import conditions, create_job, event_reasons, events_text, make_job, podgroup_of
 
 
 def pg_label(kube, job) -> str | None:

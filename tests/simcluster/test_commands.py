@@ -13,27 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from simcluster.management.commands.sim_fault import Command as SimFault
 from simcluster.management.commands.sim_fault import control_url_from_kubeconfig
 from simcluster.scenarios import ScenarioError, parse_scenario
-from tests.simcluster import sim_fixtures
-from tests.simcluster.sim_fixtures import create_job, event_reasons, make_job, wait_for
-
-kube = sim_fixtures.kube  # module-scoped fixture
-sim = sim_fixtures.sim  # module-scoped fixture
+from tests.support import wait_for
+from tests.support.sim import create_job, event_reasons, make_job, run_sim_fault
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def run_sim_fault(*argv: str, capsys) -> tuple[int, str, str]:
-    """Run ``manage.py sim_fault`` in-process; returns (exit code, stdout, stderr)."""
-    code = 0
-    try:
-        SimFault().run_from_argv(["manage.py", "sim_fault", *argv])
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def post(url: str, body: bytes, content_type: str = "application/json") -> tuple[int, dict]:

@@ -11,7 +11,8 @@ from simcluster.demo import DEMO_JOBS, build_demo_manifests
 from simcluster.kube import Kube
 from simcluster.operator import LABEL_RELEASE
 from simcluster.runtime import SimCluster
-from tests.simcluster.sim_fixtures import conditions, events_text, wait_for
+from tests.support import wait_for
+from tests.support.sim import conditions, events_text
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from apps.clusterd.grpc_gen import (
 )
 from simcluster.kube import Kube
 from simcluster.runtime import SimCluster
-from tests.simcluster.sim_fixtures import create_job, event_reasons, make_job
+from tests.support.sim import create_job, event_reasons, make_job
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import re
 import pytest
 from kubernetes import client
 
-from .conftest import ACJ, ascendjob, pod
+from tests.support.kubeapi import ACJ, ascendjob, pod
 
 
 def _status(exc: client.ApiException) -> dict:

@@ -10,8 +10,7 @@ import urllib3
 from kubernetes import client
 
 from simcluster.kubeapi import FaultInjector, KubeApiEmulator
-
-from .conftest import ACJ, ascendjob
+from tests.support.kubeapi import ACJ, ascendjob
 
 
 def test_conflict_next_writes(

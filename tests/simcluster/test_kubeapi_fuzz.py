@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 from kubernetes import client
 
 from simcluster.kubeapi import KubeApiEmulator
-
-from .conftest import ascendjob
+from tests.support.kubeapi import ascendjob
 
 PATCH_TYPES = [
     "application/merge-patch+json",

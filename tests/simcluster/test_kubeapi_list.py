@@ -8,8 +8,7 @@ import pytest
 from kubernetes import client
 
 from simcluster.kubeapi import KubeApiEmulator
-
-from .conftest import ACJ, ascendjob, pod
+from tests.support.kubeapi import ACJ, ascendjob, pod
 
 LABELS = {
     "a": {"app": "train", "tier": "x", "rank": "0"},

@@ -8,8 +8,7 @@ import pytest
 from kubernetes import client
 
 from simcluster.kubeapi.patch import PatchError, json_patch, merge_patch
-
-from .conftest import ACJ, ascendjob
+from tests.support.kubeapi import ACJ, ascendjob
 
 
 def _patch(api_client: client.ApiClient, path: str, body: object, content_type: str, query: str = ""):

@@ -13,8 +13,7 @@ import pytest
 from kubernetes import client, watch
 
 from simcluster.kubeapi import KubeApiEmulator
-
-from .conftest import ACJ, ascendjob, pod
+from tests.support.kubeapi import ACJ, ascendjob, pod
 
 
 class Collector:

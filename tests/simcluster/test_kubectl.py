@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from simcluster.runtime import SimCluster
-from tests.simcluster.sim_fixtures import make_job, wait_for
+from tests.support import wait_for
+from tests.support.sim import make_job
 
 KUBECTL_DIR = Path("/usr/lib/google-cloud-sdk/bin")
 

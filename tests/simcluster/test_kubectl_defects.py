@@ -18,12 +18,7 @@ from simcluster.management.commands.sim_fault import (
     control_url_from_kubeconfig,
 )
 from simcluster.management.commands.simcluster import _check_ports, _record_fault_endpoint
-from tests.simcluster import sim_fixtures
-from tests.simcluster.sim_fixtures import create_job, make_job
-from tests.simcluster.test_commands import run_sim_fault
-
-kube = sim_fixtures.kube  # module-scoped fixture
-sim = sim_fixtures.sim  # module-scoped fixture
+from tests.support.sim import create_job, make_job, run_sim_fault
 
 
 def test_sim_fault_out_of_range_rank_names_the_range(sim, kube, capsys) -> None:

@@ -6,18 +6,8 @@ from collections import Counter
 
 from mindcluster import keys as k
 from simcluster.operator import PodSlot, build_podgroup, injected_env, pod_slots
-from tests.simcluster import sim_fixtures
-from tests.simcluster.sim_fixtures import (
-    conditions,
-    create_job,
-    event_reasons,
-    make_job,
-    podgroup_of,
-    wait_for,
-)
-
-kube = sim_fixtures.kube  # module-scoped fixture
-sim = sim_fixtures.sim  # module-scoped fixture
+from tests.support import wait_for
+from tests.support.sim import conditions, create_job, event_reasons, make_job, podgroup_of
 
 
 def env_of(pod: dict) -> list[dict]:

@@ -19,18 +19,8 @@ from simcluster.operator import (
     injected_env,
     read_backoff_limit,
 )
-from tests.simcluster import sim_fixtures
-from tests.simcluster.sim_fixtures import (
-    conditions,
-    create_job,
-    event_reasons,
-    make_job,
-    podgroup_of,
-    wait_for,
-)
-
-kube = sim_fixtures.kube  # module-scoped fixture
-sim = sim_fixtures.sim  # module-scoped fixture
+from tests.support import wait_for
+from tests.support.sim import conditions, create_job, event_reasons, make_job, podgroup_of
 
 
 def _env(manifest: dict, *, role: str = "Worker", framework_uid: str = "uid-1") -> dict[str, str]:

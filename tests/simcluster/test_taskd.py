@@ -13,11 +13,8 @@ import pytest
 from mindcluster import keys as k
 from simcluster.operator import PodSlot, build_pod, pod_slots
 from simcluster.taskd import evaluate_support, parse_manager_config
-from tests.simcluster import sim_fixtures
-from tests.simcluster.sim_fixtures import create_job, events_text, make_job, wait_for
-
-kube = sim_fixtures.kube  # module-scoped fixture
-sim = sim_fixtures.sim  # module-scoped fixture
+from tests.support import wait_for
+from tests.support.sim import create_job, events_text, make_job
 
 EVERYTHING = {"retry", "recover", "recover-in-place", "elastic-training", "dump", "exit"}
 

