@@ -90,8 +90,24 @@ class Proc:
         self.log = Path(f"/tmp/soak-{name}-{uuid.uuid4().hex[:6]}.log")
         self.kills = 0
         self.restarts = 0
+        # The chaos thread (restart) and the supervisor (start after an exit) both act on one
+        # process: without the lock the supervisor could start a copy while a restart was between
+        # the old process exiting and its own start, and that copy would outlive the soak.
+        self.lock = threading.RLock()
 
     def start(self) -> None:
+        with self.lock:
+            self._start()
+
+    def restart_if_exited(self) -> bool:
+        """Start the process again if it exited on its own (what a supervisor does)."""
+        with self.lock:
+            if self.proc is None or self.proc.poll() is None:
+                return False
+            self._start()
+            return True
+
+    def _start(self) -> None:
         self.proc = subprocess.Popen(
             self.argv,
             cwd=REPO,
@@ -106,6 +122,10 @@ class Proc:
 
     def kill(self) -> None:
         """SIGKILL the whole process group (a celery worker's children too)."""
+        with self.lock:
+            self._kill()
+
+    def _kill(self) -> None:
         if self.proc is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
@@ -114,6 +134,10 @@ class Proc:
             self.kills += 1
 
     def stop(self, timeout: float = 20) -> None:
+        with self.lock:
+            self._stop(timeout)
+
+    def _stop(self, timeout: float) -> None:
         if self.proc is not None:
             try:
                 os.killpg(self.proc.pid, signal.SIGTERM)
@@ -126,9 +150,10 @@ class Proc:
             self.proc = None
 
     def restart(self, hard: bool) -> None:
-        self.kill() if hard else self.stop()
-        self.start()
-        self.restarts += 1
+        with self.lock:
+            self._kill() if hard else self._stop(20)
+            self._start()
+            self.restarts += 1
 
 
 @dataclass
@@ -379,9 +404,8 @@ class Soak:
         """What systemd or Kubernetes does: a process that exited is started again."""
         while not self.stop.wait(1.0):
             for proc in procs:
-                if proc.proc is not None and proc.proc.poll() is not None:
+                if proc.restart_if_exited():
                     self.chaos[f"{proc.name} exited by itself"] += 1
-                    proc.start()
 
     # --- chaos ------------------------------------------------------------------------------------
     def _chaos(self, ingester: Proc, worker: Proc, redis: Any, proxy: Any) -> None:

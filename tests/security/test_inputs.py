@@ -82,18 +82,25 @@ def test_one_hundred_decision_rules_are_accepted() -> None:
 
 
 def test_more_decision_rules_than_the_cap_are_one_clear_error_fast(world: World) -> None:
-    started = time.process_time()
     response = world.client("outsider").post(
         "/api/v1/policies/validate/", {"spec": _platform_spec(30_000)}, format="json"
     )
-    elapsed = time.process_time() - started
     assert response.status_code == 200  # validate answers with a result, not a 4xx
     errors = response.json()["errors"]
     assert [error["code"] for error in errors] == ["too_many_decision_rules"], errors[:3]
     assert errors[0]["field"] == "/decision_rules"
     assert "100" in errors[0]["message"]
     # Before the cap, 30,000 rules took ~2.9 s of CPU; a count check must not read them one by one.
-    assert elapsed < 1.5, elapsed
+    # Timed on the validator alone (CPU time, median of 3): parsing the 2.4 MB request body is the
+    # HTTP stack's cost, and under a loaded CI machine it alone came close to any fixed bound.
+    spec = _platform_spec(30_000)
+    timings = []
+    for _ in range(3):
+        started = time.process_time()
+        result = validate_policy(spec)
+        timings.append(time.process_time() - started)
+    assert [error.code for error in result.errors] == ["too_many_decision_rules"]
+    assert sorted(timings)[1] < 0.3, timings
 
 
 def test_saving_too_many_rules_is_a_400_with_the_code(world: World) -> None:
