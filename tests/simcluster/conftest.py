@@ -18,7 +18,6 @@ if str(_ROOT) not in sys.path:
 
 from kubernetes import client, config  # noqa: E402
 
-from simcluster.kube import Kube  # noqa: E402
 from simcluster.kubeapi import FaultInjector, KubeApiEmulator  # noqa: E402
 from simcluster.runtime import SimCluster  # noqa: E402
 
@@ -80,12 +79,3 @@ def sim() -> Iterator[SimCluster]:
         yield cluster
     finally:
         cluster.stop()
-
-
-@pytest.fixture(scope="module")
-def kube(sim: SimCluster) -> Iterator[Kube]:
-    client = Kube(sim.kubeconfig_path)
-    try:
-        yield client
-    finally:
-        client.close()
