@@ -365,8 +365,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         say("migrating the database")
         subprocess.run([*manage, "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
         subprocess.run([*manage, "collectstatic", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
+        # The product seeds the demo jobs (rendered with its own policies) into the simulated cluster.
+        seed = ["--seed-jobs"] if simulated else []
         setup = subprocess.run(
-            [*manage, "demo_setup"], cwd=ROOT, env=env, check=True, capture_output=True, text=True
+            [*manage, "demo_setup", *seed], cwd=ROOT, env=env, check=True, capture_output=True, text=True
         )
         (LOG_DIR / "demo_setup.log").parent.mkdir(parents=True, exist_ok=True)
         (LOG_DIR / "demo_setup.log").write_text(setup.stdout + setup.stderr)

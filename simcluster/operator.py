@@ -27,13 +27,14 @@ from mindcluster import keys as k
 from mindcluster import operator_env
 from mindcluster.ascendjob import npus_in
 from mindcluster.operator_env import add_recovery_env, operator_injects_env
+from mindcluster.operator_validation import CONDITION_REASON_JOB_VALID_FAILED, validate_job
 from mindcluster.releases import DEFAULT_RELEASE, RELEASES, release_at_least
 from simcluster.kube import Informer, Kube, rfc3339
 
 log = logging.getLogger(__name__)
 
-LABEL_RELEASE: Final = "mindcluster.io/release"
-ANNOTATION_RELEASE: Final = "recovery.mindcluster.io/release"
+LABEL_RELEASE: Final = k.LABEL_RELEASE
+ANNOTATION_RELEASE: Final = k.ANNOTATION_RELEASE
 ANNOTATION_RANK_INDEX: Final = "hccl/rankIndex"
 LABEL_JOB_NAME: Final = "job-name"
 LABEL_REPLICA_TYPE: Final = "replica-type"
@@ -41,38 +42,11 @@ LABEL_REPLICA_INDEX: Final = "replica-index"
 LABEL_VERSION: Final = "version"
 CLUSTERD_DOMAIN: Final = f"clusterd-grpc-svc.{k.MINDX_NAMESPACE}.svc.cluster.local"
 
-# Validation issue code → the Warning Event reason ``ascendjob_validate.go`` records. The operator
-# stops at its first failure, in this order: basic info (``validateBasicInfo``, :64-92), framework
-# (:98-110), then per replica (``checkReplicaSpecs``, :143-194). ``restartPolicy`` is not checked
-# by the operator (the CRD schema's enum rejects bad values at the API server).
-OPERATOR_REASONS: Final = {
-    "manifest_missing_replica_specs": "InvalidSpecs",  # ascendjob_validate.go:65-70
-    "manifest_invalid_success_policy": "InvalidSuccessPolicy",  # :72-79
-    "manifest_missing_framework": "InvalidFramework",  # :100-106
-    "manifest_invalid_framework": "InvalidFramework",
-    "manifest_invalid_replica_type": "InvalidReplicaType",  # :246-258
-    "manifest_replicas_out_of_range": "InvalidReplicaSpec",  # :122-141
-    "manifest_missing_containers": "InvalidReplicaSpec",  # validContainerNum :112-120
-    "manifest_leader_replicas": "InvalidReplicaSpec",  # validateLeader :260-268
-    "manifest_empty_image": "InvalidContainer",  # validateContainer :196-222
-    "manifest_missing_ascend_container": "InvalidContainer",
-    # A leaderless PyTorch/TensorFlow job is InvalidReplicaType (:177-184); a leaderless MindSpore
-    # job asking for more than one NPU is InvalidReplicaSpec (:185-190): see _reason_for.
-    "manifest_missing_leader": "InvalidReplicaType",
-}
-_REASON_ORDER: Final = (
-    "InvalidSpecs",
-    "InvalidSuccessPolicy",
-    "InvalidQueue",
-    "InvalidFramework",
-    "InvalidReplicaType",
-    "InvalidReplicaSpec",
-    "InvalidContainer",
-)
 # Volcano's queue the operator looks up when schedulingPolicy is set (ascendjob_validate.go:81-89).
 QUEUE_RESOURCE: Final = ("scheduling.volcano.sh", "v1beta1", "queues")
 # ascend-operator/pkg/controllers/v1/consts.go:117-118: no backoffLimit stands for unlimited.
 UNSET_BACKOFF_LIMIT: Final = -1
+
 
 def job_release(job: Mapping[str, Any]) -> str:
     """The job's MindCluster release: label, then annotation, then ``26.1``."""
@@ -505,19 +479,18 @@ class SimOperator:
         """Validate, then create PodGroup and pods, then report Created → Running."""
         meta = job["metadata"]
         namespace, name = meta.get("namespace", "default"), meta["name"]
-        problems = self.validation_problems(job)
-        if problems:
+        failure = validate_job(job, self._queue_error)
+        if failure is not None:
             # validateJob stops at the first failure: one Warning Event (ascendjob_validate.go:34-38)
             # and JobValidFailed "<reason>: <message>" (ascendjob_controller.go:148-155).
-            reason, message = problems[0]
-            self.kube.event(job, reason, message, type_="Warning")
-            text = f"{reason}: {message}"
+            self.kube.event(job, failure.reason, failure.message, type_="Warning")
             self.kube.patch_job_status(
                 namespace,
                 name,
                 {
                     "conditions": with_condition(
-                        job.get("status"), {**condition("Failed", "JobValidFailed", text)}
+                        job.get("status"),
+                        {**condition("Failed", CONDITION_REASON_JOB_VALID_FAILED, failure.condition_message)},
                     )
                 },
             )
@@ -535,36 +508,13 @@ class SimOperator:
         self.kube.patch_podgroup_status(namespace, podgroup_name(job), {"phase": "Running"})
         self.mark_running(job, f"AscendJob {namespace}/{name} is running.")
 
-    def validation_problems(self, job: dict[str, Any]) -> list[tuple[str, str]]:
-        """(reason, message) for every operator-level validation error of the job."""
-        from apps.policies.validation import validate_manifest  # a colleague's module; import late
-
-        problems = []
-        for issue in validate_manifest(job):
-            reason = _reason_for(job, issue.code)
-            if issue.severity == "error" and reason:
-                problems.append((reason, issue.message))
-        queue = self._missing_queue(job)
-        if queue is not None:
-            problems.append(
-                (
-                    "InvalidQueue",
-                    f'check queue<{queue}> failed, err: queues "{queue}" not found, maybe it is not create',
-                )
-            )
-        return sorted(problems, key=lambda p: _REASON_ORDER.index(p[0]))
-
-    def _missing_queue(self, job: dict[str, Any]) -> str | None:
-        """The Volcano queue named in ``schedulingPolicy`` when it does not exist (:81-89)."""
-        policy = ((job.get("spec") or {}).get("runPolicy") or {}).get("schedulingPolicy")
-        if not isinstance(policy, dict):
-            return None
-        queue = str(policy.get("queue") or "")
+    def _queue_error(self, queue: str) -> str | None:
+        """What Volcano answers when the queue is missing (the Get in ascendjob_validate.go:81-89)."""
         try:
             self.kube.custom.get_cluster_custom_object(*QUEUE_RESOURCE, queue or "-")
         except ApiException as exc:
             if exc.status == 404:
-                return queue
+                return f'queues "{queue}" not found'
             raise
         return None
 
@@ -657,14 +607,6 @@ class SimOperator:
         for pod in self.kube.list_job_pods(namespace, meta["name"]):
             self.kube.delete_pod(namespace, pod["metadata"]["name"])
         self.kube.delete_podgroup(namespace, podgroup_name(job))
-
-
-def _reason_for(job: Mapping[str, Any], code: str) -> str | None:
-    reason = OPERATOR_REASONS.get(code)
-    labels = (job.get("metadata") or {}).get("labels") or {}
-    if code == "manifest_missing_leader" and labels.get(k.LABEL_FRAMEWORK) == "mindspore":
-        return "InvalidReplicaSpec"  # ascendjob_validate.go:185-190
-    return reason
 
 
 def _has_condition(job: Mapping[str, Any], type_: str) -> bool:

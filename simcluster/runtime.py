@@ -115,10 +115,6 @@ class SimCluster:
             self.control = ControlServer(self, host=self.host, port=self.control_port)
             self.control.start()
             self.control_url = self.control.url
-        if self.demo:
-            from simcluster.demo import seed_demo_jobs
-
-            seed_demo_jobs(self.kubeconfig_path)
         if self.random_fault_rate_per_min > 0:
             self._spawn(self._random_faults, "simcluster-random-faults")
         return self

@@ -1,6 +1,6 @@
 """ClusterD's ``fault.Fault`` service over gRPC (clusterd-wire.md), returned as plain frozen dataclasses.
 
-The generated message and stub modules come from ``apps.clusterd.grpc_gen`` (built from protos
+The generated message and stub modules come from ``mindcluster.wire.grpc_gen`` (built from protos
 whose names and field numbers match the real ClusterD), so the same client works against the
 simulator and a real ``clusterd-grpc-svc:8899``. Failures become ``ClusterDError`` (retryable unless
 the server said the request itself is wrong).
@@ -15,7 +15,7 @@ from typing import Any
 
 import grpc
 
-from apps.clusterd.grpc_gen import fault_pb2, fault_pb2_grpc
+from mindcluster.wire.grpc_gen import fault_pb2, fault_pb2_grpc
 
 DEFAULT_ROLE = "DefaultUser1"
 CONNECT_TIMEOUT_S = 5.0

@@ -1,6 +1,6 @@
 """ClusterD's gRPC surface (clusterd-wire.md): ``fault.Fault``, ``job.Job``, ``PubFault`` and ``Recover``.
 
-Served with ``grpcio`` from messages generated out of ``apps/clusterd/protos``; field names and
+Served with ``grpcio`` from messages generated out of ``mindcluster/wire/protos``; field names and
 numbers follow the real protos, so a client built for a real ClusterD works against this one.
 """
 
@@ -17,7 +17,9 @@ from typing import Any, Final
 
 import grpc
 
-from apps.clusterd.grpc_gen import (
+from mindcluster import keys as k
+from mindcluster.clusterd import UNHEALTHY_LEVELS
+from mindcluster.wire.grpc_gen import (
     fault_pb2,
     fault_pb2_grpc,
     job_pb2,
@@ -27,8 +29,6 @@ from apps.clusterd.grpc_gen import (
     recover_pb2,
     recover_pb2_grpc,
 )
-from mindcluster import keys as k
-from mindcluster.clusterd import UNHEALTHY_LEVELS
 from simcluster.clusterd.controller import TOPIC_FAULT, TOPIC_JOB, ActiveFault, ClusterD, topic_process
 from simcluster.injector import FaultSpec, UnknownJobError
 from simcluster.operator import ANNOTATION_RANK_INDEX, LABEL_JOB_NAME

@@ -131,7 +131,7 @@ def clusterd_init(sim: SimCluster, job: dict[str, Any]) -> int:
     """ClusterD's ``Init`` over gRPC (waits out 402 JobNotExist): 0 accepted, 403 ProcessRescheduleOff."""
     import grpc
 
-    from apps.clusterd.grpc_gen import recover_pb2, recover_pb2_grpc
+    from mindcluster.wire.grpc_gen import recover_pb2, recover_pb2_grpc
 
     channel = grpc.insecure_channel(sim.grpc_address)
     try:

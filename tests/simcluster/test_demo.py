@@ -1,4 +1,7 @@
-"""Demo content: seeded jobs of both frameworks and several releases, one deliberately misconfigured."""
+"""Demo content: seeded jobs of both frameworks and several releases, one deliberately misconfigured.
+
+The product seeds them (``apps.web.demo_jobs``, ``demo_setup --seed-jobs``); the simulator runs them.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +9,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from apps.cluster.client import ClusterRef
+from apps.web.demo_jobs import DEMO_JOBS, build_demo_manifests, seed_demo_jobs
 from mindcluster import keys as k
-from simcluster.demo import DEMO_JOBS, build_demo_manifests
 from simcluster.kube import Kube
-from simcluster.operator import LABEL_RELEASE
 from simcluster.runtime import SimCluster
 from tests.support import wait_for
 from tests.support.sim import conditions, events_text
@@ -20,9 +23,7 @@ def demo_sim() -> Iterator[SimCluster]:
     # No random faults here: the test injects its own, so outcomes are deterministic.
     cluster = SimCluster(clock_speed=500, seed=5)
     cluster.start()
-    from simcluster.demo import seed_demo_jobs
-
-    seed_demo_jobs(cluster.kubeconfig_path)
+    seed_demo_jobs(ClusterRef(name="demo", kubeconfig_path=cluster.kubeconfig_path))
     try:
         yield cluster
     finally:
@@ -33,7 +34,7 @@ def test_demo_manifests_cover_both_frameworks_and_several_releases() -> None:
     manifests = [m for m, _ in build_demo_manifests()]
     assert len(manifests) == len(DEMO_JOBS) >= 6
     frameworks = {m["metadata"]["labels"][k.LABEL_FRAMEWORK] for m in manifests}
-    releases = {m["metadata"]["labels"][LABEL_RELEASE] for m in manifests}
+    releases = {m["metadata"]["labels"][k.LABEL_RELEASE] for m in manifests}
     assert frameworks == {"pytorch", "mindspore"}
     assert len(releases) >= 3
     rendered = [m for m, cm in build_demo_manifests() if cm is not None]

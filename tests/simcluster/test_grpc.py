@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import grpc
 import pytest
 
-from apps.clusterd.grpc_gen import (
+from mindcluster.wire.grpc_gen import (
     fault_pb2,
     fault_pb2_grpc,
     job_pb2,

@@ -64,7 +64,11 @@ class Command(BaseCommand):
             help="host name other processes use to reach it, written into the kubeconfig (e.g. a compose "
             "service name when listening on 0.0.0.0); default: --host",
         )
-        parser.add_argument("--demo", action="store_true", help="seed demo jobs and random faults")
+        parser.add_argument(
+            "--demo",
+            action="store_true",
+            help="random demo faults (the jobs are seeded by the product: demo_setup --seed-jobs)",
+        )
         parser.add_argument(
             "--clock-speed", type=float, default=1.0, help="simulated seconds per real second (default 1.0)"
         )
@@ -119,7 +123,7 @@ class Command(BaseCommand):
             self.stdout.write(f"ClusterD gRPC    {sim.grpc_address}")
             self.stdout.write(f"fault injection  {sim.control_url}/faults")
             if options["demo"]:
-                self.stdout.write("demo jobs seeded; random faults enabled")
+                self.stdout.write("demo: random faults enabled (demo_setup --seed-jobs seeds the jobs)")
             self.stdout.write("simulated cluster running; Ctrl-C to stop")
             self.stdout.flush()
             while not stop.wait(0.5):

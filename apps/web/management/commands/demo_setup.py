@@ -1,5 +1,9 @@
 """Idempotent first-run setup: a first administrator, a fresh API token and the built-in presets.
 
+With ``--seed-jobs`` it also creates the demo AscendJobs (``apps.web.demo_jobs``) in the default
+cluster: ``bootstrap.py run`` asks for them when it runs the simulated cluster, which itself seeds
+nothing the product would have to render.
+
 The password is ``--password`` or ``DEMO_PASSWORD`` when given. Otherwise it is the documented
 ``demo-password`` only with ``DEBUG=true`` (``bootstrap.py run``, a local run on 127.0.0.1, prints
 it on purpose); with ``DEBUG=false`` (Compose, anything reachable) it is random, printed once when
@@ -18,8 +22,9 @@ from django.core.management.base import BaseCommand
 
 from apps.accounts.models import ApiToken
 from apps.accounts.services import token_issue, token_revoke
-from apps.jobs.clusters import cluster_register_default
+from apps.jobs.clusters import cluster_ref, cluster_register_default
 from apps.policies.services import presets_sync_builtin
+from apps.web.demo_jobs import seed_demo_jobs
 
 DEMO_TOKEN_NAME = "demo (bootstrap run)"
 LOCAL_DEMO_PASSWORD = "demo-password"  # DEBUG runs only; documented in the README
@@ -35,8 +40,15 @@ class Command(BaseCommand):
             default=os.environ.get("DEMO_PASSWORD") or None,
             help="default: DEMO_PASSWORD; else 'demo-password' with DEBUG=true, a random one without",
         )
+        parser.add_argument(
+            "--seed-jobs",
+            action="store_true",
+            help="also create the demo AscendJobs (with rendered policies) in the default cluster",
+        )
 
-    def handle(self, *args: Any, username: str, password: str | None, **options: Any) -> None:
+    def handle(
+        self, *args: Any, username: str, password: str | None, seed_jobs: bool = False, **options: Any
+    ) -> None:
         if not password:
             password = LOCAL_DEMO_PASSWORD if settings.DEBUG else secrets.token_urlsafe(18)
         user_model = get_user_model()
@@ -55,6 +67,9 @@ class Command(BaseCommand):
         cluster = cluster_register_default()
         if cluster is not None:
             self.stdout.write(f"default cluster {cluster.name!r} from {cluster.kubeconfig_path}")
+            if seed_jobs:
+                seeded = seed_demo_jobs(cluster_ref(cluster))
+                self.stdout.write(f"demo jobs created: {', '.join(seeded) or '(all existed)'}")
         verb = "created" if created else "exists"
         self.stdout.write(
             f"demo user {username!r} {verb}; password: {password if created else '(unchanged)'}"

@@ -1,8 +1,9 @@
-"""Demo content: six AscendJobs of both frameworks and several releases, seeded into a SimCluster.
+"""Demo content: six AscendJobs of both frameworks and several releases, seeded by ``demo_setup``.
 
-Some carry a policy rendered by ``apps.policies.rendering.render``, some none, and one is deliberately
-misconfigured (``dump`` without ``TTP_PORT``/``ttp-port`` on 7.3) so its fallback shows in the Events.
-The base manifests ship in ``data/demo_jobs.yaml``: the demo never needs ``../shared``.
+The product seeds them, into whatever cluster is the default one (``bootstrap.py run`` points it at
+the simulated cluster): some carry a policy rendered by ``apps.policies.rendering.render``, some
+none, and one is deliberately misconfigured (``dump`` without ``TTP_PORT``/``ttp-port`` on 7.3) so
+its fallback shows in the Events. The base manifests ship in ``data/demo_jobs.yaml``.
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from kubernetes.client.exceptions import ApiException
 
+from apps.cluster import client as kube
+from apps.cluster.errors import ClusterError
+from apps.policies.rendering import render
 from apps.policies.spec import PolicySpec
 from mindcluster import keys as k
-from simcluster.kube import Kube
-from simcluster.operator import LABEL_RELEASE
 
 log = logging.getLogger(__name__)
 DATA_FILE = Path(__file__).resolve().parent / "data" / "demo_jobs.yaml"
@@ -109,7 +110,7 @@ def build_demo_manifests() -> list[tuple[dict[str, Any], dict[str, Any] | None]]
         meta = manifest["metadata"]
         meta["name"] = demo.name
         meta["namespace"] = DEMO_NAMESPACE
-        meta["labels"] = {**meta.get("labels", {}), **demo.labels, LABEL_RELEASE: demo.release}
+        meta["labels"] = {**meta.get("labels", {}), **demo.labels, k.LABEL_RELEASE: demo.release}
         meta["annotations"] = {
             **meta.get("annotations", {}),
             **demo.annotations,
@@ -124,10 +125,8 @@ def build_demo_manifests() -> list[tuple[dict[str, Any], dict[str, Any] | None]]
 
 def _render(manifest: dict[str, Any], spec: PolicySpec) -> tuple[dict[str, Any], dict[str, Any] | None]:
     try:
-        from apps.policies.rendering import render
-
         result = render(manifest, spec)
-    except Exception:  # the demo must still come up if rendering is unavailable or rejects the job
+    except Exception:  # the demo must still come up if rendering rejects the job
         log.exception(
             "rendering the demo policy for %s failed; seeding it unrendered", manifest["metadata"]["name"]
         )
@@ -135,28 +134,34 @@ def _render(manifest: dict[str, Any], spec: PolicySpec) -> tuple[dict[str, Any],
     return result.manifest, result.configmap
 
 
-def seed_demo_jobs(kubeconfig_path: str) -> list[str]:
+def seed_demo_jobs(ref: kube.ClusterRef) -> list[str]:
     """Create the demo jobs (and their ConfigMaps) unless they exist; returns the job names created."""
-    kube = Kube(kubeconfig_path)
     created: list[str] = []
-    try:
-        for manifest, configmap in build_demo_manifests():
-            namespace, name = manifest["metadata"]["namespace"], manifest["metadata"]["name"]
-            if configmap is not None:
-                cm_meta = configmap.get("metadata", {})
-                kube.upsert_configmap(
-                    cm_meta.get("namespace", namespace),
-                    cm_meta["name"],
-                    {str(key): str(v) for key, v in (configmap.get("data") or {}).items()},
-                )
-            try:
-                kube.custom.create_namespaced_custom_object(
-                    k.ASCENDJOB_GROUP, k.ASCENDJOB_VERSION, namespace, k.ASCENDJOB_PLURAL, manifest
-                )
-                created.append(name)
-            except ApiException as exc:
-                if exc.status != 409:
-                    raise
-    finally:
-        kube.close()
+    for manifest, configmap in build_demo_manifests():
+        namespace, name = manifest["metadata"]["namespace"], manifest["metadata"]["name"]
+        if configmap is not None:
+            _upsert_configmap(ref, configmap.get("metadata", {}).get("namespace") or namespace, configmap)
+        try:
+            kube.create_ascendjob(ref, namespace, manifest)
+        except ClusterError as exc:
+            if not exc.conflict:
+                raise
+            continue
+        created.append(name)
     return created
+
+
+def _upsert_configmap(ref: kube.ClusterRef, namespace: str, configmap: dict[str, Any]) -> None:
+    metadata = {**configmap.get("metadata", {}), "namespace": namespace}
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata,
+        "data": {str(key): str(v) for key, v in (configmap.get("data") or {}).items()},
+    }
+    try:
+        kube.create_configmap(ref, namespace, body)
+    except ClusterError as exc:
+        if not exc.conflict:
+            raise
+        kube.replace_configmap(ref, namespace, metadata["name"], body)

@@ -1,9 +1,0 @@
-"""Generated protobuf/gRPC modules for the ClusterD wire contract (see ``apps/clusterd/protos``).
-
-Committed to the repository; regenerated at import time if any module is missing.
-"""
-
-from apps.clusterd.protos import generate as _generate, generated_files as _generated_files
-
-if not all(path.exists() for path in _generated_files()):
-    _generate()

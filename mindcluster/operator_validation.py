@@ -1,0 +1,250 @@
+"""The ascend-operator's AscendJob validation (``ascendjob_validate.go``) as a pure function.
+
+Paths are in Ascend/mind-cluster ``component/ascend-operator/pkg/controllers/v1/``. ``validateJob``
+(:25-62) stops at the first failure and returns one (reason, message); the operator records it as a
+Warning Event (:34-38) and, from v26.0.0, as the condition ``Failed``/``JobValidFailed`` with the
+message ``"<reason>: <message>"`` (ascendjob_controller.go:148-155). The reason names are the
+v26.0.0+ ones (consts.go:146-155).
+
+Not modelled: the elastic-scaling check (``r.scaler.ValidJob``, :40-46, ``InvalidScalingConfig``) and
+the 910A5 scale-out label check (:48-54, ``InvalidScaleOutConfig``): the simulated cluster runs no
+elastic or A5 jobs. Go walks ``replicaSpecs`` (a map) in random order, so with two bad replica types
+the real operator may report either; here they are checked in manifest order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from mindcluster import keys as k
+
+# consts.go:146-155
+REASON_INVALID_SCALING_CONFIG: Final = "InvalidScalingConfig"
+REASON_INVALID_SCALE_OUT_CONFIG: Final = "InvalidScaleOutConfig"
+REASON_INVALID_SPECS: Final = "InvalidSpecs"
+REASON_INVALID_REPLICA_TYPE: Final = "InvalidReplicaType"
+REASON_INVALID_SUCCESS_POLICY: Final = "InvalidSuccessPolicy"
+REASON_INVALID_QUEUE: Final = "InvalidQueue"
+REASON_INVALID_FRAMEWORK: Final = "InvalidFramework"
+REASON_INVALID_REPLICA_SPEC: Final = "InvalidReplicaSpec"
+REASON_INVALID_CONTAINER: Final = "InvalidContainer"
+# Every reason validateJob can give, in the order its checks run (:40-61, :64-92, :98-194).
+REASONS: Final = (
+    REASON_INVALID_SCALING_CONFIG,
+    REASON_INVALID_SCALE_OUT_CONFIG,
+    REASON_INVALID_SPECS,
+    REASON_INVALID_SUCCESS_POLICY,
+    REASON_INVALID_QUEUE,
+    REASON_INVALID_FRAMEWORK,
+    REASON_INVALID_REPLICA_TYPE,
+    REASON_INVALID_REPLICA_SPEC,
+    REASON_INVALID_CONTAINER,
+)
+# The condition the operator sets on a job that fails validation (ascendjob_controller.go:148-155).
+CONDITION_REASON_JOB_VALID_FAILED: Final = "JobValidFailed"
+MAX_REPLICAS: Final = 20000  # consts.go:129
+# api/v1/common.go:11-14: SuccessPolicyDefault "" and SuccessPolicyAllWorkers.
+SUCCESS_POLICIES: Final = ("", "AllWorkers")
+# ascend-common/api/default_name.go:13: any resource name containing it counts as the NPU request.
+NPU_RESOURCE_MARK: Final = "huawei.com/"
+
+# Given a queue name, the lookup error text if Volcano has no such queue, else None.
+QueueLookup = Callable[[str], "str | None"]
+
+
+@dataclass(frozen=True)
+class ValidationFailure:
+    """The first check the job fails: the Event reason and its message, as the operator writes them."""
+
+    reason: str
+    message: str
+
+    @property
+    def condition_message(self) -> str:
+        """The ``JobValidFailed`` condition's message (ascendjob_controller.go:148-155)."""
+        return f"{self.reason}: {self.message}"
+
+
+def validate_job(job: Mapping[str, Any], queue_error: QueueLookup | None = None) -> ValidationFailure | None:
+    """The first validation failure of the AscendJob, or None when the operator accepts it.
+
+    ``queue_error`` looks a queue up in Volcano; None means gang scheduling is off, so the queue is
+    not checked (:81 ``r.Config.EnableGangScheduling``).
+    """
+    spec = _mapping(job.get("spec"))
+    labels = _mapping(_mapping(job.get("metadata")).get("labels"))
+    return _basic_info(spec, queue_error) or _spec(labels, spec.get("replicaSpecs"))
+
+
+def _basic_info(spec: Mapping[str, Any], queue_error: QueueLookup | None) -> ValidationFailure | None:
+    """validateBasicInfo (:64-92)."""
+    if spec.get("replicaSpecs") is None:
+        return ValidationFailure(REASON_INVALID_SPECS, "replicaSpecs is not set, please modify your job")
+    policy = spec.get("successPolicy")
+    if policy is not None and policy not in SUCCESS_POLICIES:
+        return ValidationFailure(
+            REASON_INVALID_SUCCESS_POLICY, 'job success policy is invalid, it must be one of <"", AllWorkers>'
+        )
+    scheduling = _mapping(spec.get("runPolicy")).get("schedulingPolicy")
+    if queue_error is not None and isinstance(scheduling, Mapping):
+        queue = str(scheduling.get("queue") or "")
+        error = queue_error(queue)
+        if error is not None:
+            return ValidationFailure(
+                REASON_INVALID_QUEUE, f"check queue<{queue}> failed, err: {error}, maybe it is not create"
+            )
+    return None
+
+
+def _spec(labels: Mapping[str, Any], replica_specs: Any) -> ValidationFailure | None:
+    """validateSpec (:98-110): the framework label (api/v1/defaults.go:133-147), then the replicas."""
+    frames = "map[" + " ".join(f"{name}:{{}}" for name in sorted(k.FRAMEWORKS)) + "]"  # Go prints maps sorted
+    if k.LABEL_FRAMEWORK not in labels:
+        return ValidationFailure(
+            REASON_INVALID_FRAMEWORK,
+            "framework label is not set, please set label framework as one of <pytorch,mindspore,tensorflow>",
+        )
+    frame = labels[k.LABEL_FRAMEWORK]
+    if frame not in k.FRAMEWORKS:
+        return ValidationFailure(REASON_INVALID_FRAMEWORK, f"framework label<{frame}> is not in {frames}")
+    return _replica_specs(str(frame), _mapping(replica_specs))
+
+
+def _replica_specs(frame: str, specs: Mapping[str, Any]) -> ValidationFailure | None:
+    """checkReplicaSpecs (:143-194)."""
+    has_leader = False
+    for role, value in specs.items():
+        failure = _replica_type(frame, role)
+        if failure is not None:
+            return failure
+        if not isinstance(value, Mapping):
+            return ValidationFailure(
+                REASON_INVALID_REPLICA_SPEC, f"{role} replicaSpec is not set, please modify your job"
+            )
+        failure = _replicas(role, value) or _container_num(role, value)
+        if failure is None and role != k.WORKER_ROLE:
+            has_leader = True
+            failure = _leader(role, value)
+        failure = failure or _ascend_container(role, value)
+        if failure is not None:
+            return failure
+    if has_leader:
+        return None
+    if frame != "mindspore":
+        return ValidationFailure(
+            REASON_INVALID_REPLICA_TYPE,
+            "replicaType is not valid: there need 1 leader replicaType, Master for pytorch,"
+            " Chief of tensorflow",
+        )
+    if _job_total_request(specs) > 1:
+        return ValidationFailure(
+            REASON_INVALID_REPLICA_SPEC,
+            "replicaSpec is not valid: when scheduler not found, the req num must be 1",
+        )
+    return None
+
+
+def _replica_type(frame: str, role: str) -> ValidationFailure | None:
+    """validateReplicaType (:246-258), with getValidReplicaType (:224-244)."""
+    allowed = (k.LEADER_ROLE[frame], k.WORKER_ROLE)
+    if role in allowed:
+        return None
+    return ValidationFailure(
+        REASON_INVALID_REPLICA_TYPE, f"replicaType is {role} but must be one of [{' '.join(allowed)}]"
+    )
+
+
+def _replicas(role: str, spec: Mapping[str, Any]) -> ValidationFailure | None:
+    """validateReplicas (:122-141)."""
+    replicas = _replica_count(spec)
+    if replicas is None:
+        return None
+    if replicas < 0:
+        message = f"{role} replicaSpec is not valid: replicas can not be negative num, but got {replicas}"
+        return ValidationFailure(REASON_INVALID_REPLICA_SPEC, message)
+    if replicas > MAX_REPLICAS:
+        message = (
+            f"{role} replicaSpec is not valid: replicas can not be larger than {MAX_REPLICAS}, "
+            f"but got {replicas}"
+        )
+        return ValidationFailure(REASON_INVALID_REPLICA_SPEC, message)
+    return None
+
+
+def _container_num(role: str, spec: Mapping[str, Any]) -> ValidationFailure | None:
+    """validContainerNum (:112-120)."""
+    if _containers(spec):
+        return None
+    return ValidationFailure(
+        REASON_INVALID_REPLICA_SPEC, f"{role} replicaSpec is not valid: containers is undefined"
+    )
+
+
+def _leader(role: str, spec: Mapping[str, Any]) -> ValidationFailure | None:
+    """validateLeader (:260-268)."""
+    replicas = _replica_count(spec)
+    if replicas is not None and replicas != 1:
+        return ValidationFailure(
+            REASON_INVALID_REPLICA_SPEC, f"{role} replicaSpec is not valid, the replicas must be only 1"
+        )
+    return None
+
+
+def _ascend_container(role: str, spec: Mapping[str, Any]) -> ValidationFailure | None:
+    """validateContainer (:196-222): a container named ``ascend``, with an image."""
+    found = False
+    for container in _containers(spec):
+        if container.get("name") != k.CONTAINER_NAME:
+            continue
+        if not container.get("image"):
+            message = (
+                f"{role} replicaSpec is not valid: Image is undefined in the container of {k.CONTAINER_NAME}"
+            )
+            return ValidationFailure(REASON_INVALID_CONTAINER, message)
+        found = True
+    if found:
+        return None
+    return ValidationFailure(
+        REASON_INVALID_CONTAINER,
+        f"{role} replicaSpec is not valid: There is no container named {k.CONTAINER_NAME}",
+    )
+
+
+def _job_total_request(specs: Mapping[str, Any]) -> int:
+    """jobTotalRequest (:270-278): NPUs of the ascend container of the Worker replicas, times replicas."""
+    worker = _mapping(specs.get(k.WORKER_ROLE))
+    replicas = _replica_count(worker)
+    for container in _containers(worker):
+        if container.get("name") == k.CONTAINER_NAME:  # getReplicaSpecRequestRes (:280-288)
+            # specReplicas (utils.go:177-182): no replicas means 1.
+            return _npu_request(container) * (1 if replicas is None else replicas)
+    return 0
+
+
+def _npu_request(container: Mapping[str, Any]) -> int:
+    """getContainerResourceReq (utils.go:88-95): the first request whose name contains huawei.com/."""
+    requests = _mapping(_mapping(container.get("resources")).get("requests"))
+    for name, value in requests.items():
+        if NPU_RESOURCE_MARK in str(name):
+            try:
+                return int(str(value))
+            except ValueError:
+                return 0
+    return 0
+
+
+def _replica_count(spec: Mapping[str, Any]) -> int | None:
+    replicas = spec.get("replicas")
+    return replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else None
+
+
+def _containers(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    pod_spec = _mapping(_mapping(spec.get("template")).get("spec"))
+    containers = pod_spec.get("containers")
+    return [c for c in containers if isinstance(c, Mapping)] if isinstance(containers, list) else []
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
