@@ -11,24 +11,32 @@ import asyncio
 import json
 import logging
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from aiohttp import web
 
 from simcluster.injector import FaultSpecError, UnknownJobError
-from simcluster.scenarios import ScenarioError, parse_scenario
-
-if TYPE_CHECKING:
-    from simcluster.runtime import SimCluster
+from simcluster.scenarios import Scenario, ScenarioError, parse_scenario
 
 log = logging.getLogger(__name__)
+
+
+class FaultTarget(Protocol):
+    """What the endpoint drives: ``runtime.SimCluster``, which starts this server (so it is named
+    here by shape, not imported: the runtime imports this module)."""
+
+    def inject_spec(self, data: Any) -> str: ...
+
+    def check_scenario_jobs(self, scenario: Scenario) -> None: ...
+
+    def run_scenario(self, scenario: Scenario) -> str: ...
 
 
 def _error(status: int, message: str) -> web.Response:
     return web.json_response({"error": message}, status=status)
 
 
-def build_app(sim: SimCluster) -> web.Application:
+def build_app(sim: FaultTarget) -> web.Application:
     """The aiohttp application; handlers call into ``sim`` from a worker thread."""
 
     async def faults(request: web.Request) -> web.Response:
@@ -69,7 +77,7 @@ def build_app(sim: SimCluster) -> web.Application:
 class ControlServer:
     """Runs ``build_app`` on its own event loop in a daemon thread."""
 
-    def __init__(self, sim: SimCluster, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, sim: FaultTarget, host: str = "127.0.0.1", port: int = 0) -> None:
         self.sim = sim
         self.host = host
         self.port = port

@@ -16,13 +16,10 @@ import binascii
 import json
 from collections import deque
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from . import errors
 from .resources import ALL, ResourceType
-
-if TYPE_CHECKING:
-    from .watch import Watcher
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 
@@ -117,6 +114,19 @@ def decode_continue(token: str) -> tuple[int, tuple[str, str]]:
     return rv, (start[0], start[1])
 
 
+class ChangeListener(Protocol):
+    """What the store fans each change out to: a watch stream (``watch.Watcher``).
+
+    Declared here so the store does not import the watch module, which imports the store.
+    """
+
+    def offer(self, change: Change) -> None:
+        """Queue the change for the stream if it is in the stream's scope."""
+
+    def close(self) -> None:
+        """End the stream (the API server is shutting down)."""
+
+
 class Store:
     def __init__(self, history_limit: int = 10_000) -> None:
         self.rv = 0
@@ -125,7 +135,7 @@ class Store:
         self.min_rv = 0  # every change with rv > min_rv is in history
         # resource -> namespace ("" for cluster-scoped) -> name -> current version
         self.objects: dict[ResourceType, dict[str, dict[str, Stored]]] = {rt: {} for rt in ALL}
-        self.watchers: dict[ResourceType, set[Watcher]] = {rt: set() for rt in ALL}
+        self.watchers: dict[ResourceType, set[ChangeListener]] = {rt: set() for rt in ALL}
 
     # --- reads -------------------------------------------------------------------------------------
 
