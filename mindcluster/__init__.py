@@ -2,7 +2,9 @@
 
 What the real cluster spells and decides, read from the MindCluster source: the names it reads and
 writes (``keys``), its releases (``releases``), its recovery strategies and their order
-(``strategies``), the env the ascend-operator injects for them (``operator_env``) and ClusterD's
-strategy choice as a pure function (``clusterd``). Everything in the
-product and in the simulator may import this package; it imports nothing from either.
+(``strategies``), its fault types, handling levels and well-known codes (``faults``), the
+``reset.json`` format (``reset_json``), the env the ascend-operator injects (``operator_env``) and
+its AscendJob validation (``operator_validation``), ClusterD's strategy choice as a pure function
+(``clusterd``) and ClusterD's gRPC wire contract (``wire``, the one part that needs protobuf/grpc).
+Everything in the product and in the simulator may import this package; it imports nothing from either.
 """

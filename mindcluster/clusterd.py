@@ -23,31 +23,29 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
+from mindcluster import faults as vocab
 from mindcluster import keys as k
+from mindcluster.faults import FAULT_HCCL, FAULT_OTHER, FAULT_UCE
 from mindcluster.strategies import STRATEGY_PRIORITY
 
-# --- fault vocabulary -----------------------------------------------------------------------------
-# FaultRank.faultType values on the wire (const.go:204-209).
-FAULT_UCE: Final = "0"
-FAULT_OTHER: Final = "1"
-FAULT_HCCL: Final = "2"
+# --- fault vocabulary (the names themselves: mindcluster.faults) ------------------------------------
 RETRY_FAULT_TYPES: Final = frozenset({FAULT_UCE, FAULT_HCCL})  # anything but NormalFaultType (utils.go:431)
 
 # Chip handling levels for which recover-in-place restarts only the processes.
-IN_PLACE_LEVELS: Final = frozenset({"RestartRequest", "RestartBusiness"})
+IN_PLACE_LEVELS: Final = frozenset({vocab.RESTART_REQUEST, vocab.RESTART_BUSINESS})
 # Levels after which the faulty chip/node cannot keep training: the job is UnHealthy.
 UNHEALTHY_LEVELS: Final = frozenset(
     {
-        "FreeRestartNPU",
-        "RestartNPU",
-        "PreSeparateNPU",
-        "SeparateNPU",
-        "ManuallySeparateNPU",
-        "PreSeparateFault",
-        "SeparateFault",
+        vocab.FREE_RESTART_NPU,
+        vocab.RESTART_NPU,
+        vocab.PRE_SEPARATE_NPU,
+        vocab.SEPARATE_NPU,
+        vocab.MANUALLY_SEPARATE_NPU,
+        vocab.PRE_SEPARATE_FAULT,
+        vocab.SEPARATE_FAULT,
     }
 )
-SUB_HEALTHY_LEVELS: Final = frozenset({"SubHealthFault"})
+SUB_HEALTHY_LEVELS: Final = frozenset({vocab.SUB_HEALTH_FAULT})
 
 # --- strategies -----------------------------------------------------------------------------------
 PSEUDO_POD_RESCHEDULING: Final = "pod-rescheduling"
@@ -215,11 +213,11 @@ class RankFault:
 
 def job_health(faults: tuple[RankFault, ...]) -> str:
     """``Healthy`` / ``SubHealthy`` / ``UnHealthy`` from the faults' handling levels."""
-    if any(f.node_fault or f.level in UNHEALTHY_LEVELS for f in faults):
-        return "UnHealthy"
-    if any(f.level in SUB_HEALTHY_LEVELS for f in faults):
-        return "SubHealthy"
-    return "Healthy"
+    if any(fault.node_fault or fault.level in UNHEALTHY_LEVELS for fault in faults):
+        return vocab.UNHEALTHY
+    if any(fault.level in SUB_HEALTHY_LEVELS for fault in faults):
+        return vocab.SUB_HEALTHY
+    return vocab.HEALTHY
 
 
 @dataclass(frozen=True)
@@ -505,7 +503,9 @@ def dump_for_fault(inputs: EngineInput) -> bool:
     elif not policy.configured or policy.configured[0] != "dump":
         return False
     health = inputs.health
-    return health == "UnHealthy" or (health == "SubHealthy" and policy.sub_healthy_strategy == "graceExit")
+    if health == vocab.UNHEALTHY:
+        return True
+    return health == vocab.SUB_HEALTHY and policy.sub_healthy_strategy == "graceExit"
 
 
 def usable_strategies(inputs: EngineInput) -> tuple[str, ...]:

@@ -14,30 +14,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from mindcluster.clusterd import FAULT_HCCL, FAULT_OTHER, FAULT_UCE
+from mindcluster import faults as vocab
+from mindcluster.faults import FAULT_HCCL, FAULT_OTHER, FAULT_UCE
 
 FAULT_KINDS: Final = ("uce", "hccl", "normal", "node")
 # kind → (FaultRank.faultType, default fault code, default handling level, node-level?)
 # "normal" with no level is a business-process exception reported by TaskD (software fault).
 FAULT_DEFAULTS: Final = {
-    "uce": (FAULT_UCE, "80E01801", "RestartBusiness", False),
-    "hccl": (FAULT_HCCL, "8C1F860B", "RestartRequest", False),
+    "uce": (FAULT_UCE, vocab.CODE_HBM_DOUBLE_BIT, vocab.RESTART_BUSINESS, False),
+    "hccl": (FAULT_HCCL, vocab.CODE_HCCL_RETRY, vocab.RESTART_REQUEST, False),
     "normal": (FAULT_OTHER, "", "", False),
-    "node": (FAULT_OTHER, "", "SeparateFault", True),
+    "node": (FAULT_OTHER, "", vocab.SEPARATE_FAULT, True),
 }
-KNOWN_LEVELS: Final = (
-    "NotHandleFault",
-    "SubHealthFault",
-    "RestartRequest",
-    "RestartBusiness",
-    "FreeRestartNPU",
-    "RestartNPU",
-    "PreSeparateNPU",
-    "SeparateNPU",
-    "ManuallySeparateNPU",
-    "PreSeparateFault",
-    "SeparateFault",
-)
+KNOWN_LEVELS: Final = vocab.CHIP_LEVELS  # the levels a chip or node fault is injected with
 _CODE = re.compile(r"^[0-9A-Fa-f]{1,16}$")
 _ALLOWED_KEYS: Final = {
     "namespace",

@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from apps.policies.spec import DecisionRule, PolicySpec
+from mindcluster.faults import FAULT_HCCL, FAULT_OTHER, FAULT_UCE
 
 # ProcessConfirmFault type digits (mindcluster.md §6.4): 0 = only on-chip-memory faults, 1 = other.
-CONFIRM_TYPE_NAMES = {"0": "uce", "1": "normal", "2": "hccl"}
+CONFIRM_TYPE_NAMES = {FAULT_UCE: "uce", FAULT_OTHER: "normal", FAULT_HCCL: "hccl"}
 
 
 @dataclass(frozen=True)

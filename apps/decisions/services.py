@@ -43,7 +43,9 @@ from apps.jobs.clusters import cluster_ref
 from apps.jobs.models import TrainingJob
 from apps.policies.rendering.keys import STANDING_ANSWERS, standing_answer
 from apps.policies.spec import PLATFORM_STRATEGIES, PolicySpec
+from mindcluster import faults as vocab
 from mindcluster import keys as c
+from mindcluster import reset_json
 
 log = logging.getLogger(__name__)
 State = Decision.State
@@ -72,16 +74,8 @@ def _spec(job: TrainingJob) -> PolicySpec | None:
         return None  # a stored shape this version cannot read: decide as if the job had no policy
 
 
-# Well-known fault codes (mindcluster.md §6.3) and reset.json policies mapped back to levels.
-_CODE_TYPES = {"80E01801": "uce", "8C1F860B": "hccl", "81078603": "hccl"}
-_POLICY_LEVELS = {
-    "ignore": "NotHandleFault",
-    "restart_request": "RestartRequest",
-    "restart": "RestartBusiness",
-    "free_reset": "FreeRestartNPU",
-    "reset": "RestartNPU",
-    "isolate": "SeparateNPU",
-}
+# The fault type (spec.FAULT_TYPES) of well-known fault codes (mindcluster.md §6.3).
+_CODE_TYPES = {vocab.CODE_HBM_DOUBLE_BIT: "uce", vocab.CODE_HCCL_RETRY: "hccl", vocab.CODE_LINK_DOWN: "hccl"}
 
 
 def _reset_config_facts(job: TrainingJob, ranks: set[int]) -> tuple[set[str], set[str]]:
@@ -91,31 +85,27 @@ def _reset_config_facts(job: TrainingJob, ranks: set[int]) -> tuple[set[str], se
     carries each rank's error code and handling policy. A rank isolated without a chip error code
     is a node fault.
     """
-    import json
-
     try:
-        cm = kube.get_configmap(
-            cluster_ref(job.cluster), job.namespace, f"{c.RESET_CONFIGMAP_PREFIX}{job.name}"
-        )
-        state = json.loads((cm.get("data") or {}).get("reset.json") or "{}")
-    except (ClusterError, ValueError):
+        cm = kube.get_configmap(cluster_ref(job.cluster), job.namespace, reset_json.configmap_name(job.name))
+    except ClusterError:
         return set(), set()
+    state = reset_json.parse_configmap_data(cm.get("data"))
     types: set[str] = set()
     levels: set[str] = set()
-    for entry in state.get("RankList") or [] if isinstance(state, dict) else []:
-        if not isinstance(entry, dict) or not str(entry.get("RankId", "")).isdigit():
+    for entry in reset_json.rank_entries(state):
+        rank = reset_json.rank_id(entry)
+        if rank is None or (ranks and rank not in ranks):
             continue
-        if ranks and int(entry["RankId"]) not in ranks:
-            continue
-        code = str(entry.get("ErrorCodeHex") or "").upper()
-        policy = str(entry.get("Policy") or entry.get("InitialPolicy") or "")
+        code = reset_json.error_code_hex(entry)
+        policy = reset_json.policy(entry)
+        node_fault = policy == vocab.POLICY_ISOLATE and not code
         if code in _CODE_TYPES:
             types.add(_CODE_TYPES[code])
-        elif policy == "isolate" and not code:
+        elif node_fault:
             types.add("node")
-            levels.add("SeparateFault")
-        if policy in _POLICY_LEVELS and not (policy == "isolate" and not code):
-            levels.add(_POLICY_LEVELS[policy])
+            levels.add(vocab.SEPARATE_FAULT)
+        if policy in vocab.LEVEL_OF_POLICY and not node_fault:
+            levels.add(vocab.LEVEL_OF_POLICY[policy])
     return types, levels
 
 

@@ -16,13 +16,14 @@ from typing import Any
 from apps.decisions.rules import FaultFacts, evaluate
 from apps.policies.spec import FAULT_TYPES, PolicySpec, release_at_least
 from mindcluster import clusterd as engine
+from mindcluster import faults as vocab
 from mindcluster import keys as c
 
 _WIRE_TYPE = {
-    "uce": engine.FAULT_UCE,
-    "hccl": engine.FAULT_HCCL,
-    "normal": engine.FAULT_OTHER,
-    "node": engine.FAULT_OTHER,
+    "uce": vocab.FAULT_UCE,
+    "hccl": vocab.FAULT_HCCL,
+    "normal": vocab.FAULT_OTHER,
+    "node": vocab.FAULT_OTHER,
 }
 
 

@@ -7,37 +7,30 @@ mindcluster.md §6.3: ``RankList[{RankId, LogicId, Status, Policy, ErrorCode, Er
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
 from apps.events import kinds
 from apps.ingest.observation import JobRef, Observation
-from mindcluster import keys as c
+from mindcluster import reset_json
 
 SOURCE = "reset-config"
-RESET_KEY = "reset.json"
-UNRECOVERED = "unrecovered"
+RESET_KEY = reset_json.DATA_KEY
+UNRECOVERED = reset_json.STATUS_UNRECOVERED
 
 
 def is_reset_configmap(obj: dict[str, Any]) -> bool:
-    name = str((obj.get("metadata") or {}).get("name", ""))
-    return name.startswith(c.RESET_CONFIGMAP_PREFIX) and len(name) > len(c.RESET_CONFIGMAP_PREFIX)
+    return reset_json.job_name_of(str((obj.get("metadata") or {}).get("name", ""))) is not None
 
 
 def reset_job(obj: dict[str, Any]) -> JobRef:
     meta = obj.get("metadata") or {}
-    return JobRef(str(meta.get("namespace", "")), str(meta.get("name", ""))[len(c.RESET_CONFIGMAP_PREFIX) :])
+    return JobRef(str(meta.get("namespace", "")), reset_json.job_name_of(str(meta.get("name", ""))) or "")
 
 
 def parse_reset(obj: dict[str, Any]) -> dict[str, Any]:
     """``reset.json`` as a dict; a missing or malformed document reads as empty (never raises)."""
-    raw = (obj.get("data") or {}).get(RESET_KEY)
-    try:
-        value = json.loads(raw or "{}")
-    except (TypeError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
+    return reset_json.parse_configmap_data(obj.get("data"))
 
 
 def reset_state(doc: dict[str, Any]) -> dict[str, Any]:

@@ -30,7 +30,9 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from mindcluster import clusterd as engine
+from mindcluster import faults as vocab
 from mindcluster import keys as k
+from mindcluster import reset_json
 from mindcluster.clusterd import EngineInput, RankFault, RecoveryPolicy, Step, StepKind
 from simcluster.clock import SimClock
 from simcluster.clusterd import platform
@@ -70,23 +72,6 @@ TOPIC_JOB: Final = "job"
 def topic_process(job_uid: str) -> str:
     """Hub topic of the ProcessManageSignals for one job (gRPC ``SubscribeProcessManageSignal``)."""
     return f"process:{job_uid}"
-
-
-# reset.json Policy per handling level (§6.3).
-_RESET_POLICY: Final = {
-    "": "",
-    "NotHandleFault": "ignore",
-    "SubHealthFault": "ignore",
-    "RestartRequest": "restart_request",
-    "RestartBusiness": "restart",
-    "FreeRestartNPU": "free_reset",
-    "RestartNPU": "reset",
-    "PreSeparateNPU": "isolate",
-    "SeparateNPU": "isolate",
-    "ManuallySeparateNPU": "isolate",
-    "PreSeparateFault": "isolate",
-    "SeparateFault": "isolate",
-}
 
 
 @dataclass
@@ -502,8 +487,8 @@ class _FaultRun:
         self.reset_state.update(changes)
         self.kube.upsert_configmap(
             self.namespace,
-            f"{k.RESET_CONFIGMAP_PREFIX}{self.name}",
-            {"reset.json": json.dumps(self.reset_state), "checkCode": ""},
+            reset_json.configmap_name(self.name),
+            {reset_json.DATA_KEY: reset_json.dumps(self.reset_state), reset_json.CHECK_CODE_KEY: ""},
         )
 
     def set_rank_status(self, status: str) -> None:
@@ -541,7 +526,7 @@ class _FaultRun:
             return [{"rankId": str(f.rank), "faultType": f.fault_type} for f in faults]
         pods = sorted({f.pod_rank for f in faults})
         return [
-            {"rankId": str(pod * self.per_pod + i), "faultType": engine.FAULT_OTHER}
+            {"rankId": str(pod * self.per_pod + i), "faultType": vocab.FAULT_OTHER}
             for pod in pods
             for i in range(self.per_pod)
         ]
@@ -601,15 +586,13 @@ class _FaultRun:
             )
         self.write_reset(
             RankList=[
-                {
-                    "RankId": str(f.rank),
-                    "LogicId": str(a.spec.device),
-                    "Status": "unrecovered",
-                    "Policy": _RESET_POLICY.get(f.level, "restart"),
-                    "InitialPolicy": _RESET_POLICY.get(f.level, "restart"),
-                    "ErrorCode": int(f.code, 16) if f.code else 0,
-                    "ErrorCodeHex": f.code,
-                }
+                reset_json.rank_entry(
+                    f.rank,
+                    a.spec.device,
+                    reset_json.STATUS_UNRECOVERED,
+                    vocab.POLICY_OF_LEVEL.get(f.level, vocab.POLICY_RESTART),
+                    f.code,
+                )
                 for a in self.actives
                 for f in (a.rank_fault,)
             ],
@@ -699,10 +682,10 @@ class _FaultRun:
                 self.patch_podgroup(annotations={k.ANNOTATION_RECOVER_STATUS: step.recover_status})
             status = step.recover_status or "no ProcessRecoverStatus"
             if kind == StepKind.SUCCEEDED:
-                self.set_rank_status("recovered")
+                self.set_rank_status(reset_json.STATUS_RECOVERED)
                 self.event("RecoverSucceeded", f"{step.strategy} succeeded ({status})")
             else:
-                self.set_rank_status("failed")
+                self.set_rank_status(reset_json.STATUS_FAILED)
                 self.event(
                     "RecoverFailed", f"{step.strategy} failed ({status}, code {step.code})", warning=True
                 )

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 import grpc
 
+from mindcluster import faults as vocab
 from mindcluster import keys as k
 from mindcluster.clusterd import UNHEALTHY_LEVELS
 from mindcluster.wire.grpc_gen import (
@@ -64,11 +65,11 @@ def _fault_signal(job_uid: str, faults: list[ActiveFault]) -> fault_pb2.FaultMsg
                 nodeName=fault.node,
                 nodeIP=fault.node_ip,
                 nodeSN=f"SN-{fault.node}",
-                faultLevel="UnHealthy" if unhealthy else "SubHealthy",
+                faultLevel=vocab.UNHEALTHY if unhealthy else vocab.SUB_HEALTHY,
             )
             nodes[fault.node] = node
         elif unhealthy:
-            node.faultLevel = "UnHealthy"
+            node.faultLevel = vocab.UNHEALTHY
         node.faultDevice.append(
             fault_pb2.DeviceFaultInfo(
                 deviceId="-1" if rank.node_fault else str(fault.spec.device),

@@ -12,14 +12,13 @@ from typing import Any
 
 from apps.policies.spec import FRAMEWORKS, npus_in
 from mindcluster import keys as k
+from mindcluster.operator_validation import MAX_REPLICAS, SUCCESS_POLICIES
 
 from .fields import did_you_mean, is_int
 from .issues import Issue, IssueCollector, describe, json_type, key_text, pointer
 
 PREFIX = "manifest:"
-MAX_REPLICAS = 20_000
 RESTART_POLICIES = ("Always", "OnFailure", "Never", "ExitCode")
-SUCCESS_POLICIES = ("", "AllWorkers")
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _MAX_NAME = 63
 

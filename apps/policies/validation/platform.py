@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apps.policies.spec import DECISION_ACTIONS, FAULT_TYPES, PLATFORM_STRATEGIES, DecisionRule
+from mindcluster.faults import REPORTED_LEVELS
 
 from .fields import did_you_mean, is_int, read_bool, read_choice, read_int
 from .issues import IssueCollector, describe, json_type, key_text, pointer
@@ -33,24 +34,7 @@ RULE_KEYS = ("match", "strategy")
 MAX_DECISION_RULES = 100
 _INT32_MAX = 2_147_483_647
 # Fault levels MindCluster reports: chip, node and switch handling levels plus node health (§6.2, §6.3).
-KNOWN_FAULT_LEVELS = (
-    "NotHandleFault",
-    "SubHealthFault",
-    "RestartRequest",
-    "RestartBusiness",
-    "FreeRestartNPU",
-    "RestartNPU",
-    "PreSeparateNPU",
-    "SeparateNPU",
-    "ManuallySeparateNPU",
-    "PreSeparateFault",
-    "SeparateFault",
-    "NotHandle",
-    "Separate",
-    "Healthy",
-    "SubHealthy",
-    "UnHealthy",
-)
+KNOWN_FAULT_LEVELS = REPORTED_LEVELS
 # Strategies that exist in recover-strategy but that ProcessRecoverStrategy cannot carry.
 _NOT_ANSWERABLE = ("recover-in-place", "elastic-training")
 
