@@ -6,8 +6,11 @@ The product seeds them (``apps.web.demo_jobs``, ``demo_setup --seed-jobs``); the
 from __future__ import annotations
 
 from collections.abc import Iterator
+from io import StringIO
+from typing import Any
 
 import pytest
+from django.core.management import call_command
 
 from apps.cluster.client import ClusterRef
 from apps.web.demo_jobs import DEMO_JOBS, build_demo_manifests, seed_demo_jobs
@@ -62,3 +65,27 @@ def test_demo_jobs_run_and_the_misconfigured_one_falls_back(demo_sim: SimCluster
         assert "StrategyChosen: retry" in events_text(kube, healthy)
     finally:
         kube.close()
+
+
+@pytest.mark.django_db
+def test_demo_setup_seeds_the_jobs_into_the_default_cluster_once(demo_sim: SimCluster, settings: Any) -> None:
+    settings.KUBECONFIG = demo_sim.kubeconfig_path
+    kube = Kube(demo_sim.kubeconfig_path)
+    try:
+        kube.custom.delete_namespaced_custom_object(
+            k.ASCENDJOB_GROUP, k.ASCENDJOB_VERSION, "default", k.ASCENDJOB_PLURAL, "plain-resnet"
+        )
+        wait_for(lambda: not _job_exists(kube, "plain-resnet"), what="plain-resnet deleted")
+        out = StringIO()
+        call_command("demo_setup", "--username", "seeder", "--seed-jobs", stdout=out)
+        assert "demo jobs created: plain-resnet" in out.getvalue()  # the others already exist
+        assert _job_exists(kube, "plain-resnet")
+        again = StringIO()
+        call_command("demo_setup", "--username", "seeder", stdout=again)
+        assert "demo jobs" not in again.getvalue()  # seeding is asked for, never implied
+    finally:
+        kube.close()
+
+
+def _job_exists(kube: Kube, name: str) -> bool:
+    return kube.get_job("default", name) is not None
