@@ -11,8 +11,8 @@ from apps.core.api_inputs import StrictInputSerializer, dns_label_field
 from apps.jobs.models import Cluster, TrainingJob
 from apps.policies.spec import DEFAULT_RELEASE, FRAMEWORKS, RELEASES
 from mindcluster import keys as k
+from mindcluster.operator_validation import MAX_REPLICAS
 
-MAX_REPLICAS = 20_000
 MAX_NPUS_PER_POD = 64
 
 
