@@ -26,14 +26,13 @@ def _next_revision(
     default: NamespaceDefault, *, spec: dict[str, Any] | None, preset_name: str, comment: str, actor: Actor
 ) -> NamespaceDefaultRevision:
     last = default.revisions.order_by("-number").values_list("number", flat=True).first() or 0
-    user = actor.user if actor.user is not None and actor.user.is_authenticated else None
     return NamespaceDefaultRevision.objects.create(
         default=default,
         number=last + 1,
         spec=spec,
         preset_name=preset_name,
-        author=user,
-        author_name=actor.name or (user.get_username() if user is not None else "system"),
+        author=actor.account,
+        author_name=actor.display_name,
         comment=comment[:500],
     )
 
@@ -64,10 +63,7 @@ def namespace_default_set(
     default.current_revision = revision
     default.save(update_fields=["current_revision", "updated_at"])
     audit_record(
-        actor=actor.user,
-        actor_name=actor.name,
-        token_name=actor.token_name,
-        request_id=actor.request_id,
+        actor=actor,
         action="namespace_default.update",
         obj=default,
         before=before,
@@ -91,10 +87,7 @@ def namespace_default_delete(
     default.current_revision = None
     default.save(update_fields=["current_revision", "updated_at"])
     audit_record(
-        actor=actor.user,
-        actor_name=actor.name,
-        token_name=actor.token_name,
-        request_id=actor.request_id,
+        actor=actor,
         action="namespace_default.delete",
         obj=default,
         before=before,
