@@ -68,6 +68,31 @@ def start_redis() -> tuple[subprocess.Popen[bytes], str]:
     return proc, f"redis://127.0.0.1:{port}/0"
 
 
+def create_database(url: str) -> None:
+    """Drop and create the database ``url`` names, through the server's ``postgres`` database."""
+    import psycopg
+
+    name = url.rsplit("/", 1)[1]
+    admin = url.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def fresh_database(default_name: str) -> str:
+    """``BENCH_DATABASE_URL`` (else ``default_name`` on the local server), emptied: each run starts clean."""
+    url = os.environ.get("BENCH_DATABASE_URL", f"postgres://postgres@127.0.0.1:5432/{default_name}")
+    create_database(url)
+    return url
+
+
+def start_celery_worker(env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """The product's Celery worker (every queue, two processes), as the push and decision benches run it."""
+    argv = [sys.executable, "-m", "celery", "-A", "controlplane", "worker", "-Q", "push,slow,default"]
+    argv += ["-c", "2", "-l", "warning", "--without-gossip", "--without-mingle"]
+    return subprocess.Popen(argv, cwd=REPO, env=env)
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):

@@ -26,20 +26,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import summary
+from _common import fresh_database, summary
 
 GOAL_ADVICE_P99_MS = 200.0
 LIST_SLOWDOWN_GOAL = 1.2
-
-
-def create_database(url: str) -> None:
-    import psycopg
-
-    name = url.rsplit("/", 1)[1]
-    admin = url.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
 
 
 def timed(fn, iterations: int) -> list[float]:  # type: ignore[no-untyped-def]
@@ -139,8 +129,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=10_000)
     parser.add_argument("--iterations", type=int, default=200)
     args = parser.parse_args()
-    url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_advice")
-    create_database(url)
+    url = fresh_database("bench_advice")
     os.environ.update(
         DATABASE_URL=url,
         DJANGO_SETTINGS_MODULE="controlplane.settings.base",

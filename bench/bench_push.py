@@ -22,7 +22,17 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from _common import REPO, emit, env_with, free_port, start_redis, summary, wait_port
+from _common import (
+    REPO,
+    emit,
+    env_with,
+    free_port,
+    fresh_database,
+    start_celery_worker,
+    start_redis,
+    summary,
+    wait_port,
+)
 
 SPECS = [
     {"strategies": ["retry", "recover", "dump"], "pod_rescheduling": True},
@@ -64,16 +74,6 @@ def write_kubeconfig(path: Path, port: int) -> None:
     )
 
 
-def create_database(url: str) -> None:
-    import psycopg
-
-    name = url.rsplit("/", 1)[1]
-    admin = url.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--saves", type=int, default=1000)
@@ -82,8 +82,7 @@ def main() -> None:
     parser.add_argument("--save-jobs", type=int, default=50)
     args = parser.parse_args()
 
-    database_url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_push")
-    create_database(database_url)
+    database_url = fresh_database("bench_push")
     redis_proc, redis_url = start_redis()
     api_port = free_port()
     var = REPO / "var" / "bench"
@@ -119,28 +118,7 @@ def main() -> None:
         from django.core.management import call_command
 
         call_command("migrate", verbosity=0)
-        procs.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "controlplane",
-                    "worker",
-                    "-Q",
-                    "push,slow,default",
-                    "-c",
-                    "2",
-                    "-l",
-                    "warning",
-                    "--without-gossip",
-                    "--without-mingle",
-                ],
-                cwd=REPO,
-                env=env,
-            )
-        )
+        procs.append(start_celery_worker(env))
         results = run(args, kubeconfig)
     finally:
         for proc in reversed(procs):
