@@ -22,7 +22,7 @@ from apps.api.decisions.serializers import (
     SimulateInputSerializer,
     SimulateOutputSerializer,
 )
-from apps.core.api_errors import ApiError, ErrorResponseSerializer
+from apps.core.api_errors import ApiError, ErrorResponseSerializer, forbidden
 from apps.core.errors import ValidationFailed
 from apps.decisions.models import Decision
 from apps.decisions.services import DecisionChoiceError, DecisionError, decision_answer
@@ -88,11 +88,9 @@ class DecisionDetailApi(APIView):
         decision = self._decision(request, decision_id)
         role = role_for(request.user, decision.job)
         if not has_role(role, Role.EDITOR):
-            raise ApiError(
+            raise forbidden(
                 f"Answering needs the editor role on namespace {decision.job.namespace!r}; you have "
-                f"{role or 'no role'}.",
-                code="permission_denied",
-                status_code=status.HTTP_403_FORBIDDEN,
+                f"{role or 'no role'}."
             )
         data = DecisionAnswerInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)

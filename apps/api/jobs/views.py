@@ -25,7 +25,7 @@ from apps.api.jobs.serializers import (
     job_output,
     job_row_output,
 )
-from apps.core.api_errors import ApiError, ErrorResponseSerializer, field_error
+from apps.core.api_errors import ApiError, ErrorResponseSerializer, field_error, forbidden
 from apps.jobs.models import Cluster, TrainingJob
 from apps.jobs.services import JobAlreadyRegistered, job_register
 
@@ -88,11 +88,9 @@ class JobViewSet(
         cluster = _visible_cluster(request, values["cluster"])
         role = role_in_namespace(request.user, cluster=cluster, namespace=values["namespace"])
         if not has_role(role, Role.EDITOR):
-            raise ApiError(
+            raise forbidden(
                 f"Registering a job needs the editor role on namespace {values['namespace']!r} of cluster "
                 f"{cluster.name!r}; you have {role or 'no role'}.",
-                code="permission_denied",
-                status_code=status.HTTP_403_FORBIDDEN,
                 field="namespace",
             )
         try:
