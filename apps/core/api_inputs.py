@@ -32,6 +32,13 @@ class StrictInputSerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
 
+def valid_input(serializer_class: type[serializers.Serializer], data: Any) -> dict[str, Any]:
+    """``data`` checked by ``serializer_class``: its validated values, or a 400 listing every error."""
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
 def validation_error(field: str, message: str, code: str) -> serializers.ValidationError:
     """A serializer's own error on one field (in ``validate``), reported like the field's errors.
 

@@ -26,6 +26,7 @@ from apps.api.accounts.serializers import (
     TokenOutputSerializer,
 )
 from apps.core.api_errors import ApiError
+from apps.core.api_inputs import valid_input
 
 TAG = "tokens"
 
@@ -50,13 +51,12 @@ class TokenViewSet(
         return tokens_of(self.request.user).order_by("-created_at", "-id")
 
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        data = TokenCreateInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        days = data.validated_data.get("expires_in_days")
+        values = valid_input(TokenCreateInputSerializer, request.data)
+        days = values.get("expires_in_days")
         try:
             token, key = token_issue(
                 signed_in_user(request),
-                data.validated_data["name"],
+                values["name"],
                 timezone.now() + timedelta(days=days) if days else None,
                 actor=actor_for(request),
                 parent=request.auth if isinstance(request.auth, ApiToken) else None,
