@@ -26,7 +26,7 @@ import time
 import uuid
 from typing import Any
 
-from _common import REPO, emit, env_with, fresh_database, start_celery_worker, start_redis, summary
+from _common import REPO, emit, fresh_database, product_env, start_celery_worker, start_redis, summary
 
 POLICY = {
     "strategies": ["retry", "recover", "dump"],
@@ -46,12 +46,7 @@ def main() -> None:
     args = parser.parse_args()
     database_url = fresh_database("bench_decisions")
     redis_proc, redis_url = start_redis()
-    env = env_with(
-        DATABASE_URL=database_url,
-        REDIS_URL=redis_url,
-        DJANGO_SETTINGS_MODULE="controlplane.settings.base",
-        LOG_LEVEL="WARNING",
-    )
+    env = product_env(database_url, REDIS_URL=redis_url)
     os.environ.update(env)
     sys.path.insert(0, str(REPO))
     import django

@@ -34,10 +34,10 @@ from _common import (
     REPO,
     create_database,
     emit,
-    env_with,
     free_port,
     fresh_database,
     percentile,
+    product_env,
     start_redis,
     uvicorn_argv,
     wait_port,
@@ -405,14 +405,7 @@ def orchestrate(args: argparse.Namespace) -> None:
     VAR.mkdir(parents=True, exist_ok=True)
     database_url = fresh_database("bench_events")
     redis_proc, redis_url = start_redis()
-    env = env_with(
-        DATABASE_URL=database_url,
-        REDIS_URL=redis_url,
-        CHANNEL_LAYER_URL=redis_url,
-        DJANGO_SETTINGS_MODULE="controlplane.settings.base",
-        LOG_LEVEL="WARNING",
-        DEBUG="false",
-    )
+    env = product_env(database_url, REDIS_URL=redis_url, CHANNEL_LAYER_URL=redis_url, DEBUG="false")
     os.environ.update(env)
     import django
 

@@ -25,9 +25,10 @@ from typing import Any
 from _common import (
     REPO,
     emit,
-    env_with,
     free_port,
     fresh_database,
+    give_applied_policy,
+    product_env,
     start_celery_worker,
     start_redis,
     summary,
@@ -89,12 +90,7 @@ def main() -> None:
     var.mkdir(parents=True, exist_ok=True)
     kubeconfig = var / f"push-{api_port}.kubeconfig"
     write_kubeconfig(kubeconfig, api_port)
-    env = env_with(
-        DATABASE_URL=database_url,
-        REDIS_URL=redis_url,
-        DJANGO_SETTINGS_MODULE="controlplane.settings.base",
-        LOG_LEVEL="WARNING",
-    )
+    env = product_env(database_url, REDIS_URL=redis_url)
     os.environ.update(env)
     procs: list[subprocess.Popen[bytes]] = [redis_proc]
     try:
@@ -251,7 +247,6 @@ def reconcile_bench(
     args: argparse.Namespace, *, create_fn: Any, cluster: Any, namespace: str, custom: Any
 ) -> dict[str, Any]:
     from apps.jobs.models import TrainingJob
-    from apps.policies.models import PolicyRevision, PolicySync
     from apps.policies.reconcile import reconcile_all
     from apps.policies.validation import validate_policy
 
@@ -274,18 +269,7 @@ def reconcile_bench(
             for n, live in zip(names, lives, strict=True)
         ]
     )
-    revisions = PolicyRevision.objects.bulk_create(
-        [PolicyRevision(job=job, number=1, spec=spec.to_dict(), author_name="bench") for job in jobs]
-    )
-    for job, revision in zip(jobs, revisions, strict=True):
-        job.current_revision = revision
-    TrainingJob.objects.bulk_update(jobs, ["current_revision"], batch_size=1000)
-    PolicySync.objects.bulk_create(
-        [
-            PolicySync(job=job, revision=revision, generation=1, state="applied")
-            for job, revision in zip(jobs, revisions, strict=True)
-        ]
-    )
+    give_applied_policy(jobs, spec.to_dict(), batch_size=1000)
     print("sweeping ...", flush=True)
     t0 = time.perf_counter()
     checked = reconcile_all()
