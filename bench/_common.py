@@ -11,6 +11,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,18 @@ def summary(values: list[float]) -> dict[str, float]:
         "p99": percentile(values, 99),
         "max": max(values) if values else float("nan"),
     }
+
+
+def timed_ms(call: Callable[[], object], iterations: int, warmup: int = 0) -> list[float]:
+    """Milliseconds each of ``iterations`` calls took, after ``warmup`` untimed ones."""
+    for _ in range(warmup):
+        call()
+    samples = []
+    for _ in range(iterations):
+        start = time.perf_counter()
+        call()
+        samples.append((time.perf_counter() - start) * 1000)
+    return samples
 
 
 def free_port() -> int:
@@ -68,6 +81,53 @@ def start_redis() -> tuple[subprocess.Popen[bytes], str]:
     return proc, f"redis://127.0.0.1:{port}/0"
 
 
+def create_database(url: str) -> None:
+    """Drop and create the database ``url`` names, through the server's ``postgres`` database."""
+    import psycopg
+
+    name = url.rsplit("/", 1)[1]
+    admin = url.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def fresh_database(default_name: str) -> str:
+    """``BENCH_DATABASE_URL`` (else ``default_name`` on the local server), emptied: each run starts clean."""
+    url = os.environ.get("BENCH_DATABASE_URL", f"postgres://postgres@127.0.0.1:5432/{default_name}")
+    create_database(url)
+    return url
+
+
+def start_celery_worker(env: dict[str, str]) -> subprocess.Popen[bytes]:
+    """The product's Celery worker (every queue, two processes), as the push and decision benches run it."""
+    argv = [sys.executable, "-m", "celery", "-A", "controlplane", "worker", "-Q", "push,slow,default"]
+    argv += ["-c", "2", "-l", "warning", "--without-gossip", "--without-mingle"]
+    return subprocess.Popen(argv, cwd=REPO, env=env)
+
+
+def give_applied_policy(jobs: list[Any], spec: dict[str, Any], batch_size: int) -> None:
+    """Revision 1 of ``spec`` for each of ``jobs``, made current and recorded as applied, in bulk.
+
+    What a fleet of adopted jobs looks like after its first push, seeded without pushing.
+    """
+    from apps.jobs.models import TrainingJob
+    from apps.policies.models import PolicyRevision, PolicySync
+
+    first = [PolicyRevision(job=job, number=1, spec=spec, author_name="bench") for job in jobs]
+    revisions = PolicyRevision.objects.bulk_create(first, batch_size=batch_size)
+    for job, revision in zip(jobs, revisions, strict=True):
+        job.current_revision = revision
+    TrainingJob.objects.bulk_update(jobs, ["current_revision"], batch_size=batch_size)
+    PolicySync.objects.bulk_create(
+        [
+            PolicySync(job=job, revision=revision, generation=1, state="applied")
+            for job, revision in zip(jobs, revisions, strict=True)
+        ],
+        batch_size=batch_size,
+    )
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -86,6 +146,16 @@ def env_with(**values: str) -> dict[str, str]:
     env.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
     env.update(values)
     return env
+
+
+def product_env(database_url: str, **values: str) -> dict[str, str]:
+    """The environment of the product's processes in a benchmark: production settings, quiet logs."""
+    return env_with(
+        DATABASE_URL=database_url,
+        DJANGO_SETTINGS_MODULE="controlplane.settings.base",
+        LOG_LEVEL="WARNING",
+        **values,
+    )
 
 
 def uvicorn_argv(port: int, workers: int, *extra: str) -> list[str]:

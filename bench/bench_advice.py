@@ -19,36 +19,16 @@ import json
 import os
 import random
 import sys
-import time
 from datetime import timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import summary
+from _common import fresh_database, product_env, summary, timed_ms
 
 GOAL_ADVICE_P99_MS = 200.0
 LIST_SLOWDOWN_GOAL = 1.2
-
-
-def create_database(url: str) -> None:
-    import psycopg
-
-    name = url.rsplit("/", 1)[1]
-    admin = url.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-
-
-def timed(fn, iterations: int) -> list[float]:  # type: ignore[no-untyped-def]
-    out = []
-    for _ in range(iterations):
-        start = time.perf_counter()
-        fn()
-        out.append((time.perf_counter() - start) * 1000)
-    return out
 
 
 def seed(incidents: int, jobs: int) -> tuple[int, object]:
@@ -139,14 +119,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=10_000)
     parser.add_argument("--iterations", type=int, default=200)
     args = parser.parse_args()
-    url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_advice")
-    create_database(url)
-    os.environ.update(
-        DATABASE_URL=url,
-        DJANGO_SETTINGS_MODULE="controlplane.settings.base",
-        ALLOWED_HOSTS="testserver,127.0.0.1,localhost",
-        LOG_LEVEL="WARNING",
-    )
+    url = fresh_database("bench_advice")
+    os.environ.update(product_env(url, ALLOWED_HOSTS="testserver,127.0.0.1,localhost"))
     import django
 
     django.setup()
@@ -166,19 +140,19 @@ def main() -> None:
         response = client.get(f"/api/v1/jobs/{job_id}/advice/")
         assert response.status_code == 200, response.content[:300]
 
-    cold = timed(advice, 1)[0]
+    cold = timed_ms(advice, 1)[0]
     body = client.get(f"/api/v1/jobs/{job_id}/advice/").json()
-    warm = summary(timed(advice, args.iterations))
+    warm = summary(timed_ms(advice, args.iterations))
     spec = validate_policy({"strategies": ["retry", "recover", "dump"]}).spec
     scenario = whatif.parse_scenario({"faults": [{"type": "uce", "ranks": [9]}], "pods": 64})
-    baseline = summary(timed(lambda: whatif.simulate(spec, scenario), args.iterations))
+    baseline = summary(timed_ms(lambda: whatif.simulate(spec, scenario), args.iterations))
 
     def page(query: str) -> None:
         response = client.get(f"/api/v1/jobs/?limit=50{query}")
         assert response.status_code == 200, response.content[:300]
 
-    plain = summary(timed(lambda: page(""), args.iterations))
-    filtered = summary(timed(lambda: page("&could_save_min=10"), args.iterations))
+    plain = summary(timed_ms(lambda: page(""), args.iterations))
+    filtered = summary(timed_ms(lambda: page("&could_save_min=10"), args.iterations))
     total = client.get("/api/v1/jobs/?limit=1&could_save_min=10").json()["count"]
 
     print(

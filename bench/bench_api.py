@@ -33,7 +33,16 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from _common import REPO, emit, env_with, free_port, percentile, uvicorn_argv, wait_port
+from _common import (
+    REPO,
+    emit,
+    free_port,
+    give_applied_policy,
+    percentile,
+    product_env,
+    uvicorn_argv,
+    wait_port,
+)
 
 CONNECTIONS = 32
 WORKERS = 2  # server processes (--workers)
@@ -76,7 +85,6 @@ def seed_database(jobs_wanted: int) -> None:
     from apps.accounts.models import NamespaceGrant, Role
     from apps.accounts.services import token_issue
     from apps.jobs.models import Cluster, TrainingJob
-    from apps.policies.models import PolicyRevision, PolicySync
     from apps.policies.validation import validate_policy
 
     cluster = Cluster.objects.create(name="bench", kubeconfig_path="/nonexistent")
@@ -97,20 +105,7 @@ def seed_database(jobs_wanted: int) -> None:
     )
     result = validate_policy({"strategies": ["retry", "recover", "dump"], "pod_rescheduling": True})
     assert result.spec is not None
-    spec = result.spec.to_dict()
-    revisions = PolicyRevision.objects.bulk_create(
-        [PolicyRevision(job=job, number=1, spec=spec, author_name="bench") for job in jobs], batch_size=2000
-    )
-    for job, revision in zip(jobs, revisions, strict=True):
-        job.current_revision = revision
-    TrainingJob.objects.bulk_update(jobs, ["current_revision"], batch_size=2000)
-    PolicySync.objects.bulk_create(
-        [
-            PolicySync(job=job, revision=rev, generation=1, state="applied")
-            for job, rev in zip(jobs, revisions, strict=True)
-        ],
-        batch_size=2000,
-    )
+    give_applied_policy(jobs, result.spec.to_dict(), batch_size=2000)
     user = User.objects.create_user("bench")
     # Editor on every namespace of the cluster: sees all jobs, through the EXISTS visibility filter.
     NamespaceGrant.objects.create(role=Role.EDITOR, user=user, cluster=cluster, namespace="*")
@@ -270,6 +265,15 @@ class Connection:
             self.writer = None
         return int(status_line.split()[1]) if status_line else 0
 
+    async def status_of(self, path: str) -> int:
+        """The status of ``GET path``, or 0 when it fails or takes over REQUEST_TIMEOUT (then reconnects)."""
+        try:
+            return await asyncio.wait_for(self.request(path), REQUEST_TIMEOUT)
+        except (OSError, asyncio.IncompleteReadError, TimeoutError):
+            self.close()
+            self.reader = self.writer = None
+            return 0
+
     def close(self) -> None:
         if self.writer is not None:
             self.writer.close()
@@ -297,12 +301,7 @@ async def closed_loop(port: int, token: str, paths: Callable[[], str], seconds: 
         try:
             while time.perf_counter() < deadline:
                 started = time.perf_counter()
-                try:
-                    status = await asyncio.wait_for(conn.request(paths()), REQUEST_TIMEOUT)
-                except (OSError, asyncio.IncompleteReadError, TimeoutError):
-                    conn.close()
-                    conn = Connection(port, token)
-                    status = 0
+                status = await conn.status_of(paths())
                 tally.add(status, time.perf_counter() - started)
         finally:
             conn.close()
@@ -324,12 +323,7 @@ async def open_loop(port: int, token: str, paths: Callable[[], str], rate: float
 
     async def one(scheduled: float) -> None:
         conn = await idle.get()
-        try:
-            status = await asyncio.wait_for(conn.request(paths()), REQUEST_TIMEOUT)
-        except (OSError, asyncio.IncompleteReadError, TimeoutError):
-            conn.close()
-            conn = Connection(port, token)
-            status = 0
+        status = await conn.status_of(paths())
         tally.add(status, time.perf_counter() - scheduled)
         idle.put_nowait(conn)
 
@@ -428,13 +422,11 @@ def main() -> None:
     globals()["ROUNDS"] = args.rounds
     base_url = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
     db_url = bench_database_url(base_url, args.database)
-    env = env_with(
-        DJANGO_SETTINGS_MODULE="controlplane.settings.base",
-        DATABASE_URL=db_url,
+    env = product_env(
+        db_url,
         DEBUG="false",
         BENCH_ENDPOINTS="true",
         API_THROTTLE_RATE="100000000/min",  # measure the server, not the fairness limit
-        LOG_LEVEL="WARNING",
         PYTHONPATH=str(REPO),
     )
     recreate_database(base_url, args.database)

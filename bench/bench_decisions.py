@@ -26,8 +26,7 @@ import time
 import uuid
 from typing import Any
 
-from _common import REPO, emit, env_with, start_redis, summary
-from bench_push import create_database
+from _common import REPO, emit, fresh_database, product_env, start_celery_worker, start_redis, summary
 
 POLICY = {
     "strategies": ["retry", "recover", "dump"],
@@ -45,15 +44,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=50)
     parser.add_argument("--processes", type=int, default=2, help="decide processes")
     args = parser.parse_args()
-    database_url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_decisions")
-    create_database(database_url)
+    database_url = fresh_database("bench_decisions")
     redis_proc, redis_url = start_redis()
-    env = env_with(
-        DATABASE_URL=database_url,
-        REDIS_URL=redis_url,
-        DJANGO_SETTINGS_MODULE="controlplane.settings.base",
-        LOG_LEVEL="WARNING",
-    )
+    env = product_env(database_url, REDIS_URL=redis_url)
     os.environ.update(env)
     sys.path.insert(0, str(REPO))
     import django
@@ -64,7 +57,7 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     from _common import free_port, wait_port
 
-    api_port, grpc_port = free_port(), free_port()
+    api_port, grpc_port, control_port = free_port(), free_port(), free_port()
     kubeconfig = REPO / "var" / "bench" / f"decisions-{api_port}.kubeconfig"
     kubeconfig.parent.mkdir(parents=True, exist_ok=True)
     procs: list[subprocess.Popen[bytes]] = [redis_proc]
@@ -81,6 +74,8 @@ def main() -> None:
                 str(api_port),
                 "--grpc-port",
                 str(grpc_port),
+                "--control-port",
+                str(control_port),
                 "--kubeconfig",
                 str(kubeconfig),
             ],
@@ -89,31 +84,10 @@ def main() -> None:
         )
     )
     wait_port(api_port)
-    wait_port(api_port + 1)
-    sim = SimProcess(str(kubeconfig), f"http://127.0.0.1:{api_port + 1}")
+    wait_port(control_port)
+    sim = SimProcess(str(kubeconfig), f"http://127.0.0.1:{control_port}")
     try:
-        procs.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "controlplane",
-                    "worker",
-                    "-Q",
-                    "push,slow,default",
-                    "-c",
-                    "2",
-                    "-l",
-                    "warning",
-                    "--without-gossip",
-                    "--without-mingle",
-                ],
-                cwd=REPO,
-                env=env,
-            )
-        )
+        procs.append(start_celery_worker(env))
         result = run(args, sim, env, procs)
     finally:
         for proc in reversed(procs):

@@ -30,7 +30,18 @@ from array import array
 from pathlib import Path
 from typing import Any
 
-from _common import REPO, emit, env_with, free_port, percentile, start_redis, uvicorn_argv, wait_port
+from _common import (
+    REPO,
+    create_database,
+    emit,
+    free_port,
+    fresh_database,
+    percentile,
+    product_env,
+    start_redis,
+    uvicorn_argv,
+    wait_port,
+)
 
 VAR = REPO / "var" / "bench"
 
@@ -268,16 +279,6 @@ async def client_main(args: argparse.Namespace) -> None:
 
 
 # --- orchestrator ---------------------------------------------------------------------------------
-def create_database(url: str) -> None:
-    import psycopg
-
-    name = url.rsplit("/", 1)[1]
-    admin = url.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-
-
 def cpu_seconds(pid: int) -> float:
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -402,17 +403,9 @@ def main() -> None:
 
 def orchestrate(args: argparse.Namespace) -> None:
     VAR.mkdir(parents=True, exist_ok=True)
-    database_url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_events")
-    create_database(database_url)
+    database_url = fresh_database("bench_events")
     redis_proc, redis_url = start_redis()
-    env = env_with(
-        DATABASE_URL=database_url,
-        REDIS_URL=redis_url,
-        CHANNEL_LAYER_URL=redis_url,
-        DJANGO_SETTINGS_MODULE="controlplane.settings.base",
-        LOG_LEVEL="WARNING",
-        DEBUG="false",
-    )
+    env = product_env(database_url, REDIS_URL=redis_url, CHANNEL_LAYER_URL=redis_url, DEBUG="false")
     os.environ.update(env)
     import django
 

@@ -22,7 +22,18 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from _common import REPO, emit, env_with, free_port, start_redis, summary, wait_port
+from _common import (
+    REPO,
+    emit,
+    free_port,
+    fresh_database,
+    give_applied_policy,
+    product_env,
+    start_celery_worker,
+    start_redis,
+    summary,
+    wait_port,
+)
 
 SPECS = [
     {"strategies": ["retry", "recover", "dump"], "pod_rescheduling": True},
@@ -64,16 +75,6 @@ def write_kubeconfig(path: Path, port: int) -> None:
     )
 
 
-def create_database(url: str) -> None:
-    import psycopg
-
-    name = url.rsplit("/", 1)[1]
-    admin = url.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--saves", type=int, default=1000)
@@ -82,20 +83,14 @@ def main() -> None:
     parser.add_argument("--save-jobs", type=int, default=50)
     args = parser.parse_args()
 
-    database_url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/bench_push")
-    create_database(database_url)
+    database_url = fresh_database("bench_push")
     redis_proc, redis_url = start_redis()
     api_port = free_port()
     var = REPO / "var" / "bench"
     var.mkdir(parents=True, exist_ok=True)
     kubeconfig = var / f"push-{api_port}.kubeconfig"
     write_kubeconfig(kubeconfig, api_port)
-    env = env_with(
-        DATABASE_URL=database_url,
-        REDIS_URL=redis_url,
-        DJANGO_SETTINGS_MODULE="controlplane.settings.base",
-        LOG_LEVEL="WARNING",
-    )
+    env = product_env(database_url, REDIS_URL=redis_url)
     os.environ.update(env)
     procs: list[subprocess.Popen[bytes]] = [redis_proc]
     try:
@@ -119,28 +114,7 @@ def main() -> None:
         from django.core.management import call_command
 
         call_command("migrate", verbosity=0)
-        procs.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "celery",
-                    "-A",
-                    "controlplane",
-                    "worker",
-                    "-Q",
-                    "push,slow,default",
-                    "-c",
-                    "2",
-                    "-l",
-                    "warning",
-                    "--without-gossip",
-                    "--without-mingle",
-                ],
-                cwd=REPO,
-                env=env,
-            )
-        )
+        procs.append(start_celery_worker(env))
         results = run(args, kubeconfig)
     finally:
         for proc in reversed(procs):
@@ -273,7 +247,6 @@ def reconcile_bench(
     args: argparse.Namespace, *, create_fn: Any, cluster: Any, namespace: str, custom: Any
 ) -> dict[str, Any]:
     from apps.jobs.models import TrainingJob
-    from apps.policies.models import PolicyRevision, PolicySync
     from apps.policies.reconcile import reconcile_all
     from apps.policies.validation import validate_policy
 
@@ -296,18 +269,7 @@ def reconcile_bench(
             for n, live in zip(names, lives, strict=True)
         ]
     )
-    revisions = PolicyRevision.objects.bulk_create(
-        [PolicyRevision(job=job, number=1, spec=spec.to_dict(), author_name="bench") for job in jobs]
-    )
-    for job, revision in zip(jobs, revisions, strict=True):
-        job.current_revision = revision
-    TrainingJob.objects.bulk_update(jobs, ["current_revision"], batch_size=1000)
-    PolicySync.objects.bulk_create(
-        [
-            PolicySync(job=job, revision=revision, generation=1, state="applied")
-            for job, revision in zip(jobs, revisions, strict=True)
-        ]
-    )
+    give_applied_policy(jobs, spec.to_dict(), batch_size=1000)
     print("sweeping ...", flush=True)
     t0 = time.perf_counter()
     checked = reconcile_all()

@@ -11,14 +11,13 @@ import argparse
 import json
 import statistics
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import yaml
+from _common import percentile, timed_ms
 
 from apps.policies.rendering import render
 from apps.policies.spec import JobContext
@@ -114,22 +113,6 @@ def build_job() -> dict[str, Any]:
     }
 
 
-def time_calls(call: Callable[[], object], iterations: int, warmup: int) -> list[float]:
-    for _ in range(warmup):
-        call()
-    samples = []
-    for _ in range(iterations):
-        start = time.perf_counter()
-        call()
-        samples.append((time.perf_counter() - start) * 1000)
-    return samples
-
-
-def p99(samples: list[float]) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=2000)
@@ -146,18 +129,19 @@ def main() -> int:
     rendered = validate_and_render()
     assert rendered.configmap is not None  # the TaskD path: the most work per render
 
-    samples = time_calls(validate_and_render, args.iterations, args.warmup)
-    baseline = time_calls(lambda: yaml.safe_dump(job), args.iterations // 4 or 1, args.warmup // 4)
+    samples = timed_ms(validate_and_render, args.iterations, args.warmup)
+    baseline = timed_ms(lambda: yaml.safe_dump(job), args.iterations // 4 or 1, args.warmup // 4)
     median, baseline_median = statistics.median(samples), statistics.median(baseline)
+    p99 = percentile(samples, 99)
     ratio = median / baseline_median
     print(f"validate_policy + render, 64 pods ({args.iterations} calls after {args.warmup} warm-up):")
-    print(f"  median {median:.3f} ms   p99 {p99(samples):.3f} ms   (goal: median <= {GOAL_MEDIAN_MS} ms)")
+    print(f"  median {median:.3f} ms   p99 {p99:.3f} ms   (goal: median <= {GOAL_MEDIAN_MS} ms)")
     print(f"yaml.safe_dump of the same manifest: median {baseline_median:.3f} ms")
     print(f"ratio render / safe_dump (medians): {ratio:.2f}")
     summary = {
         "bench": "render",
         "median_ms": round(median, 4),
-        "p99_ms": round(p99(samples), 4),
+        "p99_ms": round(p99, 4),
         "baseline_median_ms": round(baseline_median, 4),
         "ratio": round(ratio, 3),
         "goal_median_ms": GOAL_MEDIAN_MS,

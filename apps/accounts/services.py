@@ -14,6 +14,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.accounts.models import ApiToken
+from apps.audit.actors import Actor
 from apps.audit.services import audit_record
 from apps.core.errors import ApplicationError
 
@@ -65,13 +66,12 @@ def token_issue(
     name: str,
     expires_at: datetime | None = None,
     *,
-    actor: User | None = None,
-    request_id: str = "",
-    actor_token_name: str = "",
+    actor: Actor | None = None,
     parent: ApiToken | None = None,
 ) -> tuple[ApiToken, str]:
     """Create a token for ``user``; returns the row and the key, which is never stored or shown again.
 
+    ``actor``: who asks (the audit trail's actor); ``user`` themselves when not given.
     ``parent``: the token that authenticated the request, whose expiry caps the new one's. Refused
     with ``TooManyTokens`` when the user holds ``API_TOKENS_PER_USER`` active tokens already.
     """
@@ -89,12 +89,7 @@ def token_issue(
         expires_at=capped_expiry(expires_at, parent),
     )
     audit_record(
-        actor=actor or user,
-        action="token.issue",
-        obj=token,
-        after=token_snapshot(token),
-        token_name=actor_token_name,
-        request_id=request_id,
+        actor=actor or Actor(user=user), action="token.issue", obj=token, after=token_snapshot(token)
     )
     return token, key
 
@@ -103,23 +98,22 @@ def token_issue(
 def token_revoke(
     token: ApiToken,
     *,
-    actor: User | None = None,
-    request_id: str = "",
-    actor_token_name: str = "",
+    actor: Actor | None = None,
 ) -> ApiToken:
-    """Revoke a token (idempotent): it stops authenticating at once; the row stays for the audit trail."""
+    """Revoke a token (idempotent): it stops authenticating at once; the row stays for the audit trail.
+
+    ``actor``: who asks; the token's owner when not given.
+    """
     before = token_snapshot(token)
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
     audit_record(
-        actor=actor or token.user,
+        actor=actor or Actor(user=token.user),
         action="token.revoke",
         obj=token,
         before=before,
         after=token_snapshot(token),
-        token_name=actor_token_name,
-        request_id=request_id,
     )
     return token
 

@@ -114,10 +114,7 @@ def job_recreate(*, job: TrainingJob, revision: PolicyRevision, actor: Actor) ->
         TrainingJob.objects.filter(pk=job.pk).update(uid=old_uid)
         with transaction.atomic():
             audit_record(
-                actor=actor.user,
-                actor_name=actor.name,
-                token_name=actor.token_name,
-                request_id=actor.request_id,
+                actor=actor,
                 action="job.recreate_failed",
                 obj=job,
                 before={"uid": old_uid},
@@ -131,10 +128,7 @@ def job_recreate(*, job: TrainingJob, revision: PolicyRevision, actor: Actor) ->
     with transaction.atomic():
         TrainingJob.objects.filter(pk=job.pk).update(uid=new_uid, deleted_at=None, phase="")
         audit_record(
-            actor=actor.user,
-            actor_name=actor.name,
-            token_name=actor.token_name,
-            request_id=actor.request_id,
+            actor=actor,
             action="job.recreate",
             obj=job,
             before={"uid": old_uid},

@@ -48,7 +48,7 @@ from mindcluster import keys as c
 log = logging.getLogger(__name__)
 
 REVIEW_API_VERSION = "admission.k8s.io/v1"
-ACTOR = Actor(name="system:admission")
+ACTOR = Actor.system("admission")
 EVENT_SOURCE = "admission"
 
 
@@ -338,7 +338,7 @@ def _record(
     job.current_revision = revision
     # The webhook's patch is the write: the sync is recorded as applied, like an observed revision.
     PolicySync.objects.create(job=job, revision=revision, generation=1, state=PolicySync.State.APPLIED)
-    audit_record(actor=None, actor_name=ACTOR.name, action="policy.update", obj=job, after=revision.spec)
+    audit_record(actor=ACTOR, action="policy.update", obj=job, after=revision.spec)
     event_record(
         job=job,
         kind=kinds.POLICY_ADMITTED,

@@ -22,20 +22,25 @@ def default_for(cluster: Cluster, namespace: str) -> NamespaceDefault | None:
     )
 
 
-def _next_revision(
+def _append_revision(
     default: NamespaceDefault, *, spec: dict[str, Any] | None, preset_name: str, comment: str, actor: Actor
-) -> NamespaceDefaultRevision:
+) -> None:
+    """The next numbered revision made current (``spec=None`` records the removal), and its audit entry."""
+    before = default.current_revision.spec if default.current_revision else None
     last = default.revisions.order_by("-number").values_list("number", flat=True).first() or 0
-    user = actor.user if actor.user is not None and actor.user.is_authenticated else None
-    return NamespaceDefaultRevision.objects.create(
+    revision = NamespaceDefaultRevision.objects.create(
         default=default,
         number=last + 1,
         spec=spec,
         preset_name=preset_name,
-        author=user,
-        author_name=actor.name or (user.get_username() if user is not None else "system"),
+        author=actor.account,
+        author_name=actor.display_name,
         comment=comment[:500],
     )
+    default.current_revision = revision if spec is not None else None
+    default.save(update_fields=["current_revision", "updated_at"])
+    action = "namespace_default.update" if spec is not None else "namespace_default.delete"
+    audit_record(actor=actor, action=action, obj=default, before=before, after=spec)
 
 
 @transaction.atomic
@@ -57,21 +62,8 @@ def namespace_default_set(
         .order_by()
         .get_or_create(cluster=cluster, namespace=namespace)
     )
-    before = default.current_revision.spec if default.current_revision else None
-    revision = _next_revision(
+    _append_revision(
         default, spec=result.spec.to_dict(), preset_name=preset_name, comment=comment, actor=actor
-    )
-    default.current_revision = revision
-    default.save(update_fields=["current_revision", "updated_at"])
-    audit_record(
-        actor=actor.user,
-        actor_name=actor.name,
-        token_name=actor.token_name,
-        request_id=actor.request_id,
-        action="namespace_default.update",
-        obj=default,
-        before=before,
-        after=revision.spec,
     )
     return default
 
@@ -86,18 +78,5 @@ def namespace_default_delete(
         .select_related("current_revision")
         .get(pk=default.pk)
     )
-    before = default.current_revision.spec if default.current_revision else None
-    _next_revision(default, spec=None, preset_name="", comment=comment or "default removed", actor=actor)
-    default.current_revision = None
-    default.save(update_fields=["current_revision", "updated_at"])
-    audit_record(
-        actor=actor.user,
-        actor_name=actor.name,
-        token_name=actor.token_name,
-        request_id=actor.request_id,
-        action="namespace_default.delete",
-        obj=default,
-        before=before,
-        after=None,
-    )
+    _append_revision(default, spec=None, preset_name="", comment=comment or "default removed", actor=actor)
     return default

@@ -15,3 +15,20 @@ class Actor:
     name: str = ""  # e.g. "system:adoption" when there is no user
     token_name: str = ""
     request_id: str = ""
+
+    @classmethod
+    def system(cls, component: str) -> Actor:
+        """A component of the platform acting on its own (no user): recorded as ``system:<component>``."""
+        return cls(name=f"system:{component}")
+
+    @property
+    def account(self) -> User | None:
+        """The signed-in user to link the record to; ``None`` for a system component or anonymous."""
+        user = self.user
+        return user if isinstance(user, User) and user.is_authenticated else None
+
+    @property
+    def display_name(self) -> str:
+        """The name the record shows: the given name, else the username, else ``system``."""
+        account = self.account
+        return self.name or (account.get_username() if account is not None else "system")

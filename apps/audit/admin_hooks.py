@@ -17,6 +17,7 @@ from django.db import models, transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from apps.audit.actors import Actor
 from apps.audit.services import audit_record
 from apps.core.middleware import request_id_of
 
@@ -39,12 +40,11 @@ class AuditedAdmin(admin.ModelAdmin):
 
     def _audit(self, request: HttpRequest, verb: str, obj: models.Model, before: Any, after: Any) -> None:
         audit_record(
-            actor=request.user,
+            actor=Actor(user=request.user, request_id=request_id_of(request)),
             action=f"{obj._meta.model_name}.admin_{verb}",
             obj=obj,
             before=before,
             after=after,
-            request_id=request_id_of(request),
         )
 
     def _stored(self, obj: models.Model) -> dict[str, Any] | None:

@@ -83,6 +83,11 @@ def field_error(
     return ApiError(message, code=code, field=field, allowed=allowed)
 
 
+def forbidden(message: str, field: str | None = None) -> ApiError:
+    """A 403 whose message says which role the action needs and which one the user has."""
+    return ApiError(message, code="permission_denied", status_code=status.HTTP_403_FORBIDDEN, field=field)
+
+
 def _flatten(detail: Any, path: str | None) -> Iterator[dict[str, Any]]:
     """DRF's nested error detail -> flat entries whose ``field`` is a dotted path ("replicas.Master")."""
     if isinstance(detail, dict):

@@ -12,14 +12,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
-from collections.abc import Awaitable, Callable
 from functools import cache
 from pathlib import Path
-from typing import Any
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+
+from apps.core.middleware_base import SyncAsyncMiddleware
 
 HEADER = "Content-Security-Policy"
 _INLINE_SCRIPT = re.compile(r"<script>(.*?)</script>", re.S)
@@ -59,29 +58,10 @@ def policy() -> str:
     return f"{text}; {extra}" if extra else text
 
 
-class ContentSecurityPolicyMiddleware:
-    """Adds the policy unless a view set its own. Sync and async capable: no thread hop under ASGI."""
+class ContentSecurityPolicyMiddleware(SyncAsyncMiddleware):
+    """Adds the policy unless a view set its own."""
 
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
-        self.get_response = get_response
-        # Decided once: Django builds the chain once, and a flag keeps ``self`` typed as itself.
-        self.is_async = iscoroutinefunction(get_response)
-        if self.is_async:
-            markcoroutinefunction(self)
-
-    def __call__(self, request: HttpRequest) -> HttpResponse | Awaitable[HttpResponse]:
-        if self.is_async:
-            return self.__acall__(request)
-        response: HttpResponse = self.get_response(request)
-        if HEADER not in response:
-            response[HEADER] = policy()
-        return response
-
-    async def __acall__(self, request: HttpRequest) -> HttpResponse:
-        response: HttpResponse = await self.get_response(request)
+    def finish(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
         if HEADER not in response:
             response[HEADER] = policy()
         return response

@@ -11,12 +11,14 @@ import contextvars
 import logging
 import re
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+
+from apps.core.middleware_base import SyncAsyncMiddleware
 
 HEADER = "X-Request-ID"
 META_KEY = "HTTP_X_REQUEST_ID"
@@ -47,41 +49,21 @@ def _pick(request: HttpRequest) -> str:
     return uuid.uuid4().hex
 
 
-class RequestIdMiddleware:
-    """Sync and async capable, so it adds no thread hop under ASGI."""
+class RequestIdMiddleware(SyncAsyncMiddleware):
+    """Gives each request its id for the length of the request, and echoes it in the response."""
 
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
-        self.get_response = get_response
-        # Decided once: Django builds the chain once, and a flag keeps ``self`` typed as itself.
-        self.is_async = iscoroutinefunction(get_response)
-        if self.is_async:
-            markcoroutinefunction(self)
-
-    def __call__(self, request: HttpRequest) -> HttpResponse | Awaitable[HttpResponse]:
-        if self.is_async:
-            return self.__acall__(request)
+    @contextmanager
+    def around(self, request: HttpRequest) -> Iterator[None]:
         request_id = _pick(request)
         request.request_id = request_id  # type: ignore[attr-defined]  # ours; read by request_id_of
         token = _current.set(request_id)
         try:
-            response: HttpResponse = self.get_response(request)
+            yield
         finally:
             _current.reset(token)
-        response[HEADER] = request_id
-        return response
 
-    async def __acall__(self, request: HttpRequest) -> HttpResponse:
-        request_id = _pick(request)
-        request.request_id = request_id  # type: ignore[attr-defined]  # ours; read by request_id_of
-        token = _current.set(request_id)
-        try:
-            response: HttpResponse = await self.get_response(request)
-        finally:
-            _current.reset(token)
-        response[HEADER] = request_id
+    def finish(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
+        response[HEADER] = request_id_of(request)
         return response
 
 

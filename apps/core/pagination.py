@@ -39,6 +39,17 @@ def bounded_int(
     return value
 
 
+def integer_query_param(name: str, description: str, minimum: int, maximum: int) -> dict[str, Any]:
+    """An optional integer query parameter as the OpenAPI schema describes it."""
+    return {
+        "name": name,
+        "required": False,
+        "in": "query",
+        "description": description,
+        "schema": {"type": "integer", "minimum": minimum, "maximum": maximum},
+    }
+
+
 class BoundedLimitOffsetPagination(LimitOffsetPagination):
     """``?limit=&offset=`` with a default of 50, a cap of 500 and a clear 400 on nonsense."""
 
@@ -63,20 +74,10 @@ class BoundedLimitOffsetPagination(LimitOffsetPagination):
 
     def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
         return [
-            {
-                "name": self.limit_query_param,
-                "required": False,
-                "in": "query",
-                "description": f"Page size (default {self.default_limit})",
-                "schema": {"type": "integer", "minimum": 1, "maximum": self.max_limit},
-            },
-            {
-                "name": self.offset_query_param,
-                "required": False,
-                "in": "query",
-                "description": "Rows to skip",
-                "schema": {"type": "integer", "minimum": 0, "maximum": MAX_OFFSET},
-            },
+            integer_query_param(
+                self.limit_query_param, f"Page size (default {self.default_limit})", 1, self.max_limit
+            ),
+            integer_query_param(self.offset_query_param, "Rows to skip", 0, MAX_OFFSET),
         ]
 
 
@@ -137,20 +138,10 @@ class KeysetPagination(BasePagination):
 
     def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
         return [
-            {
-                "name": self.after_param,
-                "required": False,
-                "in": "query",
-                "description": f"Only rows with {self.key} greater than this (resume point)",
-                "schema": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
-            },
-            {
-                "name": "limit",
-                "required": False,
-                "in": "query",
-                "description": "Page size (default 100)",
-                "schema": {"type": "integer", "minimum": 1, "maximum": self.max_limit},
-            },
+            integer_query_param(
+                self.after_param, f"Only rows with {self.key} greater than this (resume point)", 0, 2**63 - 1
+            ),
+            integer_query_param("limit", "Page size (default 100)", 1, self.max_limit),
         ]
 
 

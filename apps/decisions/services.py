@@ -30,6 +30,7 @@ from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from apps.audit.actors import Actor
 from apps.audit.services import audit_record
 from apps.cluster import client as kube
 from apps.cluster.errors import ClusterError
@@ -290,8 +291,7 @@ def decision_open(
         if not ask:
             _record(decision, "decision.answered", f"{decided_by} chose {strategy}: {reason}")
         audit_record(
-            actor=None,
-            actor_name=f"system:decision:{decided_by or 'pending'}",
+            actor=Actor.system(f"decision:{decided_by or 'pending'}"),
             action="decision.open",
             obj=decision,
             after={"strategy": strategy, "reason": reason, "confirm_fault": confirm_fault},
@@ -411,9 +411,7 @@ def _answer_pending(
     decision.save()
     _record(decision, "decision.answered", f"{user.get_username()} chose {strategy}")
     audit_record(
-        actor=user,
-        token_name=token_name,
-        request_id=request_id,
+        actor=Actor(user=user, token_name=token_name, request_id=request_id),
         action="decision.answer",
         obj=decision,
         before={"state": "pending"},
@@ -441,8 +439,7 @@ def decision_expire(*, decision_id: int) -> Decision | None:
         decision.save()
         _record(decision, "decision.answered", f"deadline passed: default strategy {decision.strategy}")
         audit_record(
-            actor=None,
-            actor_name="system:decision:deadline",
+            actor=Actor.system("decision:deadline"),
             action="decision.expire",
             obj=decision,
             after={"strategy": decision.strategy},

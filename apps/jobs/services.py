@@ -66,10 +66,7 @@ def job_register(
                 source=TrainingJob.Source.REGISTERED,
             )
             audit_record(
-                actor=actor.user,
-                actor_name=actor.name,
-                token_name=actor.token_name,
-                request_id=actor.request_id,
+                actor=actor,
                 action="job.register",
                 obj=job,
                 before=None,

@@ -114,6 +114,7 @@ def job_adopt(*, cluster: Cluster, manifest: dict[str, Any]) -> tuple[TrainingJo
     from apps.policies.models import PolicyRevision
     from apps.policies.services import policy_revision_create
 
+    adoption = Actor.system("adoption")
     meta = manifest.get("metadata") or {}
     facts = job_facts(manifest)
     with transaction.atomic():
@@ -136,7 +137,7 @@ def job_adopt(*, cluster: Cluster, manifest: dict[str, Any]) -> tuple[TrainingJo
                 source=TrainingJob.Source.ADOPTED,
                 **facts,
             )
-            audit_record(actor=None, actor_name="system:adoption", action="job.adopt", obj=job, after=facts)
+            audit_record(actor=adoption, action="job.adopt", obj=job, after=facts)
         else:
             changed = {
                 key: value for key, value in facts.items() if getattr(job, key) != value and value != ""
@@ -153,7 +154,7 @@ def job_adopt(*, cluster: Cluster, manifest: dict[str, Any]) -> tuple[TrainingJo
             policy_revision_create(
                 job=job,
                 spec=spec,
-                actor=Actor(name="system:adoption"),
+                actor=adoption,
                 comment=comment,
                 source=PolicyRevision.Source.OBSERVED,
                 push=False,

@@ -70,16 +70,7 @@ def preset_snapshot(preset: Preset) -> dict[str, Any]:
 
 
 def _audit(actor: Actor, action: str, preset: Preset, before: Any, after: Any) -> None:
-    audit_record(
-        actor=actor.user,
-        actor_name=actor.name,
-        token_name=actor.token_name,
-        request_id=actor.request_id,
-        action=action,
-        obj=preset,
-        before=before,
-        after=after,
-    )
+    audit_record(actor=actor, action=action, obj=preset, before=before, after=after)
 
 
 @transaction.atomic
@@ -88,8 +79,7 @@ def preset_create(*, name: str, description: str, spec: Any, actor: Actor) -> Pr
     clean = _validated(spec)
     if Preset.objects.select_for_update().filter(name=name).exists():
         raise PresetExists(name)
-    user = actor.user if actor.user is not None and actor.user.is_authenticated else None
-    preset = Preset.objects.create(name=name, description=description, spec=clean, created_by=user)
+    preset = Preset.objects.create(name=name, description=description, spec=clean, created_by=actor.account)
     _audit(actor, "preset.create", preset, None, preset_snapshot(preset))
     return preset
 

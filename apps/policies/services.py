@@ -73,8 +73,8 @@ def policy_revision_create(
         job=locked,
         number=last + 1,
         spec=result.spec.to_dict(),
-        author=actor.user if actor.user is not None and actor.user.is_authenticated else None,
-        author_name=actor.name or (actor.user.get_username() if actor.user is not None else "system"),
+        author=actor.account,
+        author_name=actor.display_name,
         comment=comment[:500],
         source=source,
         source_preset=preset,
@@ -83,10 +83,7 @@ def policy_revision_create(
     locked.current_revision = revision
     locked.save(update_fields=["current_revision", "updated_at"])
     audit_record(
-        actor=actor.user,
-        actor_name=actor.name,
-        token_name=actor.token_name,
-        request_id=actor.request_id,
+        actor=actor,
         action="policy.update" if source != PolicyRevision.Source.RESTORE else "policy.restore",
         obj=locked,
         before=current.spec if current else None,

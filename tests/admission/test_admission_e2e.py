@@ -273,19 +273,24 @@ def test_recreate_applies_a_new_revision_keeps_one_history_and_waits_for_recover
     assert kube.get_job(world["namespace"], "redo")["metadata"]["uid"] == body["new_uid"]
 
 
-def test_admission_review_is_idempotent_and_never_denies(world, client) -> None:
-    review = {
+def creation_review(uid: str, job: dict[str, Any]) -> dict[str, Any]:
+    """The AdmissionReview the API server sends our webhook when ``job`` is created."""
+    return {
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
         "request": {
-            "uid": "u-1",
+            "uid": uid,
             "kind": {"group": k.ASCENDJOB_GROUP, "version": "v1", "kind": "AscendJob"},
             "resource": {"group": k.ASCENDJOB_GROUP, "version": "v1", "resource": "ascendjobs"},
-            "namespace": world["namespace"],
+            "namespace": job["metadata"]["namespace"],
             "operation": "CREATE",
-            "object": bare_job("twice", world["namespace"]),
+            "object": job,
         },
     }
+
+
+def test_admission_review_is_idempotent_and_never_denies(world, client) -> None:
+    review = creation_review("u-1", bare_job("twice", world["namespace"]))
 
     def post(body: dict[str, Any]) -> Any:
         return client.post("/admission/ascendjobs/", json.dumps(body), content_type="application/json")
@@ -310,17 +315,7 @@ def test_admission_review_is_idempotent_and_never_denies(world, client) -> None:
 
 def test_async_recording_answers_first_and_records_right_after(world, client, settings) -> None:
     settings.ADMISSION_RECORD_ASYNC = True
-    review = {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": "u-async",
-            "kind": {"group": k.ASCENDJOB_GROUP, "version": "v1", "kind": "AscendJob"},
-            "namespace": world["namespace"],
-            "operation": "CREATE",
-            "object": bare_job("later", world["namespace"]),
-        },
-    }
+    review = creation_review("u-async", bare_job("later", world["namespace"]))
     answer = client.post("/admission/ascendjobs/", json.dumps(review), content_type="application/json").json()
     assert "patch" in answer["response"]
     row = wait_for(lambda: TrainingJob.objects.filter(name="later").first(), what="recorded job")

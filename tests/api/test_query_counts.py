@@ -59,7 +59,7 @@ def add_presets(world: World, n: int) -> None:
 
 def add_audit(world: World, n: int) -> None:
     for _ in range(n):
-        audit_record(actor=world.users["owner"], action="job.touch", obj=world.job)
+        audit_record(actor=Actor(user=world.users["owner"]), action="job.touch", obj=world.job)
 
 
 def add_tokens(world: World, n: int) -> None:

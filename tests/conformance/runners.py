@@ -1,6 +1,6 @@
 """Two runners for the conformance table: the what-if simulator, and the built-in cluster for real.
 
-Both return an ``Observed``: strategies chosen, ProcessRecoverStatus values written, codes, Init code
+Both return an ``Outcome``: strategies chosen, ProcessRecoverStatus values written, codes, Init code
 and what rescheduled the job. The built-in runner only reads what the simulated cluster wrote
 (Events, the PodGroup, ClusterD's Init record); the only things it scripts are the agent's answers
 (MindIO is closed source) and the platform's answer.
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import threading
-from dataclasses import dataclass
 from typing import Any
 
 from apps.decisions import whatif
@@ -20,28 +19,13 @@ from simcluster.injector import FaultSpec
 from simcluster.kube import Kube
 from simcluster.operator import build_podgroup
 from simcluster.runtime import SimCluster
-from tests.conformance.scenarios import Scenario
+from tests.conformance.scenarios import Outcome, Scenario
 from tests.support import wait_for
 from tests.support.sim import create_job, make_job, podgroup_of
 
 NPUS: int = 8
 _STATUS = re.compile(r"\(([a-z]+-(?:success|failed|completed))")
 _CODE = re.compile(r"code (\d+)")
-
-
-@dataclass(frozen=True)
-class Observed:
-    strategies: tuple[str, ...]
-    statuses: tuple[str, ...]
-    codes: tuple[int, ...]
-    init: int
-    rescheduled: str | None
-
-    @classmethod
-    def expected(cls, scenario: Scenario) -> Observed:
-        return cls(
-            scenario.strategies_chosen, scenario.statuses, scenario.codes, scenario.init, scenario.rescheduled
-        )
 
 
 def _job_manifest(scenario: Scenario, name: str, namespace: str) -> dict[str, Any]:
@@ -61,7 +45,7 @@ def _job_manifest(scenario: Scenario, name: str, namespace: str) -> dict[str, An
 
 
 # --- (a) the what-if simulator ---------------------------------------------------------------------
-def run_whatif(scenario: Scenario) -> Observed:
+def run_whatif(scenario: Scenario) -> Outcome:
     """What-if from the config ClusterD snapshots at Init: the PodGroup the operator creates."""
     manifest = _job_manifest(scenario, "whatif", "default")
     manifest["metadata"]["uid"] = "whatif-uid"
@@ -69,7 +53,7 @@ def run_whatif(scenario: Scenario) -> Observed:
     policy = engine.RecoveryPolicy.from_podgroup(podgroup["labels"], podgroup["annotations"])
     if not scenario.faults:
         code = engine.CODE_OK if policy.init_accepted else engine.CODE_PROCESS_RECOVER_ENABLE_OFF
-        return Observed((), (), (), code, None)
+        return Outcome((), (), (), code, None)
     first = scenario.faults[0]
     fault = whatif.FaultSpec(
         fault_type=first.type,
@@ -94,7 +78,7 @@ def run_whatif(scenario: Scenario) -> Observed:
     codes = tuple(s["code"] for s in steps if s["code"] and s["kind"] in ("failed", "platform-timeout"))
     outcome = result["outcome"]
     rescheduled = {"job-rescheduled": "job", "pod-rescheduled": "pod", "job-failed": "failed"}.get(outcome)
-    return Observed(
+    return Outcome(
         tuple(result["strategies"]),
         tuple(s["recover_status"] for s in steps if s["recover_status"]),
         codes,
@@ -133,7 +117,7 @@ class _Platform(threading.Thread):
                 )
 
 
-def run_builtin(sim: SimCluster, kube: Kube, scenario: Scenario, namespace: str) -> Observed:
+def run_builtin(sim: SimCluster, kube: Kube, scenario: Scenario, namespace: str) -> Outcome:
     """Create the job through the emulator, let the operator and the agent's Init happen, change the
     live keys, inject the faults, and read what ClusterD wrote."""
     cd = sim.clusterd
@@ -198,4 +182,4 @@ def run_builtin(sim: SimCluster, kube: Kube, scenario: Scenario, namespace: str)
     kube.custom.delete_namespaced_custom_object(
         k.ASCENDJOB_GROUP, k.ASCENDJOB_VERSION, namespace, k.ASCENDJOB_PLURAL, name
     )
-    return Observed(tuple(strategies), tuple(statuses), tuple(codes), record.code, rescheduled)
+    return Outcome(tuple(strategies), tuple(statuses), tuple(codes), record.code, rescheduled)

@@ -46,6 +46,17 @@ RANK0: Final = Fault(0, "normal", "SeparateNPU")
 
 
 @dataclass(frozen=True)
+class Outcome:
+    """What ClusterD did with one event: expected by a scenario, observed by each runner."""
+
+    strategies: tuple[str, ...] = ()  # the strategies chosen, in order
+    statuses: tuple[str, ...] = ()  # the ProcessRecoverStatus values written
+    codes: tuple[int, ...] = ()
+    init: int = 0  # the Init code
+    rescheduled: str | None = None  # job / pod / failed / None (training continues)
+
+
+@dataclass(frozen=True)
 class Scenario:
     id: str
     src: tuple[str, ...]
@@ -61,12 +72,7 @@ class Scenario:
     platform: str | None = None  # platform mode: the standing and final answer; None = none (508)
     rank_table: str | None = "true"  # RankTableReady when platform mode answers recover
     spare: bool = True  # enough free resources for rescheduling
-    # expectations
-    strategies_chosen: tuple[str, ...] = ()
-    statuses: tuple[str, ...] = ()
-    codes: tuple[int, ...] = ()
-    init: int = 0
-    rescheduled: str | None = None  # job / pod / failed / None (training continues)
+    expected: Outcome = Outcome()
 
     @property
     def platform_mode(self) -> bool:
@@ -75,6 +81,33 @@ class Scenario:
 
 def _s(**kw: object) -> Scenario:
     return Scenario(**kw)  # type: ignore[arg-type]
+
+
+# The outcomes many scenarios share. A strategy that succeeds at once writes its own success status
+# (recover-in-place reports recover-success, scale-in writes none); dump and exit end with the job
+# rescheduled unless the scenario says otherwise.
+RETRY_OK: Final = Outcome(("retry",), ("retry-success",))
+RECOVER_OK: Final = Outcome(("recover",), ("recover-success",))
+IN_PLACE_OK: Final = Outcome(("recover-in-place",), ("recover-success",))
+SCALED_IN: Final = Outcome(("elastic-training",))
+
+
+def dumped(rescheduled: str = "job") -> Outcome:
+    return Outcome(("dump",), ("dump-success",), rescheduled=rescheduled)
+
+
+def exited(rescheduled: str = "job") -> Outcome:
+    return Outcome(("exit",), ("exit-completed",), rescheduled=rescheduled)
+
+
+def refused_at_init(rescheduled: str = "job") -> Outcome:
+    """Init refused (403): ClusterD never recovers the job in place; only rescheduling is left."""
+    return Outcome(init=403, rescheduled=rescheduled)
+
+
+def no_platform_answer(rescheduled: str = "job") -> Outcome:
+    """Platform mode with no answer in time: code 508 and no strategy."""
+    return Outcome(codes=(508,), rescheduled=rescheduled)
 
 
 PLAT = {"ProcessRecoverStrategy": ""}
@@ -108,8 +141,7 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="retry,recover,dump",
         faults=(UCE,),
         live={"annotations": {"recover-strategy": "dump"}},
-        strategies_chosen=("retry",),
-        statuses=("retry-success",),
+        expected=RETRY_OK,
     ),
     _s(
         id="init-snapshot-dump-only-change-ignored",
@@ -117,9 +149,7 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="dump",
         faults=(NORMAL,),
         live={"annotations": {"recover-strategy": "retry,recover"}},
-        strategies_chosen=("dump",),
-        statuses=("dump-success",),
-        rescheduled="job",
+        expected=dumped(),
     ),
     _s(
         id="init-refused-strategy-pushed-later",
@@ -127,8 +157,7 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies=None,
         faults=(UCE,),
         live={"annotations": {"recover-strategy": "retry,recover,dump"}},
-        init=403,
-        rescheduled="job",
+        expected=refused_at_init(),
     ),
     _s(
         id="init-refused-label-pushed-later",
@@ -136,8 +165,7 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies=None,
         faults=(NORMAL,),
         live={"labels": {"process-recover-enable": "on"}, "annotations": {"recover-strategy": "recover"}},
-        init=403,
-        rescheduled="job",
+        expected=refused_at_init(),
     ),
     _s(
         id="init-label-removed-after-init",
@@ -145,8 +173,7 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="recover,dump",
         faults=(NORMAL,),
         live={"labels": {"process-recover-enable": None}},
-        strategies_chosen=("recover",),
-        statuses=("recover-success",),
+        expected=RECOVER_OK,
     ),
     _s(
         id="init-label-paused-after-init",
@@ -154,8 +181,7 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="retry",
         faults=(UCE,),
         live={"labels": {"process-recover-enable": "off"}},
-        strategies_chosen=("retry",),
-        statuses=("retry-success",),
+        expected=RETRY_OK,
     ),
     _s(
         id="init-release-7.1-operator-sets-no-label",
@@ -163,8 +189,7 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="retry,recover,dump",
         release="7.1",
         faults=(UCE,),
-        init=403,
-        rescheduled="job",
+        expected=refused_at_init(),
     ),
     _s(
         id="init-no-strategy-no-rescheduling-fails",
@@ -172,8 +197,7 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies=None,
         fault_scheduling="off",
         faults=(NORMAL,),
-        init=403,
-        rescheduled="failed",
+        expected=refused_at_init("failed"),
     ),
     _s(
         id="init-hotswitch-accepted-without-label",
@@ -181,42 +205,35 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies=None,
         labels={"subHealthyStrategy": "hotSwitch"},
         faults=(),
-        init=0,
+        expected=Outcome(init=0),
     ),
     _s(
         id="init-exit-always-added",
         src=(f"{UTILS}:122", S_FIRST),
         strategies="",
         faults=(NORMAL,),
-        strategies_chosen=("exit",),
-        statuses=("exit-completed",),
-        rescheduled="job",
+        expected=exited(),
     ),
     _s(
         id="init-names-with-spaces-dropped",
         src=(f"{UTILS}:107-113",),
         strategies="retry, recover",
         faults=(NORMAL,),
-        strategies_chosen=("exit",),
-        statuses=("exit-completed",),
-        rescheduled="job",
+        expected=exited(),
     ),
     _s(
         id="init-unknown-names-dropped",
         src=(f"{UTILS}:107-113", f"{UTILS}:31-38"),
         strategies="retry,migrate",
         faults=(UCE,),
-        strategies_chosen=("retry",),
-        statuses=("retry-success",),
+        expected=RETRY_OK,
     ),
     _s(
         id="init-fault-scheduling-snapshot-gates-scale-in",
         src=(f"{UTILS}:114-118", S_SCALE_IN),
         strategies="elastic-training,dump",
         faults=(NORMAL,),
-        strategies_chosen=("dump",),
-        statuses=("dump-success",),
-        rescheduled="job",
+        expected=dumped(),
     ),
     _s(
         id="init-fault-scheduling-off-allows-scale-in",
@@ -225,8 +242,7 @@ SCENARIOS: Final[list[Scenario]] = [
         fault_scheduling="off",
         faults=(NORMAL,),
         live={"labels": {"fault-scheduling": "grace"}},
-        strategies_chosen=("elastic-training",),
-        statuses=(),
+        expected=SCALED_IN,
     ),
     _s(
         id="init-pod-rescheduling-snapshot",
@@ -235,9 +251,7 @@ SCENARIOS: Final[list[Scenario]] = [
         fault_scheduling="off",
         labels={"pod-rescheduling": "on"},
         faults=(NORMAL,),
-        strategies_chosen=("dump",),
-        statuses=("dump-success",),
-        rescheduled="pod",
+        expected=dumped("pod"),
     ),
     _s(
         id="init-platform-mode-removed-after-init",
@@ -246,8 +260,7 @@ SCENARIOS: Final[list[Scenario]] = [
         annotations=PLAT,
         faults=(UCE,),
         live={"annotations": {"ProcessRecoverStrategy": None}},
-        codes=(508,),
-        rescheduled="job",
+        expected=no_platform_answer(),
     ),
     _s(
         id="init-platform-mode-added-after-init",
@@ -255,8 +268,7 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="retry,recover",
         faults=(UCE,),
         live={"annotations": {"ProcessRecoverStrategy": "dump"}},
-        strategies_chosen=("retry",),
-        statuses=("retry-success",),
+        expected=RETRY_OK,
     ),
     _s(
         id="init-subhealthy-graceexit-snapshot",
@@ -266,9 +278,7 @@ SCENARIOS: Final[list[Scenario]] = [
         faults=(SUBHEALTH,),
         live={"labels": {"subHealthyStrategy": "ignore"}},
         agent=("retry", "recover"),
-        strategies_chosen=("dump",),
-        statuses=("dump-success",),
-        rescheduled="job",
+        expected=dumped(),
     ),
     # --- §2: platform mode at the engine level -------------------------------------------------------
     _s(
@@ -277,8 +287,7 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="retry,recover,dump",
         annotations=PLAT,
         faults=(UCE,),
-        codes=(508,),
-        rescheduled="job",
+        expected=no_platform_answer(),
     ),
     _s(
         id="plat-508-pod-rescheduling",
@@ -287,8 +296,7 @@ SCENARIOS: Final[list[Scenario]] = [
         annotations=PLAT,
         labels={"pod-rescheduling": "on"},
         faults=(NORMAL,),
-        codes=(508,),
-        rescheduled="pod",
+        expected=no_platform_answer("pod"),
     ),
     _s(
         id="plat-508-nothing-reschedules",
@@ -297,8 +305,7 @@ SCENARIOS: Final[list[Scenario]] = [
         annotations=PLAT,
         fault_scheduling="off",
         faults=(NORMAL,),
-        codes=(508,),
-        rescheduled="failed",
+        expected=no_platform_answer("failed"),
     ),
     _s(
         id="plat-508-writes-no-exit-completed",
@@ -306,8 +313,7 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="dump",
         annotations=PLAT,
         faults=(NODE,),
-        codes=(508,),
-        rescheduled="job",
+        expected=no_platform_answer(),
     ),
     _s(
         id="plat-retry",
@@ -316,8 +322,7 @@ SCENARIOS: Final[list[Scenario]] = [
         annotations=PLAT,
         platform="retry",
         faults=(UCE,),
-        strategies_chosen=("retry",),
-        statuses=("retry-success",),
+        expected=RETRY_OK,
     ),
     _s(
         id="plat-recover-rank-table-true",
@@ -326,8 +331,7 @@ SCENARIOS: Final[list[Scenario]] = [
         annotations=PLAT_READY,
         platform="recover",
         faults=(NORMAL,),
-        strategies_chosen=("recover",),
-        statuses=("recover-success",),
+        expected=RECOVER_OK,
     ),
     _s(
         id="plat-recover-rank-table-absent",
@@ -337,9 +341,7 @@ SCENARIOS: Final[list[Scenario]] = [
         platform="recover",
         rank_table=None,
         faults=(NORMAL,),
-        strategies_chosen=("recover", "exit"),
-        statuses=("exit-completed",),
-        rescheduled="job",
+        expected=Outcome(("recover", "exit"), ("exit-completed",), rescheduled="job"),
     ),
     _s(
         id="plat-dump",
@@ -348,9 +350,7 @@ SCENARIOS: Final[list[Scenario]] = [
         annotations=PLAT,
         platform="dump",
         faults=(NORMAL,),
-        strategies_chosen=("dump",),
-        statuses=("dump-success",),
-        rescheduled="job",
+        expected=dumped(),
     ),
     _s(
         id="plat-retry-not-configured",
@@ -359,9 +359,7 @@ SCENARIOS: Final[list[Scenario]] = [
         annotations=PLAT,
         platform="retry",
         faults=(UCE,),
-        strategies_chosen=("exit",),
-        statuses=("exit-completed",),
-        rescheduled="job",
+        expected=exited(),
     ),
     _s(
         id="plat-recover-agent-lacks-recover",
@@ -371,9 +369,7 @@ SCENARIOS: Final[list[Scenario]] = [
         platform="recover",
         agent=("retry", "dump"),
         faults=(NORMAL,),
-        strategies_chosen=("exit",),
-        statuses=("exit-completed",),
-        rescheduled="job",
+        expected=exited(),
     ),
     _s(
         id="plat-scale-in-not-gated",
@@ -383,8 +379,7 @@ SCENARIOS: Final[list[Scenario]] = [
         platform="retry",
         fault_scheduling="off",
         faults=(NORMAL,),
-        strategies_chosen=("elastic-training",),
-        statuses=(),
+        expected=SCALED_IN,
     ),
     _s(
         id="plat-retry-answer-normal-fault",
@@ -393,9 +388,7 @@ SCENARIOS: Final[list[Scenario]] = [
         annotations=PLAT,
         platform="retry",
         faults=(NORMAL,),
-        strategies_chosen=("exit",),
-        statuses=("exit-completed",),
-        rescheduled="job",
+        expected=exited(),
     ),
     _s(
         id="plat-dump-for-fault",
@@ -405,9 +398,7 @@ SCENARIOS: Final[list[Scenario]] = [
         platform="dump",
         faults=(NODE,),
         agent=("recover",),
-        strategies_chosen=("dump",),
-        statuses=("dump-success",),
-        rescheduled="job",
+        expected=dumped(),
     ),
     _s(
         id="plat-in-place-needs-recover-answer",
@@ -416,9 +407,7 @@ SCENARIOS: Final[list[Scenario]] = [
         annotations=PLAT,
         platform="dump",
         faults=(BUSINESS,),
-        strategies_chosen=("dump",),
-        statuses=("dump-success",),
-        rescheduled="job",
+        expected=dumped(),
     ),
     _s(
         id="plat-in-place-with-recover-answer",
@@ -427,8 +416,7 @@ SCENARIOS: Final[list[Scenario]] = [
         annotations=PLAT,
         platform="recover",
         faults=(BUSINESS,),
-        strategies_chosen=("recover-in-place",),
-        statuses=("recover-success",),
+        expected=IN_PLACE_OK,
     ),
     # --- §3: first choice ----------------------------------------------------------------------------
     _s(
@@ -436,40 +424,35 @@ SCENARIOS: Final[list[Scenario]] = [
         src=(S_FIRST, S_RESULT),
         strategies="retry,recover,dump",
         faults=(UCE,),
-        strategies_chosen=("retry",),
-        statuses=("retry-success",),
+        expected=RETRY_OK,
     ),
     _s(
         id="hccl-retry",
         src=(S_FIRST, f"{CONST}:204-209"),
         strategies="retry,recover",
         faults=(HCCL,),
-        strategies_chosen=("retry",),
-        statuses=("retry-success",),
+        expected=RETRY_OK,
     ),
     _s(
         id="normal-recover",
         src=(S_FIRST, S_RESTART_FAIL),
         strategies="retry,recover,dump",
         faults=(NORMAL,),
-        strategies_chosen=("recover",),
-        statuses=("recover-success",),
+        expected=RECOVER_OK,
     ),
     _s(
         id="node-fault-recover",
         src=(S_FIRST, S_RESTART_FAIL),
         strategies="retry,recover",
         faults=(NODE,),
-        strategies_chosen=("recover",),
-        statuses=("recover-success",),
+        expected=RECOVER_OK,
     ),
     _s(
         id="uce-without-retry-recover",
         src=(S_FIRST, S_RESTART_FAIL),
         strategies="recover,dump",
         faults=(UCE,),
-        strategies_chosen=("recover",),
-        statuses=("recover-success",),
+        expected=RECOVER_OK,
     ),
     _s(
         id="retry-agent-lacks-retry-dump",
@@ -477,9 +460,7 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="retry,recover,dump",
         faults=(UCE,),
         agent=("recover", "dump"),
-        strategies_chosen=("dump",),
-        statuses=("dump-success",),
-        rescheduled="job",
+        expected=dumped(),
     ),
     _s(
         id="retry-agent-lacks-retry-and-dump",
@@ -487,41 +468,35 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="retry,recover,dump",
         faults=(UCE,),
         agent=("recover",),
-        strategies_chosen=("exit",),
-        statuses=("exit-completed",),
-        rescheduled="job",
+        expected=exited(),
     ),
     _s(
         id="in-place-business-fault",
         src=(S_FIRST, f"{CTL}:1305-1310", S_IN_PLACE),
         strategies="recover-in-place,recover",
         faults=(BUSINESS,),
-        strategies_chosen=("recover-in-place",),
-        statuses=("recover-success",),
+        expected=IN_PLACE_OK,
     ),
     _s(
         id="in-place-restart-request",
         src=(S_FIRST, S_IN_PLACE),
         strategies="recover-in-place,recover",
         faults=(RESTART_REQUEST,),
-        strategies_chosen=("recover-in-place",),
-        statuses=("recover-success",),
+        expected=IN_PLACE_OK,
     ),
     _s(
         id="in-place-not-for-separate",
         src=(S_FIRST, S_IN_PLACE),
         strategies="recover-in-place,recover",
         faults=(NORMAL,),
-        strategies_chosen=("recover",),
-        statuses=("recover-success",),
+        expected=RECOVER_OK,
     ),
     _s(
         id="in-place-not-for-software-faults-on-two-pods",
         src=(S_IN_PLACE,),
         strategies="recover-in-place,recover",
         faults=(Fault(0, "normal", ""), Fault(1, "normal", "")),
-        strategies_chosen=("recover",),
-        statuses=("recover-success",),
+        expected=RECOVER_OK,
     ),
     _s(
         id="in-place-agent-word-recover",
@@ -529,9 +504,7 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="recover-in-place,dump",
         faults=(BUSINESS,),
         agent=("dump",),
-        strategies_chosen=("dump",),
-        statuses=("dump-success",),
-        rescheduled="job",
+        expected=dumped(),
     ),
     _s(
         id="scale-in-first",
@@ -539,8 +512,7 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="elastic-training,dump",
         fault_scheduling="off",
         faults=(NORMAL,),
-        strategies_chosen=("elastic-training",),
-        statuses=(),
+        expected=SCALED_IN,
     ),
     _s(
         id="scale-in-never-with-rank0-faulty",
@@ -548,18 +520,14 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="elastic-training,dump",
         fault_scheduling="off",
         faults=(RANK0,),
-        strategies_chosen=("dump",),
-        statuses=("dump-success",),
-        rescheduled="failed",
+        expected=dumped("failed"),
     ),
     _s(
         id="scale-in-rescheduling-with-resources",
         src=(S_SCALE_IN,),
         strategies="elastic-training",
         faults=(NORMAL,),
-        strategies_chosen=("exit",),
-        statuses=("exit-completed",),
-        rescheduled="job",
+        expected=exited(),
     ),
     _s(
         id="scale-in-rescheduling-without-resources",
@@ -567,8 +535,7 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="elastic-training",
         faults=(NORMAL,),
         spare=False,
-        strategies_chosen=("elastic-training",),
-        statuses=(),
+        expected=SCALED_IN,
     ),
     _s(
         id="scale-in-agent-lacks-downgrade",
@@ -577,9 +544,7 @@ SCENARIOS: Final[list[Scenario]] = [
         fault_scheduling="off",
         faults=(NORMAL,),
         agent=("retry", "recover", "dump"),
-        strategies_chosen=("dump",),
-        statuses=("dump-success",),
-        rescheduled="failed",
+        expected=dumped("failed"),
     ),
     _s(
         id="scale-in-not-configured",
@@ -587,18 +552,14 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="dump",
         fault_scheduling="off",
         faults=(NORMAL,),
-        strategies_chosen=("dump",),
-        statuses=("dump-success",),
-        rescheduled="failed",
+        expected=dumped("failed"),
     ),
     _s(
         id="dump-only-healthy",
         src=(S_RESTART_FAIL, S_DUMP_EXIT),
         strategies="dump",
         faults=(BUSINESS,),
-        strategies_chosen=("dump",),
-        statuses=("dump-success",),
-        rescheduled="job",
+        expected=dumped(),
     ),
     _s(
         id="dump-for-fault-unhealthy-agent-not-asked",
@@ -606,9 +567,7 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="dump",
         faults=(NODE,),
         agent=("retry",),
-        strategies_chosen=("dump",),
-        statuses=("dump-success",),
-        rescheduled="job",
+        expected=dumped(),
     ),
     _s(
         id="dump-healthy-agent-lacks-dump",
@@ -616,9 +575,7 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="dump",
         faults=(BUSINESS,),
         agent=("retry",),
-        strategies_chosen=("exit",),
-        statuses=("exit-completed",),
-        rescheduled="job",
+        expected=exited(),
     ),
     _s(
         id="dump-subhealthy-without-graceexit",
@@ -626,9 +583,7 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="dump",
         faults=(SUBHEALTH,),
         agent=("retry",),
-        strategies_chosen=("exit",),
-        statuses=("exit-completed",),
-        rescheduled="job",
+        expected=exited(),
     ),
     _s(
         id="exit-only-pod-rescheduling",
@@ -637,9 +592,7 @@ SCENARIOS: Final[list[Scenario]] = [
         labels={"pod-rescheduling": "on"},
         fault_scheduling="off",
         faults=(NORMAL,),
-        strategies_chosen=("exit",),
-        statuses=("exit-completed",),
-        rescheduled="pod",
+        expected=exited("pod"),
     ),
     _s(
         id="exit-pod-rescheduling-rank0-job-level",
@@ -647,9 +600,7 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="exit",
         labels={"pod-rescheduling": "on"},
         faults=(RANK0,),
-        strategies_chosen=("exit",),
-        statuses=("exit-completed",),
-        rescheduled="job",
+        expected=exited(),
     ),
     # --- §3: fallbacks and codes ---------------------------------------------------------------------
     _s(
@@ -658,9 +609,7 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="retry,recover,dump",
         faults=(Fault(1, "uce", "SeparateNPU"),),
         results=(405, True),
-        strategies_chosen=("retry", "recover"),
-        statuses=("retry-failed", "recover-success"),
-        codes=(405,),
+        expected=Outcome(("retry", "recover"), ("retry-failed", "recover-success"), (405,)),
     ),
     _s(
         id="retry-406-drops-recover",
@@ -668,10 +617,7 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="retry,recover,dump",
         faults=(UCE,),
         results=(406, True),
-        strategies_chosen=("retry", "dump"),
-        statuses=("retry-failed", "dump-success"),
-        codes=(406,),
-        rescheduled="job",
+        expected=Outcome(("retry", "dump"), ("retry-failed", "dump-success"), (406,), rescheduled="job"),
     ),
     _s(
         id="retry-499-drops-recover-and-dump",
@@ -679,10 +625,7 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="retry,recover,dump",
         faults=(UCE,),
         results=(499,),
-        strategies_chosen=("retry", "exit"),
-        statuses=("retry-failed", "exit-completed"),
-        codes=(499,),
-        rescheduled="job",
+        expected=Outcome(("retry", "exit"), ("retry-failed", "exit-completed"), (499,), rescheduled="job"),
     ),
     _s(
         id="retry-406-then-scale-in",
@@ -691,9 +634,7 @@ SCENARIOS: Final[list[Scenario]] = [
         fault_scheduling="off",
         faults=(UCE,),
         results=(406, True),
-        strategies_chosen=("retry", "elastic-training"),
-        statuses=("retry-failed",),
-        codes=(406,),
+        expected=Outcome(("retry", "elastic-training"), ("retry-failed",), (406,)),
     ),
     _s(
         id="retry-405-then-in-place",
@@ -701,9 +642,7 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="retry,recover-in-place,recover",
         faults=(UCE,),
         results=(405, True),
-        strategies_chosen=("retry", "recover-in-place"),
-        statuses=("retry-failed", "recover-success"),
-        codes=(405,),
+        expected=Outcome(("retry", "recover-in-place"), ("retry-failed", "recover-success"), (405,)),
     ),
     _s(
         id="retry-406-no-in-place",
@@ -711,10 +650,7 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="retry,recover-in-place,dump",
         faults=(UCE,),
         results=(406, True),
-        strategies_chosen=("retry", "dump"),
-        statuses=("retry-failed", "dump-success"),
-        codes=(406,),
-        rescheduled="job",
+        expected=Outcome(("retry", "dump"), ("retry-failed", "dump-success"), (406,), rescheduled="job"),
     ),
     _s(
         id="in-place-failed-then-dump",
@@ -722,10 +658,9 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="recover-in-place,recover,dump",
         faults=(BUSINESS,),
         results=(False, True),
-        strategies_chosen=("recover-in-place", "dump"),
-        statuses=("recover-failed", "dump-success"),
-        codes=(499,),
-        rescheduled="job",
+        expected=Outcome(
+            ("recover-in-place", "dump"), ("recover-failed", "dump-success"), (499,), rescheduled="job"
+        ),
     ),
     _s(
         id="in-place-failed-no-dump-exit",
@@ -733,10 +668,9 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="recover-in-place,recover",
         faults=(BUSINESS,),
         results=(False,),
-        strategies_chosen=("recover-in-place", "exit"),
-        statuses=("recover-failed", "exit-completed"),
-        codes=(499,),
-        rescheduled="job",
+        expected=Outcome(
+            ("recover-in-place", "exit"), ("recover-failed", "exit-completed"), (499,), rescheduled="job"
+        ),
     ),
     _s(
         id="recover-failed-then-dump",
@@ -744,10 +678,7 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="recover,dump",
         faults=(NORMAL,),
         results=(False, True),
-        strategies_chosen=("recover", "dump"),
-        statuses=("recover-failed", "dump-success"),
-        codes=(499,),
-        rescheduled="job",
+        expected=Outcome(("recover", "dump"), ("recover-failed", "dump-success"), (499,), rescheduled="job"),
     ),
     _s(
         id="recover-and-dump-failed",
@@ -755,10 +686,9 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="recover,dump",
         faults=(NORMAL,),
         results=(False,),
-        strategies_chosen=("recover", "dump"),
-        statuses=("recover-failed", "dump-failed"),
-        codes=(499, 499),
-        rescheduled="job",
+        expected=Outcome(
+            ("recover", "dump"), ("recover-failed", "dump-failed"), (499, 499), rescheduled="job"
+        ),
     ),
     _s(
         id="recover-failed-no-dump-exit",
@@ -766,10 +696,9 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="recover",
         faults=(NORMAL,),
         results=(False,),
-        strategies_chosen=("recover", "exit"),
-        statuses=("recover-failed", "exit-completed"),
-        codes=(499,),
-        rescheduled="job",
+        expected=Outcome(
+            ("recover", "exit"), ("recover-failed", "exit-completed"), (499,), rescheduled="job"
+        ),
     ),
     _s(
         id="scale-in-failed-then-dump",
@@ -780,10 +709,7 @@ SCENARIOS: Final[list[Scenario]] = [
         spare=False,
         faults=(NORMAL,),
         results=(False, True),
-        strategies_chosen=("elastic-training", "dump"),
-        statuses=("dump-success",),
-        codes=(499,),
-        rescheduled="pod",
+        expected=Outcome(("elastic-training", "dump"), ("dump-success",), (499,), rescheduled="pod"),
     ),
     _s(
         id="scale-in-failed-no-dump-exit",
@@ -792,10 +718,7 @@ SCENARIOS: Final[list[Scenario]] = [
         spare=False,
         faults=(NORMAL,),
         results=(False,),
-        strategies_chosen=("elastic-training", "exit"),
-        statuses=("exit-completed",),
-        codes=(499,),
-        rescheduled="job",
+        expected=Outcome(("elastic-training", "exit"), ("exit-completed",), (499,), rescheduled="job"),
     ),
     _s(
         id="retry-405-recover-failed-dump",
@@ -803,10 +726,12 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="retry,recover,dump",
         faults=(Fault(1, "uce", "SeparateNPU"),),
         results=(405, False, True),
-        strategies_chosen=("retry", "recover", "dump"),
-        statuses=("retry-failed", "recover-failed", "dump-success"),
-        codes=(405, 499),
-        rescheduled="job",
+        expected=Outcome(
+            ("retry", "recover", "dump"),
+            ("retry-failed", "recover-failed", "dump-success"),
+            (405, 499),
+            rescheduled="job",
+        ),
     ),
     _s(
         id="dump-failed-no-exit-completed",
@@ -814,10 +739,7 @@ SCENARIOS: Final[list[Scenario]] = [
         strategies="dump",
         faults=(BUSINESS,),
         results=(False,),
-        strategies_chosen=("dump",),
-        statuses=("dump-failed",),
-        codes=(499,),
-        rescheduled="job",
+        expected=Outcome(("dump",), ("dump-failed",), (499,), rescheduled="job"),
     ),
 ]
 

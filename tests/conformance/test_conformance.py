@@ -12,7 +12,7 @@ import pytest
 
 from simcluster.kube import Kube
 from simcluster.runtime import SimCluster
-from tests.conformance.runners import Observed, run_builtin, run_whatif
+from tests.conformance.runners import run_builtin, run_whatif
 from tests.conformance.scenarios import SCENARIOS, Scenario, sources
 
 IDS = [s.id for s in SCENARIOS]
@@ -55,9 +55,9 @@ def test_the_table_is_big_enough_and_cites_the_source() -> None:
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=IDS)
 def test_whatif_simulator(scenario: Scenario) -> None:
-    assert run_whatif(scenario) == Observed.expected(scenario), scenario.src
+    assert run_whatif(scenario) == scenario.expected, scenario.src
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=IDS)
 def test_builtin_clusterd(sim: SimCluster, kube: Kube, namespace: str, scenario: Scenario) -> None:
-    assert run_builtin(sim, kube, scenario, namespace) == Observed.expected(scenario), scenario.src
+    assert run_builtin(sim, kube, scenario, namespace) == scenario.expected, scenario.src

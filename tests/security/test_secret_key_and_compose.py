@@ -139,13 +139,17 @@ def test_compose_refuses_to_start_without_a_secret_key() -> None:
     assert ok.returncode == 0, ok.stderr
 
 
-@pytest.mark.django_db
-def test_demo_setup_outside_debug_generates_a_password_and_prints_it_once(
-    settings: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    settings.DEBUG = False
+@pytest.fixture
+def no_demo_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No DEMO_PASSWORD and no kubeconfig: demo_setup chooses the password and registers no cluster."""
     monkeypatch.delenv("DEMO_PASSWORD", raising=False)
     monkeypatch.setenv("KUBECONFIG", "")
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("no_demo_env")
+def test_demo_setup_outside_debug_generates_a_password_and_prints_it_once(settings: Any) -> None:
+    settings.DEBUG = False
     out = StringIO()
     call_command("demo_setup", "--username", "ops", stdout=out)
     printed = re.search(r"password: (\S+)", out.getvalue())
@@ -160,11 +164,8 @@ def test_demo_setup_outside_debug_generates_a_password_and_prints_it_once(
 
 
 @pytest.mark.django_db
-def test_demo_setup_in_debug_keeps_the_documented_demo_login(
-    settings: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.mark.usefixtures("no_demo_env")
+def test_demo_setup_in_debug_keeps_the_documented_demo_login(settings: Any) -> None:
     settings.DEBUG = True
-    monkeypatch.delenv("DEMO_PASSWORD", raising=False)
-    monkeypatch.setenv("KUBECONFIG", "")
     call_command("demo_setup", "--username", "local", stdout=StringIO())
     assert authenticate(username="local", password="demo-password") is not None

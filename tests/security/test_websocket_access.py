@@ -58,12 +58,25 @@ def fresh_pool() -> Iterator[None]:
     connection.close_pool()
 
 
-async def subscribed_socket(key: str, job_id: int) -> WebsocketCommunicator:
-    comm = communicator(key)
+async def subscribed(comm: WebsocketCommunicator, job_id: int) -> WebsocketCommunicator:
+    """``comm`` connected and subscribed to ``job_id`` (nothing recorded yet, so nothing replayed)."""
     assert (await comm.connect(timeout=TIMEOUT))[0]
     await comm.send_json_to({"subscribe": {"job": job_id, "after_seq": 0}})
     assert await comm.receive_nothing(timeout=0.2)
     return comm
+
+
+async def subscribed_socket(key: str, job_id: int) -> WebsocketCommunicator:
+    return await subscribed(communicator(key), job_id)
+
+
+def browser_session(user: Any) -> tuple[str, WebsocketCommunicator]:
+    """A signed-in browser's session key, and a socket that sends its session cookie."""
+    browser = Client()
+    browser.force_login(user)
+    session_key = browser.cookies["sessionid"].value
+    headers = [(b"origin", b"http://127.0.0.1:8000"), (b"cookie", f"sessionid={session_key}".encode())]
+    return session_key, WebsocketCommunicator(application, "/ws/events/", headers=headers)
 
 
 async def closed_within(comm: WebsocketCommunicator, seconds: float) -> tuple[list[dict[str, Any]], int]:
@@ -134,10 +147,7 @@ def test_removing_the_grant_stops_that_jobs_events(world: dict[str, Any]) -> Non
 @override_settings(EVENTS_WS_ACCESS_CHECK_SECONDS=CHECK)
 def test_signing_out_closes_a_browsers_socket(world: dict[str, Any]) -> None:
     job = world["jobs"]["team-a"]
-    browser = Client()
-    browser.force_login(world["viewer"])
-    session_key = browser.cookies["sessionid"].value
-    cookie = f"sessionid={session_key}".encode()
+    session_key, socket = browser_session(world["viewer"])
 
     def sign_out() -> None:
         # What /logout/ does to the session (flush deletes it), without a second request thread.
@@ -145,12 +155,7 @@ def test_signing_out_closes_a_browsers_socket(world: dict[str, Any]) -> None:
         connection.close()
 
     async def scenario() -> None:
-        comm = WebsocketCommunicator(
-            application, "/ws/events/", headers=[(b"origin", b"http://127.0.0.1:8000"), (b"cookie", cookie)]
-        )
-        assert (await comm.connect(timeout=TIMEOUT))[0]
-        await comm.send_json_to({"subscribe": {"job": job.pk, "after_seq": 0}})
-        assert await comm.receive_nothing(timeout=0.2)
+        comm = await subscribed(socket, job.pk)
         await sync_to_async(sign_out, thread_sensitive=False)()
         _, code = await closed_within(comm, WITHIN)
         assert code == 4403
@@ -162,9 +167,7 @@ def test_signing_out_closes_a_browsers_socket(world: dict[str, Any]) -> None:
 @override_settings(EVENTS_WS_ACCESS_CHECK_SECONDS=CHECK)
 def test_changing_the_password_closes_a_browsers_other_sockets(world: dict[str, Any]) -> None:
     job = world["jobs"]["team-a"]
-    browser = Client()
-    browser.force_login(world["viewer"])
-    cookie = f"sessionid={browser.cookies['sessionid'].value}".encode()
+    _, socket = browser_session(world["viewer"])
 
     def change_password() -> None:
         user = get_user_model().objects.get(pk=world["viewer"].pk)
@@ -173,12 +176,7 @@ def test_changing_the_password_closes_a_browsers_other_sockets(world: dict[str, 
         connection.close()
 
     async def scenario() -> None:
-        comm = WebsocketCommunicator(
-            application, "/ws/events/", headers=[(b"origin", b"http://127.0.0.1:8000"), (b"cookie", cookie)]
-        )
-        assert (await comm.connect(timeout=TIMEOUT))[0]
-        await comm.send_json_to({"subscribe": {"job": job.pk, "after_seq": 0}})
-        assert await comm.receive_nothing(timeout=0.2)
+        comm = await subscribed(socket, job.pk)
         await sync_to_async(change_password, thread_sensitive=False)()
         frames, code = await closed_within(comm, WITHIN)
         assert code == 4403 and "password" in frames[-1]["error"]

@@ -16,8 +16,7 @@ from rest_framework import mixins, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from apps.accounts.actors import signed_in_user
-from apps.accounts.authentication import token_name_of
+from apps.accounts.actors import actor_for, signed_in_user
 from apps.accounts.models import ApiToken
 from apps.accounts.selectors import tokens_of
 from apps.accounts.services import TooManyTokens, token_issue, token_revoke
@@ -27,7 +26,7 @@ from apps.api.accounts.serializers import (
     TokenOutputSerializer,
 )
 from apps.core.api_errors import ApiError
-from apps.core.middleware import request_id_of
+from apps.core.api_inputs import valid_input
 
 TAG = "tokens"
 
@@ -52,16 +51,14 @@ class TokenViewSet(
         return tokens_of(self.request.user).order_by("-created_at", "-id")
 
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        data = TokenCreateInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        days = data.validated_data.get("expires_in_days")
+        values = valid_input(TokenCreateInputSerializer, request.data)
+        days = values.get("expires_in_days")
         try:
             token, key = token_issue(
                 signed_in_user(request),
-                data.validated_data["name"],
+                values["name"],
                 timezone.now() + timedelta(days=days) if days else None,
-                request_id=request_id_of(request),
-                actor_token_name=token_name_of(request),
+                actor=actor_for(request),
                 parent=request.auth if isinstance(request.auth, ApiToken) else None,
             )
         except TooManyTokens as exc:
@@ -71,7 +68,5 @@ class TokenViewSet(
         return Response(body, status=status.HTTP_201_CREATED)
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        token_revoke(
-            self.get_object(), request_id=request_id_of(request), actor_token_name=token_name_of(request)
-        )
+        token_revoke(self.get_object(), actor=actor_for(request))
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -8,7 +8,7 @@ from rest_framework import serializers
 
 from apps.api.policies.serializers import PolicySpecField, PolicySpecSerializer
 from apps.core.api_errors import ErrorSerializer
-from apps.core.api_inputs import StrictInputSerializer
+from apps.core.api_inputs import StrictInputSerializer, require_exactly_one
 
 MAX_COMMENT = 500
 
@@ -21,14 +21,7 @@ class DefaultPolicyPutSerializer(StrictInputSerializer):
     comment = serializers.CharField(max_length=MAX_COMMENT, required=False, allow_blank=True, default="")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if ("spec" in attrs) == ("preset" in attrs):
-            raise serializers.ValidationError(
-                {
-                    "spec": [
-                        serializers.ErrorDetail("Give exactly one of spec and preset.", code="missing_field")
-                    ]
-                }
-            )
+        require_exactly_one(attrs, "spec", "preset")
         return attrs
 
 

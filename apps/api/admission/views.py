@@ -32,6 +32,7 @@ from apps.api.admission.serializers import (
     RecreateOutputSerializer,
 )
 from apps.core.api_errors import ApiError, ErrorResponseSerializer, field_error
+from apps.core.api_inputs import valid_input
 from apps.jobs.models import Cluster
 from apps.policies.builtin_presets import builtin_preset
 from apps.policies.models import Preset
@@ -105,9 +106,7 @@ class DefaultPolicyApi(APIView):
     )
     def put(self, request: Request, cluster: str, namespace: str) -> Response:
         found = _scope(request, cluster, namespace, Role.ADMIN)
-        data = DefaultPolicyPutSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        values = data.validated_data
+        values = valid_input(DefaultPolicyPutSerializer, request.data)
         preset_name = values.get("preset", "")
         if preset_name:
             spec = Preset.objects.filter(name=preset_name).values_list("spec", flat=True).first()
@@ -176,9 +175,7 @@ class JobRecreateApi(APIView):
     )
     def post(self, request: Request, job_id: int) -> Response:
         job = job_for_request(request, job_id, need=Role.EDITOR)
-        data = RecreateInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        values = data.validated_data
+        values = valid_input(RecreateInputSerializer, request.data)
         if values["confirm"] != job.name:
             raise field_error(
                 "confirm", f"Type the job's name ({job.name!r}) to confirm.", "confirmation_mismatch"

@@ -22,7 +22,8 @@ from apps.api.decisions.serializers import (
     SimulateInputSerializer,
     SimulateOutputSerializer,
 )
-from apps.core.api_errors import ApiError, ErrorResponseSerializer
+from apps.core.api_errors import ApiError, ErrorResponseSerializer, forbidden
+from apps.core.api_inputs import valid_input
 from apps.core.errors import ValidationFailed
 from apps.decisions.models import Decision
 from apps.decisions.services import DecisionChoiceError, DecisionError, decision_answer
@@ -88,19 +89,16 @@ class DecisionDetailApi(APIView):
         decision = self._decision(request, decision_id)
         role = role_for(request.user, decision.job)
         if not has_role(role, Role.EDITOR):
-            raise ApiError(
+            raise forbidden(
                 f"Answering needs the editor role on namespace {decision.job.namespace!r}; you have "
-                f"{role or 'no role'}.",
-                code="permission_denied",
-                status_code=status.HTTP_403_FORBIDDEN,
+                f"{role or 'no role'}."
             )
-        data = DecisionAnswerInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        values = valid_input(DecisionAnswerInputSerializer, request.data)
         actor = actor_for(request)
         try:
             answered = decision_answer(
                 decision_id=decision.pk,
-                strategy=data.validated_data["strategy"],
+                strategy=values["strategy"],
                 user=signed_in_user(request),
                 token_name=actor.token_name,
                 request_id=actor.request_id,
@@ -124,9 +122,7 @@ class SimulateApi(APIView):
         responses={200: SimulateOutputSerializer, 400: OpenApiResponse(ErrorResponseSerializer)},
     )
     def post(self, request: Request) -> Response:
-        data = SimulateInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        values: dict[str, Any] = dict(data.validated_data)
+        values = valid_input(SimulateInputSerializer, request.data)
         job = job_for_request(request, values["job"]) if "job" in values else None
         raw_spec = values.get("spec")
         start = None

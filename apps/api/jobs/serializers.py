@@ -7,7 +7,7 @@ from typing import Any
 from rest_framework import serializers
 
 from apps.api.policies.serializers import InEffectSerializer
-from apps.core.api_inputs import StrictInputSerializer, dns_label_field
+from apps.core.api_inputs import StrictInputSerializer, dns_label_field, validation_error
 from apps.jobs.models import Cluster, TrainingJob
 from apps.policies.spec import DEFAULT_RELEASE, FRAMEWORKS, RELEASES
 from mindcluster import keys as k
@@ -129,18 +129,14 @@ class JobRegisterInputSerializer(StrictInputSerializer):
         leader = k.LEADER_ROLE[framework]
         replicas: dict[str, int] = attrs["replicas"]
         if not replicas:
-            raise _invalid("replicas", "At least one replica role is required.", "missing_field")
+            raise validation_error("replicas", "At least one replica role is required.", "missing_field")
         for role in replicas:
             if role not in (leader, k.WORKER_ROLE):
                 message = (
                     f"{role!r} is not a replica type of {framework} jobs; use {leader} and {k.WORKER_ROLE}."
                 )
-                raise _invalid(f"replicas.{role}", message, "invalid_choice")
+                raise validation_error(f"replicas.{role}", message, "invalid_choice")
         if leader in replicas and replicas[leader] != 1:
             message = f"The {leader} replica must have exactly 1 replica; the operator rejects anything else."
-            raise _invalid(f"replicas.{leader}", message, "out_of_range")
+            raise validation_error(f"replicas.{leader}", message, "out_of_range")
         return attrs
-
-
-def _invalid(field: str, message: str, code: str) -> serializers.ValidationError:
-    return serializers.ValidationError({field: [serializers.ErrorDetail(message, code=code)]})

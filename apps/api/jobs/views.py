@@ -25,7 +25,8 @@ from apps.api.jobs.serializers import (
     job_output,
     job_row_output,
 )
-from apps.core.api_errors import ApiError, ErrorResponseSerializer, field_error
+from apps.core.api_errors import ApiError, ErrorResponseSerializer, field_error, forbidden
+from apps.core.api_inputs import valid_input
 from apps.jobs.models import Cluster, TrainingJob
 from apps.jobs.services import JobAlreadyRegistered, job_register
 
@@ -82,17 +83,13 @@ class JobViewSet(
         return Response(job_detail_output(self.get_object()))
 
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        data = JobRegisterInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        values = data.validated_data
+        values = valid_input(JobRegisterInputSerializer, request.data)
         cluster = _visible_cluster(request, values["cluster"])
         role = role_in_namespace(request.user, cluster=cluster, namespace=values["namespace"])
         if not has_role(role, Role.EDITOR):
-            raise ApiError(
+            raise forbidden(
                 f"Registering a job needs the editor role on namespace {values['namespace']!r} of cluster "
                 f"{cluster.name!r}; you have {role or 'no role'}.",
-                code="permission_denied",
-                status_code=status.HTTP_403_FORBIDDEN,
                 field="namespace",
             )
         try:

@@ -21,6 +21,7 @@ from apps.api.policies.serializers import (
     PresetUpdateInputSerializer,
 )
 from apps.core.api_errors import ApiError, ErrorResponseSerializer, field_error
+from apps.core.api_inputs import valid_input
 from apps.policies.models import Preset
 from apps.policies.preset_services import (
     PresetExists,
@@ -87,9 +88,7 @@ class PresetViewSet(
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         if not is_editor_somewhere(request.user):
             raise PermissionDenied("Creating presets needs the editor role on at least one namespace.")
-        data = PresetCreateInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        values = data.validated_data
+        values = valid_input(PresetCreateInputSerializer, request.data)
         try:
             preset = preset_create(
                 name=values["name"],
@@ -106,9 +105,7 @@ class PresetViewSet(
     def update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         preset = self.get_object()
         self._check_may_change(preset)
-        data = PresetUpdateInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        values = data.validated_data
+        values = valid_input(PresetUpdateInputSerializer, request.data)
         if values.get("name", preset.name) != preset.name:
             raise field_error("name", "Presets cannot be renamed; create a new one.", "immutable")
         try:

@@ -13,7 +13,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from apps.core.api_errors import ErrorSerializer
-from apps.core.api_inputs import StrictInputSerializer
+from apps.core.api_inputs import StrictInputSerializer, require_exactly_one
 from apps.core.parsers import json_safety_problem
 from apps.policies.models import PolicyRevision, PolicySync, Preset
 from apps.policies.rendering.when import WAITS_FOR, WHENS
@@ -187,14 +187,7 @@ class PolicyPutInputSerializer(StrictInputSerializer):
     )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if ("spec" in attrs) == ("preset" in attrs):
-            raise serializers.ValidationError(
-                {
-                    "spec": [
-                        serializers.ErrorDetail("Give exactly one of spec and preset.", code="missing_field")
-                    ]
-                }
-            )
+        require_exactly_one(attrs, "spec", "preset")
         return attrs
 
 
@@ -347,16 +340,7 @@ class RenderInputSerializer(StrictInputSerializer):
     )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if ("policy" in attrs) == ("preset" in attrs):
-            raise serializers.ValidationError(
-                {
-                    "policy": [
-                        serializers.ErrorDetail(
-                            "Give exactly one of policy and preset.", code="missing_field"
-                        )
-                    ]
-                }
-            )
+        require_exactly_one(attrs, "policy", "preset")
         return attrs
 
 

@@ -21,6 +21,7 @@ from apps.api.policies.serializers import (
     ValidateOutputSerializer,
 )
 from apps.core.api_errors import field_error
+from apps.core.api_inputs import valid_input
 from apps.core.errors import ValidationFailed
 from apps.policies.builtin_presets import builtin_preset
 from apps.policies.desired import desired_state
@@ -57,9 +58,7 @@ class PolicyValidateApi(APIView):
         responses=ValidateOutputSerializer,
     )
     def post(self, request: Request) -> Response:
-        data = ValidateInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        values = data.validated_data
+        values = valid_input(ValidateInputSerializer, request.data)
         context: JobContext | None = None
         manifest_issues: tuple[Any, ...] = ()
         if "manifest" in values:
@@ -91,9 +90,7 @@ class RenderApi(APIView):
         responses=RenderOutputSerializer,
     )
     def post(self, request: Request) -> Response:
-        data = RenderInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        values = data.validated_data
+        values = valid_input(RenderInputSerializer, request.data)
         parsed = parse_manifest(values["manifest"])
         raw_spec = values["policy"] if "policy" in values else _preset_spec(values["preset"])
         manifest = parsed.job

@@ -34,6 +34,7 @@ from apps.api.policies.serializers import (
     SyncOutputSerializer,
 )
 from apps.core.api_errors import ApiError, ErrorResponseSerializer, RevisionConflictSerializer, field_error
+from apps.core.api_inputs import valid_input
 from apps.jobs.models import TrainingJob
 from apps.policies.models import PolicyRevision, Preset
 from apps.policies.preview import policy_preview, with_release
@@ -97,9 +98,7 @@ class PolicyDetailApi(APIView):
     )
     def put(self, request: Request, job_id: int) -> Response:
         job = job_for_request(request, job_id, need=Role.EDITOR)
-        data = PolicyPutInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        values = data.validated_data
+        values = valid_input(PolicyPutInputSerializer, request.data)
         expected = expected_revision(request, values.get("revision"))
         preset = None
         if "preset" in values:
@@ -135,11 +134,10 @@ class PolicyPreviewApi(APIView):
     )
     def post(self, request: Request, job_id: int) -> Response:
         job = job_for_request(request, job_id)
-        data = PreviewInputSerializer(data=request.data if request.data is not None else {})
-        data.is_valid(raise_exception=True)
+        values = valid_input(PreviewInputSerializer, request.data if request.data is not None else {})
         # The live object is read with the control plane's account: viewers see it redacted.
         viewer_only = not has_role(role_for(request.user, job), Role.EDITOR)
-        return Response(policy_preview(job=job, raw_spec=data.validated_data.get("spec"), redact=viewer_only))
+        return Response(policy_preview(job=job, raw_spec=values.get("spec"), redact=viewer_only))
 
 
 @extend_schema(tags=[TAG])

@@ -56,13 +56,20 @@ def _replace_port(have: Entry, want: Entry) -> Entry:
     return {**kept, **want}
 
 
-ENV = EntryKind(
-    name="env",
-    key=lambda e: e.get("name"),
-    matchers=(lambda have, want: have.get("name") == want["name"],),
-    same=_same_env,
-    replace=lambda have, want: dict(want),
-)
+def _identified_by(
+    name: str, field: str, same: Callable[[Entry, Entry], bool] = lambda have, want: have == want
+) -> EntryKind:
+    """Entries that one field identifies (an env var's name, a mount's path); an update replaces them."""
+    return EntryKind(
+        name=name,
+        key=lambda e: e.get(field),
+        matchers=(lambda have, want: have.get(field) == want[field],),
+        same=same,
+        replace=lambda have, want: dict(want),
+    )
+
+
+ENV = _identified_by("env", "name", same=_same_env)
 PORT = EntryKind(
     name="port",
     key=lambda e: e.get("name"),
@@ -77,20 +84,8 @@ PORT = EntryKind(
     ),
     replace=_replace_port,
 )
-VOLUME = EntryKind(
-    name="volume",
-    key=lambda e: e.get("name"),
-    matchers=(lambda have, want: have.get("name") == want["name"],),
-    same=lambda have, want: have == want,
-    replace=lambda have, want: dict(want),
-)
-MOUNT = EntryKind(
-    name="mount",
-    key=lambda e: e.get("mountPath"),
-    matchers=(lambda have, want: have.get("mountPath") == want["mountPath"],),
-    same=lambda have, want: have == want,
-    replace=lambda have, want: dict(want),
-)
+VOLUME = _identified_by("volume", "name")
+MOUNT = _identified_by("mount", "mountPath")
 
 
 def parse_marker(value: Any) -> frozenset[str]:

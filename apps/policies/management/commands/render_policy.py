@@ -22,7 +22,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.policies.builtin_presets import builtin_preset, preset_names
 from apps.policies.desired import desired_state
-from apps.policies.management.commands.validate_policy import parse_json, read_text
+from apps.policies.management.commands.validate_policy import parse_documents, parse_json, read_text
 from apps.policies.spec import JobContext
 from apps.policies.validation import validate_manifest, validate_policy
 from apps.policies.validation.fields import normalise_release
@@ -79,27 +79,6 @@ class Command(BaseCommand):
         if options.get("artifacts"):
             write_artifacts(Path(options["artifacts"]), rendered.artifacts.files())
         self.stdout.write(dump(output, options["format"]), ending="")
-
-
-def parse_documents(text: str, path: str) -> list[Any]:
-    """Every non-empty document of a JSON or (multi-document) YAML file."""
-    stripped = text.lstrip()
-    if stripped.startswith(("{", "[")):
-        try:
-            return [json.loads(text)]
-        except (json.JSONDecodeError, RecursionError, ValueError):
-            pass  # YAML flow style can look like JSON; let the YAML parser have it
-    try:
-        documents = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        raise CommandError(f"{path}: invalid YAML{where}: {exc.problem or exc}", returncode=2) from None
-    except (yaml.YAMLError, RecursionError, ValueError) as exc:
-        raise CommandError(f"{path}: invalid YAML: {exc}", returncode=2) from None
-    if not documents:
-        raise CommandError(f"{path}: the manifest is empty", returncode=2)
-    return documents
 
 
 def ascendjob_index(documents: list[Any], path: str) -> int:

@@ -94,7 +94,7 @@ def load_ascendjob(text: str, path: str) -> Any:
     several, the one whose kind is AscendJob is picked (e.g. the samples' ConfigMap + AscendJob).
     """
     path = display_name(path)
-    documents = _parse_documents(text, path)
+    documents = parse_documents(text, path)
     if len(documents) == 1:
         return documents[0]
     jobs = [d for d in documents if isinstance(d, dict) and d.get("kind") == k.ASCENDJOB_KIND]
@@ -106,12 +106,13 @@ def load_ascendjob(text: str, path: str) -> Any:
     return jobs[0]
 
 
-def _parse_documents(text: str, path: str) -> list[Any]:
+def parse_documents(text: str, path: str) -> list[Any]:
+    """Every non-empty document of a JSON or (multi-document) YAML file."""
     if text.lstrip().startswith(("{", "[")):
         try:
             return [json.loads(text)]
         except (json.JSONDecodeError, RecursionError, ValueError):
-            pass  # not JSON after all; YAML is a superset for the common cases
+            pass  # YAML flow style can look like JSON; let the YAML parser have it
     try:
         documents = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.MarkedYAMLError as exc:

@@ -61,7 +61,7 @@ class Command(BaseCommand):
         # A fresh demo token per run (keys are stored hashed, so an old one cannot be shown again);
         # the previous demo tokens are revoked so they do not pile up.
         for old in ApiToken.objects.filter(user=user, name=DEMO_TOKEN_NAME, revoked_at__isnull=True):
-            token_revoke(old, actor=user)
+            token_revoke(old)
         _, key = token_issue(user, DEMO_TOKEN_NAME)
         count = presets_sync_builtin()
         cluster = cluster_register_default()
