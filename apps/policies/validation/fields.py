@@ -18,7 +18,12 @@ from apps.policies.spec import RELEASES, STRATEGIES
 from .issues import IssueCollector, describe, json_type, pointer
 
 # "7.3", "7.3.0", "7.1.RC1", "7.1RC1", "v26.1.0" -> (major, minor); RC/patch suffixes do not change rules.
-_RELEASE_RE = re.compile(r"^v?(\d+)\.(\d+)(?:[.\-_]?(?:rc\d*|\d+))*$", re.IGNORECASE)
+# The suffix is read one token at a time ("rc" or one digit, each after at most one separator), and
+# every quantifier is possessive: no two quantifiers can share a character, so the match is linear.
+# (The earlier ``(?:[.\-_]?(?:rc\d*|\d+))*`` could split a run of digits 2^n ways: 1.4 s at 25 chars.)
+_RELEASE_RE = re.compile(r"^v?([0-9]++)\.([0-9]++)(?:[.\-_]?+(?:rc|[0-9]))*+$", re.IGNORECASE)
+# Spaces, "_" and "-" all fold to one "-" when comparing spellings.
+_SEPARATORS = re.compile(r"[\s_-]+")
 
 
 def is_int(value: Any) -> TypeGuard[int]:
@@ -40,7 +45,7 @@ def suggest(value: Any, choices: Sequence[str]) -> str | None:
 
 
 def _fold(text: str) -> str:
-    return re.sub(r"[\s_-]+", "-", text.strip().lower())
+    return _SEPARATORS.sub("-", text.strip().lower())
 
 
 def did_you_mean(value: Any, choices: Sequence[str]) -> str:
