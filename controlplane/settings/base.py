@@ -102,6 +102,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "apps.core.middleware.RequestIdMiddleware",  # first: every response, even a redirect, carries the id
+    "apps.core.body_limit.BodyLimitMiddleware",  # an oversized body is refused before anything reads it
     "apps.core.csp.ContentSecurityPolicyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -113,6 +114,12 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",  # last: turns a locked-out sign-in into a 429 page
 ]
+
+# Every request body, API and admission alike (apps/core/body_limit.py): 3 MiB is the API server's own
+# request limit, so no AdmissionReview is larger; policies and manifests (at most 1 M characters) fit.
+REQUEST_BODY_MAX_BYTES = env_int("REQUEST_BODY_MAX_BYTES", 3 * 1024 * 1024, minimum=1024)
+# The same limit where Django reads a body itself (request.body, forms).
+DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_BODY_MAX_BYTES
 
 ROOT_URLCONF = "controlplane.urls"
 ASGI_APPLICATION = "controlplane.asgi.application"

@@ -26,6 +26,20 @@ _RELEASE_RE = re.compile(r"^v?([0-9]++)\.([0-9]++)(?:[.\-_]?+(?:rc|[0-9]))*+$", 
 _SEPARATORS = re.compile(r"[\s_-]+")
 
 
+# The longest list a policy field accepts (strategies, a rule's fault types or levels): far more
+# than the closed sets hold, and short enough that a hostile list costs nothing to refuse.
+MAX_LIST_ITEMS = 100
+
+
+def too_many_items(field: str, where: str, count: int, out: IssueCollector) -> None:
+    out.error(
+        "too_many_items",
+        where,
+        f"{field} has {count} entries; at most {MAX_LIST_ITEMS} are allowed. List each value once.",
+        [0, MAX_LIST_ITEMS],
+    )
+
+
 def is_int(value: Any) -> TypeGuard[int]:
     """True for real integers; ``True``/``False`` are not integers in a policy."""
     return isinstance(value, int) and not isinstance(value, bool)
@@ -164,6 +178,10 @@ def read_strategies(raw: Any, out: IssueCollector) -> StrategyList | None:
             f"strategies must be a list of names or a comma-separated string, got {json_type(raw)}.",
             list(STRATEGIES),
         )
+        return None
+
+    if len(entries) > MAX_LIST_ITEMS:
+        too_many_items("strategies", pointer("strategies"), len(entries), out)
         return None
 
     def locate(index: int) -> str:
