@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin
+from django.db import models
 from django.http import HttpRequest
 
 from apps.accounts.models import ApiToken, NamespaceGrant
@@ -26,11 +27,11 @@ class ApiTokenAdmin(AuditedAdmin):
     def has_add_permission(self, request: object) -> bool:
         return False
 
-    def save_model(self, request: HttpRequest, obj: ApiToken, form: Any, change: bool) -> None:
+    def save_model(self, request: HttpRequest, obj: models.Model, form: Any, change: bool) -> None:
         super().save_model(request, obj, form, change)
-        if obj.revoked_at is not None:  # revoked here: the tokens it minted go with it
+        if isinstance(obj, ApiToken) and obj.revoked_at is not None:  # the tokens it minted go with it
             user = request.user if request.user.is_authenticated else None
-            token_revoke_descendants(obj, actor=user, request_id=request_id_of(request))  # type: ignore[arg-type]
+            token_revoke_descendants(obj, actor=user, request_id=request_id_of(request))
 
 
 @admin.register(NamespaceGrant)

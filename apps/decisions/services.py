@@ -34,6 +34,7 @@ from apps.audit.services import audit_record
 from apps.cluster import client as kube
 from apps.cluster.errors import ClusterError
 from apps.core.errors import ApplicationError
+from apps.core.numbers import is_ascii_digits
 from apps.core.queue import enqueue
 from apps.decisions.models import Decision
 from apps.decisions.rules import CONFIRM_TYPE_NAMES, FaultFacts, evaluate, parse_confirm_fault, window_lengths
@@ -103,7 +104,7 @@ def _reset_config_facts(job: TrainingJob, ranks: set[int]) -> tuple[set[str], se
     types: set[str] = set()
     levels: set[str] = set()
     for entry in state.get("RankList") or [] if isinstance(state, dict) else []:
-        if not isinstance(entry, dict) or not str(entry.get("RankId", "")).isdigit():
+        if not isinstance(entry, dict) or not is_ascii_digits(str(entry.get("RankId", ""))):
             continue
         if ranks and int(entry["RankId"]) not in ranks:
             continue

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
+from apps.core.numbers import is_ascii_digits
 from apps.policies.spec import RELEASES, STRATEGIES
 
 from .issues import IssueCollector, describe, json_type, pointer
@@ -110,7 +111,7 @@ def read_int(
     low, high = bounds
     if not is_int(raw):
         hint = ""
-        if isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
+        if isinstance(raw, str) and is_ascii_digits(raw.strip().lstrip("-")):
             hint = " Write it without quotes."
         out.error(
             "invalid_type", where, f"{name} must be an integer, got {json_type(raw)}.{hint}", [low, high]
