@@ -319,9 +319,9 @@ REST_FRAMEWORK = {
     },
     "NUM_PROXIES": env_int("API_NUM_PROXIES", 0, minimum=0) or None,
 }
-# /api/schema/ and /api/docs/ describe the API contract only (it is published in docs/openapi.yaml
-# too): public by default, so pipelines and their authors can read it; false = signed-in users only.
-API_DOCS_PUBLIC = env_bool("API_DOCS_PUBLIC", default=True)
+# /api/schema/ and /api/docs/ map every endpoint of a multi-tenant control plane: for signed-in users
+# (session or token) by default; true = anyone who reaches the port (docs/openapi.yaml is the same).
+API_DOCS_PUBLIC = env_bool("API_DOCS_PUBLIC", default=False)
 # Only for bench/bench_api.py: adds a bare DRF view under /api/v1/_bench/ as its baseline.
 BENCH_ENDPOINTS = env_bool("BENCH_ENDPOINTS", default=False)
 SPECTACULAR_SETTINGS = {
