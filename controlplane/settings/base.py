@@ -189,9 +189,15 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = env_int("CELERY_WORKER_PREFETCH_MULTIPLIER",
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 240, minimum=10)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 300, minimum=20)
 # Must exceed the longest task, or Redis re-delivers a task that is still running.
+# The socket timeouts bound every broker call: a Redis that accepts connections but never answers
+# (hung, or a half-open path) used to hold the request that queued a push for minutes.
+BROKER_TIMEOUT_SECONDS = env_float("BROKER_TIMEOUT_SECONDS", 3.0, minimum=0.1)
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=CELERY_TASK_TIME_LIMIT + 60)
+    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=CELERY_TASK_TIME_LIMIT + 60),
+    "socket_connect_timeout": BROKER_TIMEOUT_SECONDS,
+    "socket_timeout": BROKER_TIMEOUT_SECONDS,
 }
+CELERY_BROKER_CONNECTION_TIMEOUT = BROKER_TIMEOUT_SECONDS
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_PUSH_QUEUE = env_str("CELERY_PUSH_QUEUE", "push")
 CELERY_SLOW_QUEUE = env_str("CELERY_SLOW_QUEUE", "slow")
@@ -207,23 +213,22 @@ CELERY_TASK_ROUTES = {
     "advice.refresh_summaries": {"queue": CELERY_SLOW_QUEUE},
     "events.sweep_webhooks": {"queue": CELERY_SLOW_QUEUE},
 }
+
+
+def _every(task: str, seconds: float) -> dict[str, object]:
+    """A beat entry that expires after one interval: a run still queued when the next is due (workers
+    down, a backlog) is dropped rather than run late, so an outage does not end in a burst of sweeps."""
+    return {"task": task, "schedule": seconds, "options": {"expires": seconds}}
+
+
 CELERY_BEAT_SCHEDULE = {
-    "sweep-decisions": {"task": "decisions.sweep", "schedule": env_float("DECISION_SWEEP_SECONDS", 5.0)},
-    "check-clusters": {"task": "jobs.check_clusters", "schedule": env_float("CLUSTER_CHECK_SECONDS", 30.0)},
-    "sweep-stuck-syncs": {
-        "task": "policies.sweep_syncs",
-        "schedule": env_float("SWEEP_INTERVAL_SECONDS", 15.0),
-    },
-    "reconcile-drift": {
-        "task": "policies.reconcile_drift",
-        "schedule": env_float("RECONCILE_INTERVAL_SECONDS", 60.0),
-    },
+    "sweep-decisions": _every("decisions.sweep", env_float("DECISION_SWEEP_SECONDS", 5.0)),
+    "check-clusters": _every("jobs.check_clusters", env_float("CLUSTER_CHECK_SECONDS", 30.0)),
+    "sweep-stuck-syncs": _every("policies.sweep_syncs", env_float("SWEEP_INTERVAL_SECONDS", 15.0)),
+    "reconcile-drift": _every("policies.reconcile_drift", env_float("RECONCILE_INTERVAL_SECONDS", 60.0)),
     # The jobs list's "could save" column (issue #18): re-priced after new incidents.
-    "refresh-advice": {
-        "task": "advice.refresh_summaries",
-        "schedule": env_float("ADVICE_REFRESH_SECONDS", 60.0),
-    },
-    "sweep-webhooks": {"task": "events.sweep_webhooks", "schedule": env_float("WEBHOOK_SWEEP_SECONDS", 15.0)},
+    "refresh-advice": _every("advice.refresh_summaries", env_float("ADVICE_REFRESH_SECONDS", 60.0)),
+    "sweep-webhooks": _every("events.sweep_webhooks", env_float("WEBHOOK_SWEEP_SECONDS", 15.0)),
 }
 
 # --- push pipeline -------------------------------------------------------------------------------
