@@ -7,6 +7,11 @@ from typing import Any
 
 import pytest
 from django.test import Client
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+
+from apps.jobs.models import Cluster
 
 pytestmark = pytest.mark.django_db
 
@@ -75,3 +80,32 @@ def test_a_body_that_is_not_a_json_object_is_a_400(body: bytes) -> None:
     response = _post(body)
     assert response.status_code == 400, response.content[:300]
     assert response.json()["error"].startswith("not an AdmissionReview: ")
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(
+    kind=_JSON | st.just({"group": "mindxdl.gitee.com", "kind": "AscendJob"}),
+    operation=_JSON | st.just("CREATE"),
+    metadata=_JSON | st.fixed_dictionaries({"name": _JSON, "annotations": _JSON, "labels": _JSON}),
+    extra=st.dictionaries(st.sampled_from(["namespace", "dryRun", "object", "userInfo"]), _JSON, max_size=2),
+)
+@hypothesis_settings(max_examples=150, deadline=None)
+def test_no_review_of_any_shape_gets_a_server_error(
+    kind: Any, operation: Any, metadata: Any, extra: Any
+) -> None:
+    job = {"apiVersion": "mindxdl.gitee.com/v1", "kind": "AscendJob", "metadata": metadata}
+    body = _review(kind=kind, operation=operation, object=job)
+    body["request"].update(extra)
+    Cluster.objects.get_or_create(name="shapes")  # so a well-typed review goes all the way through admit
+    response = Client(raise_request_exception=False).generic(
+        "POST", URL + "?cluster=shapes", json.dumps(body).encode(), content_type="application/json"
+    )
+    assert response.status_code in (200, 400), response.content[:300]
