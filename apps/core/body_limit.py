@@ -22,23 +22,13 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
-from apps.core.api_errors import error
+from apps.core.api_errors import too_large_body
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 AsgiApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-
-def too_large_body() -> dict[str, Any]:
-    """The 413 body: the project's error shape, naming the limit in bytes."""
-    limit = settings.REQUEST_BODY_MAX_BYTES
-    message = (
-        f"The request body is larger than this server accepts: at most {limit} bytes "
-        f"({limit / 1024 / 1024:g} MiB). Send a smaller document."
-    )
-    return {"errors": [error("request_too_large", message, "body")]}
 
 
 def _declared_length(value: str | bytes | None) -> int | None:
