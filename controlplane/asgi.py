@@ -15,15 +15,19 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.wsgi import get_wsgi_application  # noqa: E402
 
+from apps.core.body_limit import AsgiBodyLimit  # noqa: E402
 from apps.core.websocket import SameOriginOrTokenValidator  # noqa: E402
 from controlplane.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         # Django's WSGIHandler returns an HttpResponse, an iterable of bytes; its stub says HttpResponseBase.
-        "http": WSGIMiddleware(get_wsgi_application(), workers=settings.HTTP_THREADS)  # type: ignore[arg-type]
-        if settings.HTTP_THREADS
-        else django_asgi_app,
+        # Bodies over REQUEST_BODY_MAX_BYTES are refused here, chunked ones included.
+        "http": AsgiBodyLimit(
+            WSGIMiddleware(get_wsgi_application(), workers=settings.HTTP_THREADS)  # type: ignore[arg-type]
+            if settings.HTTP_THREADS
+            else django_asgi_app
+        ),
         # Same-origin browsers, or programs with a token: a foreign Origin is refused before the
         # consumer runs.
         # path() to a consumer's as_asgi(): the stub of URLRouter asks for a private URLPattern subtype.

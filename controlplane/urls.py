@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+from drf_spectacular.views import SpectacularSwaggerSplitView
 
 from apps.admission.views import admission_ascendjobs
 from apps.api.metrics import metrics_view
+from apps.api.schema_view import CachedSpectacularAPIView
 from apps.core.permissions import ApiDocsAccess
 from apps.core.views import healthz
 
@@ -16,7 +17,9 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("admission/ascendjobs/", admission_ascendjobs, name="admission-ascendjobs"),
     path("api/v1/", include("controlplane.api_urls")),
-    path("api/schema/", SpectacularAPIView.as_view(permission_classes=[ApiDocsAccess]), name="api-schema"),
+    path(
+        "api/schema/", CachedSpectacularAPIView.as_view(permission_classes=[ApiDocsAccess]), name="api-schema"
+    ),
     # The split view serves Swagger UI's start-up script as a file: no inline script, so the
     # Content-Security-Policy needs no exception for it.
     path(

@@ -68,7 +68,7 @@ def rank_id(entry: dict[str, Any]) -> int | None:
     if isinstance(value, int):
         return value
     text = str(value) if value is not None else ""
-    return int(text) if text.isdigit() else None
+    return int(text) if text.isascii() and text.isdigit() else None  # "²".isdigit() is True
 
 
 def error_code_hex(entry: dict[str, Any]) -> str:

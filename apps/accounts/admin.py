@@ -1,9 +1,16 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
+from django.db import models
+from django.http import HttpRequest
 
 from apps.accounts.models import ApiToken, NamespaceGrant
+from apps.accounts.services import token_revoke_descendants
+from apps.audit.actors import Actor
 from apps.audit.admin_hooks import AuditedAdmin
+from apps.core.middleware import request_id_of
 
 
 @admin.register(ApiToken)
@@ -20,6 +27,12 @@ class ApiTokenAdmin(AuditedAdmin):
 
     def has_add_permission(self, request: object) -> bool:
         return False
+
+    def save_model(self, request: HttpRequest, obj: models.Model, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        if isinstance(obj, ApiToken) and obj.revoked_at is not None:  # the tokens it minted go with it
+            user = request.user if request.user.is_authenticated else None
+            token_revoke_descendants(obj, actor=Actor(user=user, request_id=request_id_of(request)))
 
 
 @admin.register(NamespaceGrant)

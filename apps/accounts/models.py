@@ -34,6 +34,11 @@ class ApiToken(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True)
     expires_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # The token that authenticated the request which minted this one (None: minted by a signed-in
+    # user or a command). Revoking a token revokes its descendants; a deleted token takes them along.
+    parent = models.ForeignKey(
+        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="children", editable=False
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]

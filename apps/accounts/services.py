@@ -21,6 +21,17 @@ from apps.core.errors import ApplicationError
 KEY_PREFIX_LENGTH = 8
 
 
+class TokenParentRevoked(ApplicationError):
+    """The token asking to mint a child was revoked meanwhile: a revoked token mints nothing."""
+
+    def __init__(self, parent: ApiToken) -> None:
+        self.parent = parent
+        super().__init__(
+            f"The token {parent.name!r} ({parent.prefix}…) was revoked, so it cannot create tokens; "
+            "sign in again or use an active token."
+        )
+
+
 class TooManyTokens(ApplicationError):
     """The user already holds ``API_TOKENS_PER_USER`` active tokens."""
 
@@ -76,6 +87,12 @@ def token_issue(
     with ``TooManyTokens`` when the user holds ``API_TOKENS_PER_USER`` active tokens already.
     """
     limit = settings.API_TOKENS_PER_USER
+    if parent is not None:
+        # The parent's row is the lock ``token_revoke`` takes too: a child is either minted before
+        # the revocation (and revoked with it) or refused.
+        parent = ApiToken.objects.select_for_update().get(pk=parent.pk)
+        if parent.revoked_at is not None:
+            raise TokenParentRevoked(parent)
     # The user's row is the lock: two concurrent requests cannot both take the last free place.
     get_user_model().objects.select_for_update().filter(pk=user.pk).first()
     if active_tokens_of(user) >= limit:
@@ -87,6 +104,7 @@ def token_issue(
         prefix=key[:KEY_PREFIX_LENGTH],
         key_hash=hash_key(key),
         expires_at=capped_expiry(expires_at, parent),
+        parent=parent,
     )
     audit_record(
         actor=actor or Actor(user=user), action="token.issue", obj=token, after=token_snapshot(token)
@@ -100,10 +118,12 @@ def token_revoke(
     *,
     actor: Actor | None = None,
 ) -> ApiToken:
-    """Revoke a token (idempotent): it stops authenticating at once; the row stays for the audit trail.
+    """Revoke a token and every token minted with it, down the tree (idempotent).
 
-    ``actor``: who asks; the token's owner when not given.
+    They stop authenticating at once; the rows stay for the audit trail, one entry per token.
     """
+    # Lock first: ``token_issue`` locks the parent too, so no child is minted while this runs.
+    ApiToken.objects.select_for_update().filter(pk=token.pk).first()
     before = token_snapshot(token)
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
@@ -115,7 +135,43 @@ def token_revoke(
         before=before,
         after=token_snapshot(token),
     )
+    token_revoke_descendants(token, actor=actor)
     return token
+
+
+def token_revoke_descendants(token: ApiToken, *, actor: Actor | None = None) -> int:
+    """Revoke the active tokens minted with revoked ``token``, down the tree; how many there were."""
+    descendants = token_descendants_active(token)
+    for child in descendants:
+        child_before = token_snapshot(child)
+        child.revoked_at = token.revoked_at or timezone.now()
+        child.save(update_fields=["revoked_at"])
+        audit_record(
+            actor=actor or Actor(user=token.user),
+            action="token.revoke",
+            obj=child,
+            before=child_before,
+            after={**token_snapshot(child), "revoked_with": token.prefix},
+        )
+    return len(descendants)
+
+
+def token_descendants_active(token: ApiToken) -> list[ApiToken]:
+    """The not-yet-revoked tokens minted with ``token``, its children's, and so on (breadth first)."""
+    found: list[ApiToken] = []
+    level = [token.pk]
+    seen = {token.pk}
+    while level:
+        children = list(
+            ApiToken.objects.select_for_update()
+            .select_related("user")
+            .filter(parent_id__in=level)
+            .exclude(pk__in=seen)
+        )
+        seen.update(child.pk for child in children)
+        found.extend(child for child in children if child.revoked_at is None)
+        level = [child.pk for child in children]
+    return found
 
 
 def token_snapshot(token: ApiToken) -> dict[str, object]:

@@ -32,6 +32,7 @@ from django.utils import timezone
 from apps.admission.jsonpatch import diff
 from apps.admission.merge import ANNOTATION_PRESET, Merged, keep_user_metadata, merge_layers
 from apps.admission.models import NamespaceDefault
+from apps.admission.review_shape import review_shape_problem
 from apps.audit.actors import Actor
 from apps.audit.services import audit_record
 from apps.events import kinds
@@ -72,6 +73,9 @@ def parse_review(body: Any) -> dict[str, Any]:
     request = body.get("request")
     if not isinstance(request, dict) or not isinstance(request.get("uid"), str) or not request["uid"]:
         raise BadReview("request.uid is required")
+    problem = review_shape_problem(body, request)
+    if problem:
+        raise BadReview(problem)
     return request
 
 

@@ -15,6 +15,7 @@ from apps.accounts.permissions import job_for_request
 from apps.advice import assumptions as A
 from apps.advice.services import advise, summary_store
 from apps.core.api_errors import ErrorResponseSerializer, field_error
+from apps.core.numbers import is_ascii_digits
 
 
 class VariedSpecSerializer(serializers.Serializer):
@@ -88,14 +89,15 @@ def _int_param(request: Request, name: str, bounds: tuple[int, int], what: str) 
     if raw is None or raw == "":
         return None
     low, high = bounds
-    if not raw.strip().isdigit() or not low <= int(raw) <= high:
+    digits = raw.strip()
+    if not is_ascii_digits(digits) or not low <= int(digits) <= high:
         raise field_error(
             name,
             f"{name} must be a whole number of {what} from {low} to {high}; got {raw[:40]!r}.",
-            "out_of_range" if raw.strip().isdigit() else "invalid",
+            "out_of_range" if is_ascii_digits(digits) else "invalid",
             allowed=[low, high],
         )
-    return int(raw)
+    return int(digits)
 
 
 @extend_schema(

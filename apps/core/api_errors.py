@@ -11,6 +11,7 @@ import logging
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import Http404
@@ -55,6 +56,16 @@ def error(
     if allowed is not None:
         entry["allowed"] = list(allowed)
     return entry
+
+
+def too_large_body() -> dict[str, Any]:
+    """The 413 body for a request body over ``REQUEST_BODY_MAX_BYTES``, naming the limit."""
+    limit = settings.REQUEST_BODY_MAX_BYTES
+    message = (
+        f"The request body is larger than this server accepts: at most {limit} bytes "
+        f"({limit / 1024 / 1024:g} MiB). Send a smaller document."
+    )
+    return {"errors": [error("request_too_large", message, "body")]}
 
 
 class ApiError(exceptions.APIException):
@@ -146,7 +157,7 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
         exc = exceptions.PermissionDenied()
     elif isinstance(exc, RequestDataTooBig):
         return Response(
-            {"errors": [error("request_too_large", "The request body is larger than this server accepts.")]},
+            too_large_body(),
             status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
         )
     elif isinstance(exc, SuspiciousOperation):

@@ -13,7 +13,7 @@ from rest_framework.parsers import JSONParser
 
 # Far deeper than any policy or manifest, far shallower than the interpreter's recursion limit.
 MAX_DEPTH = 64
-# A 2.5 MB body (Django's default upload limit) holds at most ~1.3 M JSON values.
+# A body of REQUEST_BODY_MAX_BYTES (3 MiB, apps/core/body_limit.py) holds at most ~1.6 M JSON values.
 MAX_NODES = 2_000_000
 # A UTF-16 surrogate code point on its own ("\ud800" in JSON text, or in YAML) decodes to a str that
 # UTF-8 cannot encode: PostgreSQL, the renderer and the response encoder would all fail on it later.

@@ -13,9 +13,12 @@ if TYPE_CHECKING:
 
 
 class ApiDocsAccess(BasePermission):
-    """Everyone when ``API_DOCS_PUBLIC`` (the default), else signed-in users (session or token)."""
+    """Signed-in users (session or token); everyone when ``API_DOCS_PUBLIC`` is true."""
 
-    message = "The API documentation is for signed-in users on this server (API_DOCS_PUBLIC=false)."
+    message = (
+        "The API documentation is for signed-in users: sign in or send 'Authorization: Token <key>' "
+        "(or set API_DOCS_PUBLIC=true on the server)."
+    )
 
     def has_permission(self, request: Request, view: APIView) -> bool:
         if settings.API_DOCS_PUBLIC:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from apps.core.numbers import is_ascii_digits
 from apps.policies.spec import DecisionRule, PolicySpec
 from mindcluster.faults import FAULT_HCCL, FAULT_OTHER, FAULT_UCE
 
@@ -33,7 +34,7 @@ def parse_confirm_fault(value: str) -> list[dict[str, object]]:
     faults: list[dict[str, object]] = []
     for item in value.split(","):
         rank, sep, kind = item.strip().partition(":")
-        if sep and rank.strip().lstrip("-").isdigit():
+        if sep and is_ascii_digits(rank.strip().lstrip("-")):
             faults.append({"rank": int(rank), "type": kind.strip() or "1"})
     return faults
 

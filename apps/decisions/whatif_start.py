@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from apps.core.numbers import is_ascii_digits
 from apps.jobs.models import TrainingJob
 from apps.policies.desired import PLATFORM_MODE
 from apps.policies.in_effect import current_incarnation, in_effect, observed_config, process_recovery_on
@@ -87,6 +88,6 @@ def _creation_fields(config: dict[str, str | None]) -> dict[str, Any]:
         "pod_rescheduling": config.get(c.LABEL_POD_RESCHEDULING) == "on",
         "sub_healthy_strategy": config.get(c.LABEL_SUB_HEALTHY_STRATEGY) or "ignore",
         "platform_mode": config.get(PLATFORM_MODE) == "on",
-        "fault_retry_times": int(retry) if retry and retry.isdigit() else 0,
-        "backoff_limit": int(backoff) if backoff and backoff.isdigit() else None,
+        "fault_retry_times": int(retry) if retry and is_ascii_digits(retry) else 0,
+        "backoff_limit": int(backoff) if backoff and is_ascii_digits(backoff) else None,
     }

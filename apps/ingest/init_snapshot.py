@@ -34,7 +34,12 @@ _POD_RESCHEDULING = "pod-rescheduling"
 # fault-scheduling as ClusterD knows it: grace and force both add job-rescheduling, so the snapshot
 # cannot tell them apart; the reader keeps the PodGroup's own grace/force where it has one.
 RESCHEDULING_ON = "grace"
-_PAIR = re.compile(r"(?P<key>[A-Za-z][\w.-]*)\s*[=:]\s*(?P<value>[^;\n]*)")
+# ``key=value`` / ``key: value`` pairs. A key is the part of a run of [\w.-] from its first ASCII
+# letter; trying only at the start of each run (the lookbehind) with possessive quantifiers reads
+# each run once, so a long run with no "=" after it is linear, not a rescan from every letter.
+_PAIR = re.compile(
+    r"(?<![\w.-])(?:(?![A-Za-z])[\w.-])*+(?P<key>[A-Za-z][\w.-]*+)\s*+[=:]\s*+(?P<value>[^;\n]*+)"
+)
 _TRUE = ("true", "on", "yes", "1")
 _LABEL_KEYS = {
     c.LABEL_FAULT_SCHEDULING: c.LABEL_FAULT_SCHEDULING,

@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.audit.services import audit_record
+from apps.core.numbers import is_ascii_digits
 from apps.jobs.incarnations import incarnation_observe_job
 from apps.jobs.models import Cluster, JobIncarnation, TrainingJob
 from apps.policies.spec import DEFAULT_RELEASE, FRAMEWORKS, JobContext
@@ -66,7 +67,7 @@ def observed_spec(manifest: dict[str, Any], release: str) -> tuple[dict[str, Any
         for issue in result.errors:
             top = issue.field.lstrip("/").split("/")[0]
             parts = issue.field.lstrip("/").split("/")
-            if top == "strategies" and len(parts) > 1 and parts[1].isdigit():
+            if top == "strategies" and len(parts) > 1 and is_ascii_digits(parts[1]):
                 index = int(parts[1])
                 bad = spec["strategies"][index] if index < len(spec.get("strategies", [])) else None
                 if bad is not None:

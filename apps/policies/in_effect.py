@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from apps.core.numbers import is_ascii_digits
 from apps.jobs.models import JobIncarnation, TrainingJob
 from apps.policies.desired import (
     PLATFORM_MODE,
@@ -85,7 +86,7 @@ def _revision_annotation(incarnation: JobIncarnation) -> int | None:
     """The revision the job carried when it was created (copied by the operator to the PodGroup)."""
     for keys in (incarnation.podgroup_keys, (incarnation.job_keys or {})):
         raw = (keys.get("annotations") or {}).get(c.ANNOTATION_POLICY_REVISION)
-        if raw and str(raw).isdigit():
+        if raw and is_ascii_digits(str(raw)):
             return int(raw)
     return None
 

@@ -29,6 +29,7 @@ from django.utils import timezone
 
 from apps.cluster import client as kube
 from apps.cluster.errors import ClusterError
+from apps.core.numbers import ascii_int
 from apps.events.services import event_record
 from apps.jobs.clusters import cluster_ref
 from apps.jobs.incarnations import incarnation_observe_podgroup
@@ -232,12 +233,21 @@ def _refuse_newer(progress: _Progress, live: dict[str, Any]) -> None:
     our read and our write, and those end here on the re-read). An annotation naming a revision
     this job never had (an object left over from another control plane) is not "newer".
     """
-    annotations = (live.get("metadata") or {}).get("annotations") or {}
-    value = str(annotations.get(c.ANNOTATION_POLICY_REVISION) or "")
-    if not value.isdigit() or int(value) <= progress.sync.generation:
+    revision = revision_in_annotations((live.get("metadata") or {}).get("annotations") or {})
+    if revision is None or revision <= progress.sync.generation:
         return
-    if PolicySync.objects.filter(job_id=progress.sync.job_id, generation=int(value)).exists():
+    if PolicySync.objects.filter(job_id=progress.sync.job_id, generation=revision).exists():
         raise _Superseded
+
+
+def revision_in_annotations(annotations: Any) -> int | None:
+    """The revision a live object's ``policy-revision`` annotation names, or None for anything else.
+
+    Anyone with write access to the AscendJob can put text there: "²" passes ``isdigit()`` but not
+    ``int()``, and a push that raised on it was re-queued forever.
+    """
+    value = annotations.get(c.ANNOTATION_POLICY_REVISION) if isinstance(annotations, dict) else None
+    return ascii_int(value, 18) if isinstance(value, str) else None
 
 
 def _push_ascendjob(progress: _Progress, ref: kube.ClusterRef, spec: PolicySpec) -> DesiredState:

@@ -41,7 +41,6 @@ def policy_validate_for_job(*, job: TrainingJob, spec: Any) -> ValidationResult:
     return validate_policy(spec, job_context(job))
 
 
-@transaction.atomic
 def policy_revision_create(
     *,
     job: TrainingJob,
@@ -58,16 +57,53 @@ def policy_revision_create(
 
     Raises ``ValidationFailed`` with the validator's issues, or ``RevisionConflict`` when
     ``expected_revision`` is given and is not the current one (lost-update guard).
+
+    The spec is validated before the job row is locked: the ingester takes that lock for each of
+    the job's events, and a large policy must not stall them. Should the job change in between (a
+    new release or shape observed), the spec is validated again, under the lock, against the new one.
     """
     from apps.core.errors import RevisionConflict
 
-    locked = TrainingJob.objects.select_for_update().get(pk=job.pk)
-    current = locked.current_revision
-    if expected_revision is not None and (current.number if current else 0) != expected_revision:
-        raise RevisionConflict(current=current.number if current else 0)
-    result = policy_validate_for_job(job=locked, spec=spec)
-    if not result.ok or result.spec is None:
-        raise ValidationFailed(result.errors, warnings=result.warnings)
+    context = job_context(job)
+    result = policy_validate_for_job(job=job, spec=spec)
+    with transaction.atomic():
+        locked = TrainingJob.objects.select_for_update().get(pk=job.pk)
+        current = locked.current_revision
+        if expected_revision is not None and (current.number if current else 0) != expected_revision:
+            raise RevisionConflict(current=current.number if current else 0)
+        if job_context(locked) != context:
+            result = policy_validate_for_job(job=locked, spec=spec)
+        if not result.ok or result.spec is None:
+            raise ValidationFailed(result.errors, warnings=result.warnings)
+        return _store_revision(
+            locked=locked,
+            job=job,
+            result=result,
+            current=current,
+            actor=actor,
+            comment=comment,
+            source=source,
+            preset=preset,
+            restored_from=restored_from,
+            push=push,
+        )
+
+
+def _store_revision(
+    *,
+    locked: TrainingJob,
+    job: TrainingJob,
+    result: ValidationResult,
+    current: PolicyRevision | None,
+    actor: Actor,
+    comment: str,
+    source: str,
+    preset: Preset | None,
+    restored_from: int | None,
+    push: bool,
+) -> PolicyRevision:
+    """The next revision of ``locked`` (its row locked by the caller), audited, with its sync row."""
+    assert result.spec is not None  # the caller refused anything else
     last = locked.revisions.order_by("-number").values_list("number", flat=True).first() or 0
     revision = PolicyRevision.objects.create(
         job=locked,

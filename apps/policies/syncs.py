@@ -11,6 +11,7 @@ import logging
 
 from django.conf import settings
 from django.db import transaction
+from kombu.utils.url import maybe_sanitize_url
 
 from apps.cluster.errors import ClusterError
 from apps.core.queue import enqueue
@@ -47,10 +48,23 @@ def sync_create(*, revision: PolicyRevision) -> PolicySync:
 
 
 def enqueue_push(sync_id: int) -> None:
+    """Queue the push of ``sync_id``, or log why not: the row stays pending and the sweep re-queues it.
+
+    One attempt (no publish retries), each broker call bounded by ``BROKER_TIMEOUT_SECONDS``: this
+    runs after the commit of an API write, whose caller should not wait on a broker that is down.
+    """
     try:
-        enqueue(PUSH_TASK, kwargs={"sync_id": sync_id}, queue=settings.CELERY_PUSH_QUEUE)
-    except Exception:  # broker down: the row stays pending and the sweep re-queues it
-        log.warning("could not queue push of sync %s; the sweep will retry", sync_id, exc_info=True)
+        enqueue(PUSH_TASK, kwargs={"sync_id": sync_id}, queue=settings.CELERY_PUSH_QUEUE, retry=False)
+    except Exception as exc:  # broker down or not answering
+        log.warning(
+            "could not queue the push of sync %s: the broker %s did not take it within %ss (%s: %s); "
+            "the row stays pending and the sweep re-queues it within SWEEP_INTERVAL_SECONDS",
+            sync_id,
+            maybe_sanitize_url(settings.CELERY_BROKER_URL),
+            settings.BROKER_TIMEOUT_SECONDS,
+            type(exc).__name__,
+            exc,
+        )
 
 
 def sync_request_apply(*, job: TrainingJob) -> PolicySync:

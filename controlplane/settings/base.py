@@ -102,6 +102,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "apps.core.middleware.RequestIdMiddleware",  # first: every response, even a redirect, carries the id
+    "apps.core.body_limit.BodyLimitMiddleware",  # an oversized body is refused before anything reads it
     "apps.core.csp.ContentSecurityPolicyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -113,6 +114,12 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",  # last: turns a locked-out sign-in into a 429 page
 ]
+
+# Every request body, API and admission alike (apps/core/body_limit.py): 3 MiB is the API server's own
+# request limit, so no AdmissionReview is larger; policies and manifests (at most 1 M characters) fit.
+REQUEST_BODY_MAX_BYTES = env_int("REQUEST_BODY_MAX_BYTES", 3 * 1024 * 1024, minimum=1024)
+# The same limit where Django reads a body itself (request.body, forms).
+DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_BODY_MAX_BYTES
 
 ROOT_URLCONF = "controlplane.urls"
 ASGI_APPLICATION = "controlplane.asgi.application"
@@ -182,9 +189,15 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = env_int("CELERY_WORKER_PREFETCH_MULTIPLIER",
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 240, minimum=10)
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 300, minimum=20)
 # Must exceed the longest task, or Redis re-delivers a task that is still running.
+# The socket timeouts bound every broker call: a Redis that accepts connections but never answers
+# (hung, or a half-open path) used to hold the request that queued a push for minutes.
+BROKER_TIMEOUT_SECONDS = env_float("BROKER_TIMEOUT_SECONDS", 3.0, minimum=0.1)
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=CELERY_TASK_TIME_LIMIT + 60)
+    "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=CELERY_TASK_TIME_LIMIT + 60),
+    "socket_connect_timeout": BROKER_TIMEOUT_SECONDS,
+    "socket_timeout": BROKER_TIMEOUT_SECONDS,
 }
+CELERY_BROKER_CONNECTION_TIMEOUT = BROKER_TIMEOUT_SECONDS
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_PUSH_QUEUE = env_str("CELERY_PUSH_QUEUE", "push")
 CELERY_SLOW_QUEUE = env_str("CELERY_SLOW_QUEUE", "slow")
@@ -200,23 +213,22 @@ CELERY_TASK_ROUTES = {
     "advice.refresh_summaries": {"queue": CELERY_SLOW_QUEUE},
     "events.sweep_webhooks": {"queue": CELERY_SLOW_QUEUE},
 }
+
+
+def _every(task: str, seconds: float) -> dict[str, object]:
+    """A beat entry that expires after one interval: a run still queued when the next is due (workers
+    down, a backlog) is dropped rather than run late, so an outage does not end in a burst of sweeps."""
+    return {"task": task, "schedule": seconds, "options": {"expires": seconds}}
+
+
 CELERY_BEAT_SCHEDULE = {
-    "sweep-decisions": {"task": "decisions.sweep", "schedule": env_float("DECISION_SWEEP_SECONDS", 5.0)},
-    "check-clusters": {"task": "jobs.check_clusters", "schedule": env_float("CLUSTER_CHECK_SECONDS", 30.0)},
-    "sweep-stuck-syncs": {
-        "task": "policies.sweep_syncs",
-        "schedule": env_float("SWEEP_INTERVAL_SECONDS", 15.0),
-    },
-    "reconcile-drift": {
-        "task": "policies.reconcile_drift",
-        "schedule": env_float("RECONCILE_INTERVAL_SECONDS", 60.0),
-    },
+    "sweep-decisions": _every("decisions.sweep", env_float("DECISION_SWEEP_SECONDS", 5.0)),
+    "check-clusters": _every("jobs.check_clusters", env_float("CLUSTER_CHECK_SECONDS", 30.0)),
+    "sweep-stuck-syncs": _every("policies.sweep_syncs", env_float("SWEEP_INTERVAL_SECONDS", 15.0)),
+    "reconcile-drift": _every("policies.reconcile_drift", env_float("RECONCILE_INTERVAL_SECONDS", 60.0)),
     # The jobs list's "could save" column (issue #18): re-priced after new incidents.
-    "refresh-advice": {
-        "task": "advice.refresh_summaries",
-        "schedule": env_float("ADVICE_REFRESH_SECONDS", 60.0),
-    },
-    "sweep-webhooks": {"task": "events.sweep_webhooks", "schedule": env_float("WEBHOOK_SWEEP_SECONDS", 15.0)},
+    "refresh-advice": _every("advice.refresh_summaries", env_float("ADVICE_REFRESH_SECONDS", 60.0)),
+    "sweep-webhooks": _every("events.sweep_webhooks", env_float("WEBHOOK_SWEEP_SECONDS", 15.0)),
 }
 
 # --- push pipeline -------------------------------------------------------------------------------
@@ -312,9 +324,9 @@ REST_FRAMEWORK = {
     },
     "NUM_PROXIES": env_int("API_NUM_PROXIES", 0, minimum=0) or None,
 }
-# /api/schema/ and /api/docs/ describe the API contract only (it is published in docs/openapi.yaml
-# too): public by default, so pipelines and their authors can read it; false = signed-in users only.
-API_DOCS_PUBLIC = env_bool("API_DOCS_PUBLIC", default=True)
+# /api/schema/ and /api/docs/ map every endpoint of a multi-tenant control plane: for signed-in users
+# (session or token) by default; true = anyone who reaches the port (docs/openapi.yaml is the same).
+API_DOCS_PUBLIC = env_bool("API_DOCS_PUBLIC", default=False)
 # Only for bench/bench_api.py: adds a bare DRF view under /api/v1/_bench/ as its baseline.
 BENCH_ENDPOINTS = env_bool("BENCH_ENDPOINTS", default=False)
 SPECTACULAR_SETTINGS = {

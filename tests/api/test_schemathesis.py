@@ -15,6 +15,7 @@ import schemathesis
 from django.core import signals
 from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
+from django.test import override_settings
 from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
@@ -30,7 +31,9 @@ from tests.support.world import World
 pytestmark = [pytest.mark.slow, pytest.mark.django_db, pytest.mark.timeout(600)]
 
 # Loaded through the app itself, so the test exercises the schema the server really serves.
-schema = schemathesis.openapi.from_wsgi("/api/schema/", get_wsgi_application())
+# (The schema needs a signed-in reader by default; no user exists at import time, so it is read public.)
+with override_settings(API_DOCS_PUBLIC=True):
+    schema = schemathesis.openapi.from_wsgi("/api/schema/", get_wsgi_application())
 
 CHECKS = [
     not_a_server_error,

@@ -204,6 +204,10 @@ POLICY_ROWS: list[tuple[str, Any, JobContext | None, str, str, str]] = [
      {"strategies": ["retry"], "platform_mode": True,
       "decision_rules": [{"match": {"fault_type": "uce"}, "strategy": "retry"}] * 101}, None,
      "too_many_decision_rules", "/decision_rules", E),
+    ("too-many-levels",  # issue #24: list caps, counted before any entry is read
+     platform(["recover"], [{"match": {"fault_level": ["RestartBusiness"] * 101}, "strategy": "recover"}]),
+     None, "too_many_items", R0 + "/match/fault_level", E),
+    ("too-many-strategies", {"strategies": ["recover"] * 101}, None, "too_many_items", "/strategies", E),
     ("default-without-platform", {"default_strategy": "dump"}, None,
      "platform_setting_ignored", "/default_strategy", W),
     ("timeout-without-platform", {"decision_timeout_s": 60}, None,

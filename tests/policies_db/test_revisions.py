@@ -102,3 +102,76 @@ def test_builtin_presets_load_and_are_valid(owner: User) -> None:
     assert Preset.objects.count() == count
     for preset in Preset.objects.all():
         assert validate_policy(preset.spec).ok, preset.name
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_policy_is_validated_before_the_job_row_is_locked(
+    job: TrainingJob, owner: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #24 item 4: the ingester locks the job row for each of its events, so a slow validation
+    must not hold that lock. A second connection probes the row while the (real) validator runs."""
+    import threading
+
+    from django.db import DatabaseError, connection, transaction
+
+    import apps.policies.services as services
+
+    real_validate = services.policy_validate_for_job
+    probes: list[str] = []
+
+    def probe_lock() -> None:
+        try:
+            with transaction.atomic():
+                TrainingJob.objects.select_for_update(nowait=True).get(pk=job.pk)
+            probes.append("free")
+        except DatabaseError:
+            probes.append("locked")
+        finally:
+            connection.close()
+
+    def validate_and_probe(**kwargs: object) -> object:
+        result = real_validate(**kwargs)  # type: ignore[arg-type]
+        prober = threading.Thread(target=probe_lock)
+        prober.start()
+        prober.join()
+        return result
+
+    monkeypatch.setattr(services, "policy_validate_for_job", validate_and_probe)
+    policy_revision_create(job=job, spec={"strategies": ["retry"]}, actor=Actor(user=owner))
+    assert probes and set(probes) == {"free"}, probes
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_job_that_changes_while_its_policy_is_validated_is_validated_again(
+    job: TrainingJob, owner: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Validating outside the lock must not let a stale job context through: the job's framework
+    changes (another connection) after the first validation; the write re-validates and refuses a
+    strategy the new framework does not have."""
+    import threading
+
+    from django.db import connection
+
+    import apps.policies.services as services
+
+    real_validate = services.policy_validate_for_job
+    calls: list[str] = []
+
+    def downgrade() -> None:
+        TrainingJob.objects.filter(pk=job.pk).update(framework="mindspore")
+        connection.close()
+
+    def validate_then_change(**kwargs: object) -> object:
+        result = real_validate(**kwargs)  # type: ignore[arg-type]
+        calls.append(kwargs["job"].framework)  # type: ignore[attr-defined]
+        if len(calls) == 1:
+            changer = threading.Thread(target=downgrade)
+            changer.start()
+            changer.join()
+        return result
+
+    monkeypatch.setattr(services, "policy_validate_for_job", validate_then_change)
+    with pytest.raises(ValidationFailed) as refused:
+        policy_revision_create(job=job, spec={"strategies": ["elastic-training"]}, actor=Actor(user=owner))
+    assert calls == ["pytorch", "mindspore"]
+    assert [issue.code for issue in refused.value.issues] == ["elastic_training_requires_pytorch"]

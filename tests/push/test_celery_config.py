@@ -49,3 +49,42 @@ def test_cluster_health_check_records_reachability(emulator: KubeApiEmulator, tm
     missing.refresh_from_db()
     assert "unreachable" in bad.health_message
     assert "kubeconfig" in missing.health_message
+
+
+def test_every_beat_entry_expires_after_one_interval() -> None:
+    """Issue #24 (low): without ``expires`` a beat backlog (workers down for an hour) ran every missed
+    sweep in a burst when they came back."""
+    for name, entry in app.conf.beat_schedule.items():
+        assert entry["options"]["expires"] == entry["schedule"], name
+
+
+def test_enqueue_push_gives_up_quickly_and_clearly_when_the_broker_does_not_answer(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Issue #24 (low): a broker that accepts connections but never answers (a hung Redis, a
+    half-open network path) held the request that queued a push; it gives up within seconds, says
+    why, and leaves the row to the sweep. Run in a fresh process so it has its own broker config."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)  # the kernel completes the handshake; nothing ever reads or answers
+    port = silent.getsockname()[1]
+    script = (
+        "import time, django; django.setup()\n"
+        "from apps.policies.syncs import enqueue_push\n"
+        "start = time.monotonic(); enqueue_push(4242)\n"
+        "print(f'took {time.monotonic() - start:.2f}')\n"
+    )
+    env = {**os.environ, "CELERY_BROKER_URL": f"redis://:secret@127.0.0.1:{port}/0"}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60, check=True
+        )
+    finally:
+        silent.close()
+    took = float(done.stdout.split("took ")[1])
+    assert took < 5.0, done.stderr[-2000:]
+    assert "could not queue the push of sync 4242" in done.stderr, done.stderr[-2000:]
+    assert "sweep" in done.stderr and "secret" not in done.stderr

@@ -1,5 +1,6 @@
 """Issue #16 item 3: tokens are capped per user, a token minted with a token lives no longer than
-its parent, and throttling counts per user as well as per token."""
+its parent, and throttling counts per user as well as per token. Issue #24 item 5: a token records
+the token that minted it and is revoked with it."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from typing import Any
 import pytest
 from django.core.cache import cache
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from apps.accounts.models import ApiToken
-from apps.accounts.services import TooManyTokens, token_issue
+from apps.accounts.services import TokenParentRevoked, TooManyTokens, token_issue
+from apps.audit.models import AuditEntry
 from tests.support.world import World
 
 pytestmark = pytest.mark.django_db
@@ -68,3 +71,72 @@ def test_throttling_counts_per_user_across_tokens(world: World, settings: Any) -
     assert throttled.json()["errors"][0]["code"] == "throttled"
     assert world.client("teammate").get("/api/v1/clusters/").status_code == 200  # others unaffected
     cache.clear()
+
+
+def _mint(key: str, name: str) -> tuple[int, str]:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    created = client.post("/api/v1/tokens/", {"name": name}, format="json")
+    assert created.status_code == 201, created.content
+    return created.json()["id"], created.json()["key"]
+
+
+def _status_with(key: str) -> tuple[int, str]:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    response = client.get("/api/v1/tokens/")
+    return response.status_code, response.content.decode()
+
+
+def test_a_revoked_tokens_children_and_grandchildren_get_401(world: World) -> None:
+    """Issue #24 item 5: a leaked token that minted children before it was revoked leaves nothing
+    alive; a token minted by a signed-in user (no parent) is unaffected."""
+    root = ApiToken.objects.get(name="owner-ci")
+    child_id, child_key = _mint(world.keys["owner"], "child")
+    grandchild_id, grandchild_key = _mint(child_key, "grandchild")
+    unrelated, unrelated_key = token_issue(world.users["owner"], "from-the-browser")
+    assert ApiToken.objects.get(pk=child_id).parent == root
+    assert ApiToken.objects.get(pk=grandchild_id).parent_id == child_id
+    assert unrelated.parent is None
+
+    revoked = world.client("owner").delete(f"/api/v1/tokens/{root.pk}/")
+    assert revoked.status_code == 204, revoked.content
+
+    for key in (world.keys["owner"], child_key, grandchild_key):
+        status, body = _status_with(key)
+        assert status == 401, body
+        assert "revoked" in body
+    assert _status_with(unrelated_key)[0] == 200
+    assert ApiToken.objects.filter(pk__in=[child_id, grandchild_id], revoked_at__isnull=True).count() == 0
+    revocations = AuditEntry.objects.filter(action="token.revoke").count()
+    assert revocations == 3  # each revoked token has its own audit entry
+
+
+def test_a_revoked_token_cannot_mint_a_child_even_if_it_authenticated_first(world: World) -> None:
+    """The parent row is the lock: a child minted while the parent is being revoked is refused."""
+    root = ApiToken.objects.get(name="owner-ci")
+    ApiToken.objects.filter(pk=root.pk).update(revoked_at=timezone.now())
+    with pytest.raises(TokenParentRevoked):
+        token_issue(world.users["owner"], "late-child", parent=root)
+
+
+def test_a_token_revoked_in_the_admin_takes_its_children_along(world: World) -> None:
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    root = ApiToken.objects.get(name="owner-ci")
+    _, child_key = _mint(world.keys["owner"], "child")
+    admin = Client()
+    admin.force_login(User.objects.create_superuser("root-admin", password="pw"))
+    now = timezone.now()
+    changed = admin.post(
+        f"/admin/accounts/apitoken/{root.pk}/change/",
+        {
+            "revoked_at_0": f"{now:%Y-%m-%d}",
+            "revoked_at_1": f"{now:%H:%M:%S}",
+            "expires_at_0": "",
+            "expires_at_1": "",
+        },
+    )
+    assert changed.status_code == 302, changed.content[:2000]
+    assert _status_with(child_key)[0] == 401

@@ -12,14 +12,14 @@ from typing import Any
 from django.db.models import QuerySet
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema, extend_schema_view
-from rest_framework import mixins, status, viewsets
+from rest_framework import exceptions, mixins, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from apps.accounts.actors import actor_for, signed_in_user
 from apps.accounts.models import ApiToken
 from apps.accounts.selectors import tokens_of
-from apps.accounts.services import TooManyTokens, token_issue, token_revoke
+from apps.accounts.services import TokenParentRevoked, TooManyTokens, token_issue, token_revoke
 from apps.api.accounts.serializers import (
     TokenCreatedSerializer,
     TokenCreateInputSerializer,
@@ -63,6 +63,8 @@ class TokenViewSet(
             )
         except TooManyTokens as exc:
             raise ApiError(str(exc), code="too_many_tokens", field="name") from None
+        except TokenParentRevoked as exc:
+            raise exceptions.AuthenticationFailed(str(exc)) from None
         # The key is not a column (only its hash is stored): it joins the row's fields here, once.
         body = {**TokenOutputSerializer(token).data, "key": key}
         return Response(body, status=status.HTTP_201_CREATED)

@@ -33,6 +33,7 @@ from apps.api.admission.serializers import (
 )
 from apps.core.api_errors import ApiError, ErrorResponseSerializer, field_error
 from apps.core.api_inputs import valid_input
+from apps.core.numbers import is_ascii_digits
 from apps.jobs.models import Cluster
 from apps.policies.builtin_presets import builtin_preset
 from apps.policies.models import Preset
@@ -52,7 +53,7 @@ def _scope(request: Request, cluster_ref: str, namespace: str, need: str) -> Clu
         )
     clusters = clusters_visible_to(request.user)
     cluster = clusters.filter(name=cluster_ref).first()
-    if cluster is None and cluster_ref.isdigit() and len(cluster_ref) <= 18:
+    if cluster is None and is_ascii_digits(cluster_ref) and len(cluster_ref) <= 18:
         cluster = clusters.filter(pk=int(cluster_ref)).first()
     role = role_in_namespace(request.user, cluster=cluster, namespace=namespace) if cluster else None
     if cluster is None or role is None:

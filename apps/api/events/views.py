@@ -13,6 +13,7 @@ from apps.accounts.permissions import MAX_BIGINT, job_for_request
 from apps.accounts.selectors import jobs_visible_to
 from apps.api.events.serializers import EventOutputSerializer, FeedEventOutputSerializer
 from apps.core.api_errors import field_error
+from apps.core.numbers import is_ascii_digits
 from apps.core.pagination import EventIdPagination, EventSeqPagination
 from apps.events.models import JobEvent
 
@@ -68,7 +69,7 @@ class EventListApi(generics.ListAPIView):
         events = JobEvent.objects.filter(job__in=jobs_visible_to(self.request.user).values("pk"))
         job = self.request.query_params.get("job")
         if job:
-            if not job.isdigit() or not 0 < int(job) <= MAX_BIGINT:
+            if not is_ascii_digits(job) or not 0 < int(job) <= MAX_BIGINT:
                 raise field_error("job", "job must be a job id (a positive integer).", "invalid_type")
             events = events.filter(job_id=int(job))
         return filter_kinds(events, self.request.query_params.get("kind"))

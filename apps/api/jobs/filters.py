@@ -5,6 +5,7 @@ from __future__ import annotations
 import django_filters
 from django.db.models import Q, QuerySet
 
+from apps.core.numbers import is_ascii_digits
 from apps.jobs.models import TrainingJob
 
 _MAX_ID_DIGITS = 18  # beyond a bigint: cannot be an id, so treat it as a name
@@ -41,7 +42,7 @@ class JobFilter(django_filters.FilterSet):
 
     def filter_cluster(self, queryset: QuerySet[TrainingJob], name: str, value: str) -> QuerySet[TrainingJob]:
         match = Q(cluster__name=value)
-        if value.isdigit() and len(value) <= _MAX_ID_DIGITS:
+        if is_ascii_digits(value) and len(value) <= _MAX_ID_DIGITS:
             match |= Q(cluster_id=int(value))
         return queryset.filter(match)
 

@@ -27,6 +27,7 @@ from apps.api.jobs.serializers import (
 )
 from apps.core.api_errors import ApiError, ErrorResponseSerializer, field_error, forbidden
 from apps.core.api_inputs import valid_input
+from apps.core.numbers import is_ascii_digits
 from apps.jobs.models import Cluster, TrainingJob
 from apps.jobs.services import JobAlreadyRegistered, job_register
 
@@ -118,7 +119,7 @@ def _visible_cluster(request: Request, ref: str) -> Cluster:
     """The cluster named (or numbered) ``ref`` among those the user may see; else a 400 naming the field."""
     clusters = clusters_visible_to(request.user)
     cluster = clusters.filter(name=ref).first()
-    if cluster is None and ref.isdigit() and len(ref) <= 18:
+    if cluster is None and is_ascii_digits(ref) and len(ref) <= 18:
         cluster = clusters.filter(pk=int(ref)).first()
     if cluster is None:
         raise field_error("cluster", f"No cluster {ref!r} that you may see.", "unknown_cluster")

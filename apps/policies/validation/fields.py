@@ -13,12 +13,32 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
+from apps.core.numbers import is_ascii_digits
 from apps.policies.spec import RELEASES, STRATEGIES
 
 from .issues import IssueCollector, describe, json_type, pointer
 
 # "7.3", "7.3.0", "7.1.RC1", "7.1RC1", "v26.1.0" -> (major, minor); RC/patch suffixes do not change rules.
-_RELEASE_RE = re.compile(r"^v?(\d+)\.(\d+)(?:[.\-_]?(?:rc\d*|\d+))*$", re.IGNORECASE)
+# The suffix is read one token at a time ("rc" or one digit, each after at most one separator), and
+# every quantifier is possessive: no two quantifiers can share a character, so the match is linear.
+# (The earlier ``(?:[.\-_]?(?:rc\d*|\d+))*`` could split a run of digits 2^n ways: 1.4 s at 25 chars.)
+_RELEASE_RE = re.compile(r"^v?([0-9]++)\.([0-9]++)(?:[.\-_]?+(?:rc|[0-9]))*+$", re.IGNORECASE)
+# Spaces, "_" and "-" all fold to one "-" when comparing spellings.
+_SEPARATORS = re.compile(r"[\s_-]+")
+
+
+# The longest list a policy field accepts (strategies, a rule's fault types or levels): far more
+# than the closed sets hold, and short enough that a hostile list costs nothing to refuse.
+MAX_LIST_ITEMS = 100
+
+
+def too_many_items(field: str, where: str, count: int, out: IssueCollector) -> None:
+    out.error(
+        "too_many_items",
+        where,
+        f"{field} has {count} entries; at most {MAX_LIST_ITEMS} are allowed. List each value once.",
+        [0, MAX_LIST_ITEMS],
+    )
 
 
 def is_int(value: Any) -> TypeGuard[int]:
@@ -40,7 +60,7 @@ def suggest(value: Any, choices: Sequence[str]) -> str | None:
 
 
 def _fold(text: str) -> str:
-    return re.sub(r"[\s_-]+", "-", text.strip().lower())
+    return _SEPARATORS.sub("-", text.strip().lower())
 
 
 def did_you_mean(value: Any, choices: Sequence[str]) -> str:
@@ -91,7 +111,7 @@ def read_int(
     low, high = bounds
     if not is_int(raw):
         hint = ""
-        if isinstance(raw, str) and raw.strip().lstrip("-").isdigit():
+        if isinstance(raw, str) and is_ascii_digits(raw.strip().lstrip("-")):
             hint = " Write it without quotes."
         out.error(
             "invalid_type", where, f"{name} must be an integer, got {json_type(raw)}.{hint}", [low, high]
@@ -159,6 +179,10 @@ def read_strategies(raw: Any, out: IssueCollector) -> StrategyList | None:
             f"strategies must be a list of names or a comma-separated string, got {json_type(raw)}.",
             list(STRATEGIES),
         )
+        return None
+
+    if len(entries) > MAX_LIST_ITEMS:
+        too_many_items("strategies", pointer("strategies"), len(entries), out)
         return None
 
     def locate(index: int) -> str:

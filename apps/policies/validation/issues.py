@@ -60,6 +60,7 @@ CODES: dict[str, str] = {
     "platform_mode_without_strategies": "platform_mode needs at least one strategy to choose from.",
     "decision_rules_without_platform_mode": "decision_rules only run in platform_mode.",
     "too_many_decision_rules": "More decision_rules than the cap (100); merge rules with one strategy.",
+    "too_many_items": "A list (strategies, a rule's fault types or levels) longer than the cap (100).",
     "platform_setting_ignored": "A platform-mode setting given without platform_mode; it has no effect.",
     "platform_strategy_unsupported": "ProcessRecoverStrategy accepts only retry, recover, dump or exit.",
     "rule_strategy_not_configured": "A rule answers with a strategy the policy does not configure.",

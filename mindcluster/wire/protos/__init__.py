@@ -8,6 +8,8 @@ from pathlib import Path
 PROTO_DIR = Path(__file__).resolve().parent
 GEN_DIR = PROTO_DIR.parent / "grpc_gen"
 PROTO_NAMES = ("recover", "fault", "job", "pubfault")
+# protoc's absolute import of a sibling module, rewritten to a package-relative one.
+_PB2_IMPORT = re.compile(r"^import (\w+_pb2) as", re.MULTILINE)
 
 
 def generated_files() -> list[Path]:
@@ -30,5 +32,5 @@ def generate() -> None:
         raise RuntimeError(f"protoc failed for {protos}")
     for path in GEN_DIR.glob("*_pb2_grpc.py"):
         text = path.read_text()
-        text = re.sub(r"^import (\w+_pb2) as", r"from . import \1 as", text, flags=re.MULTILINE)
+        text = _PB2_IMPORT.sub(r"from . import \1 as", text)
         path.write_text(text)
