@@ -74,7 +74,7 @@ def _message(seq: int, kind: str) -> dict[str, Any]:
 async def _open() -> tuple[Any, _CountingSend]:
     from apps.events.consumers import EventsConsumer
 
-    consumer = EventsConsumer()
+    consumer: Any = EventsConsumer()  # driven by hand: no ASGI server, scope and send set here
     send = _CountingSend()
     consumer.scope = {"type": "websocket", "user": _User()}
     consumer.base_send = send
@@ -85,23 +85,16 @@ async def _open() -> tuple[Any, _CountingSend]:
 
 def _follow(consumer: Any, job_id: int) -> None:
     """Follow ``job_id`` from seq 0 without the database or the hub (the subscribe path is not timed)."""
-    streams = getattr(consumer, "streams", None)
-    if streams is not None:
-        from apps.events.stream import Subscription
+    from apps.events.stream import Subscription
 
-        streams.subs[job_id] = Subscription(job_id, 0)
-    else:  # the consumer before the stream logic moved to apps.events.stream
-        from apps.events.consumers import Subscription as OldSubscription
-
-        consumer.subs[job_id] = OldSubscription(job_id, 0)
+    consumer.streams.subs[job_id] = Subscription(job_id, 0)
 
 
 async def _run(
     consumer: Any, send: _CountingSend, messages: list[dict[str, Any]], batch: int, expected: int
 ) -> float:
     """Seconds to hand ``messages`` to the socket in batches of ``batch`` and see ``expected`` frames sent."""
-    inbox = getattr(consumer, "streams", consumer).inbox
-    wake = getattr(consumer, "streams", consumer).wake
+    inbox, wake = consumer.streams.inbox, consumer.streams.wake
     done = send.expect(expected)
     start = time.perf_counter()
     for first in range(0, len(messages), batch):
