@@ -1,6 +1,6 @@
 """Per-frame server cost of the live-events stream (issue #22, item 5): no network, no database, no Redis.
 
-One ``EventsConsumer`` is opened on a fake ASGI ``send`` that only counts, follows one job, and the
+One ``EventsConsumer`` is opened on an ASGI ``send`` that only counts frames, follows one job, and the
 benchmark puts live frames into its inbox the way the process's ``FanoutHub`` does, then waits until
 the drain task has sent them. Two shapes:
 
@@ -9,9 +9,10 @@ the drain task has sent them. Two shapes:
 - ``backlog``: ``--backlog`` frames at once (fault reports with a state change every 25), which the
   stream coalesces: the path of a socket that has fallen behind.
 
-Reports the median over ``--rounds`` of the µs per input frame. What it measures is the Python work
-between the hub and the ASGI ``send`` (seq bookkeeping, coalescing, the consumer's send), which is
-what the stream logic adds per frame; the full-stack latency is ``bench_events.py``'s.
+Reports the median over ``--rounds`` of the µs per input frame: the Python work between the hub and
+the ASGI ``send`` (seq bookkeeping, coalescing, the consumer's send). ``stream_alone`` is the same
+live frames through ``apps.events.stream.JobStreams`` alone, sent nowhere: the stream logic's share.
+The full-stack latency is ``bench_events.py``'s.
 
     .venv/bin/python bench/bench_stream.py [--frames 20000 --batch 10 --backlog 1000 --rounds 7]
 """
@@ -105,6 +106,40 @@ async def _run(
     return time.perf_counter() - start
 
 
+class _Unused:
+    """The log and the hub of a stream that is never behind: in-order frames need neither."""
+
+    async def head_seq(self, job_id: int) -> int:
+        raise AssertionError("an in-order stream does not read the log")
+
+    async def events_after(self, job_id: int, after_seq: int, limit: int) -> list[dict[str, Any]]:
+        raise AssertionError("an in-order stream does not read the log")
+
+    async def follow(self, job_id: int, subscriber: Any) -> None: ...
+
+    async def unfollow(self, job_id: int, subscriber: Any) -> None: ...
+
+
+async def _discard(frame: Any) -> None:
+    return None
+
+
+async def _stream_alone(messages: list[dict[str, Any]], batch: int) -> float:
+    """Seconds for ``JobStreams`` alone to take ``messages`` in batches and send them nowhere: the
+    stream logic's share of the consumer's cost."""
+    from apps.events.consumers import stream_limits
+    from apps.events.stream import FrameSink, JobStreams, Subscription
+
+    streams = JobStreams(_Unused(), FrameSink(_discard, _discard), _Unused(), stream_limits())
+    streams.subs[JOB] = Subscription(JOB, messages[0]["frame"]["seq"] - 1)
+    start = time.perf_counter()
+    for first in range(0, len(messages), batch):
+        streams.inbox.extend(messages[first : first + batch])
+        await streams.drain()
+    assert streams.subs[JOB].last_sent == messages[-1]["frame"]["seq"]
+    return time.perf_counter() - start
+
+
 async def _bench(args: argparse.Namespace) -> dict[str, Any]:
     from django.conf import settings
 
@@ -112,11 +147,13 @@ async def _bench(args: argparse.Namespace) -> dict[str, Any]:
     seq = 0
     live_us: list[float] = []
     backlog_us: list[float] = []
+    alone_us: list[float] = []
     assert args.batch < settings.EVENTS_WS_COALESCE_AFTER <= args.backlog
     for _ in range(args.rounds):
         live = [_message(seq + i + 1, "fault.detected") for i in range(args.frames)]
         seq += args.frames
         live_us.append(await _run(consumer, send, live, args.batch, len(live)) / len(live) * 1e6)
+        alone_us.append(await _stream_alone(live, args.batch) / len(live) * 1e6)
         backlog = [
             _message(
                 seq + i + 1, "strategy.chosen" if (i + 1) % STATE_CHANGE_EVERY == 0 else "fault.detected"
@@ -130,13 +167,14 @@ async def _bench(args: argparse.Namespace) -> dict[str, Any]:
         backlog_us.append(await _run(consumer, send, backlog, args.backlog, expected) / len(backlog) * 1e6)
     await consumer.disconnect(1000)
     return {
-        "benchmark": "stream",
+        "bench": "stream",
         "frames_per_round": args.frames,
         "batch": args.batch,
         "backlog": args.backlog,
         "rounds": args.rounds,
         "live_us_per_frame": round(statistics.median(live_us), 2),
         "backlog_us_per_frame": round(statistics.median(backlog_us), 2),
+        "stream_alone_live_us_per_frame": round(statistics.median(alone_us), 2),
     }
 
 

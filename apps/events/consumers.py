@@ -269,4 +269,4 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         # socket only keeps its jobs-summary subscription and its visible jobs fresh.
         if self.summaries.following:
             await self.channel_layer.group_add(JOBS_GROUP, self.channel_name)
-            self.summaries.visible = await _db(selectors.visible_job_ids)(self.user)
+            self.summaries.refresh(await _db(selectors.visible_job_ids)(self.user))

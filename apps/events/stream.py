@@ -325,6 +325,10 @@ class Summaries:
         self.visible = visible
         self.following = True
 
+    def refresh(self, visible: set[int]) -> None:
+        """The jobs the user may see now (grants change; the consumer rereads them periodically)."""
+        self.visible = visible
+
     def stop(self) -> None:
         self.following = False
         self.pending.clear()
