@@ -114,13 +114,13 @@ class JobStreams:
 
     def __init__(
         self,
-        log: EventLog,
+        stored: EventLog,
         sink: FrameSink,
         followers: Followers,
         limits: StreamLimits,
         clock_ns: Callable[[], int] = time.time_ns,
     ) -> None:
-        self.log = log
+        self.stored = stored
         self.sink = sink
         self.followers = followers
         self.limits = limits
@@ -173,18 +173,18 @@ class JobStreams:
     # --- replay and resync ----------------------------------------------------------------------
     async def _catch_up(self, sub: Subscription) -> None:
         """Send every stored event after ``sub.last_sent``, or ``resync`` when that is too many."""
-        head = await self.log.head_seq(sub.job_id)
+        head = await self.stored.head_seq(sub.job_id)
         if head - sub.last_sent > self.limits.max_replay:  # decided on one cheap aggregate, not 1,000 rows
             await self._resync(sub, head)
             return
-        for frame in await self.log.events_after(sub.job_id, sub.last_sent, self.limits.max_replay):
+        for frame in await self.stored.events_after(sub.job_id, sub.last_sent, self.limits.max_replay):
             await self.sink.frame(frame)
             sub.last_sent = frame["seq"]
 
     async def _resync(self, sub: Subscription, head: int | None = None) -> None:
         """Tell the client to page over REST from ``last_sent``; stop streaming this job to it."""
         if head is None:
-            head = await self.log.head_seq(sub.job_id)
+            head = await self.stored.head_seq(sub.job_id)
         self.subs.pop(sub.job_id, None)
         await self.followers.unfollow(sub.job_id, self)
         resync: ResyncFrame = {"type": "resync", "job": sub.job_id, "from_seq": sub.last_sent, "to_seq": head}
