@@ -34,6 +34,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "decisions": ([], ["--jobs", "20"]),
     "api": ([], []),
     "events": ([], ["--duration", "60"]),
+    "stream": ([], ["--frames", "5000", "--rounds", "3"]),
     "page": ([], []),
     "admission": ([], ["--seconds", "15"]),
     "advice": ([], ["--incidents", "200", "--jobs", "1000", "--iterations", "50"]),
@@ -196,6 +197,23 @@ def rows(result: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
                 "all stored; consistent ≤ 5 s after the burst",
                 f"every client consistent {_fmt(burst.get('clients_consistent_after_burst_end_s'))} s "
                 f"after; {(g('clients') or {}).get('coalesced_frames')} coalesced frames",
+            ),
+        ]
+    if name == "stream":
+        return [
+            (
+                f"websocket stream, in-order frames in batches of {g('batch')} (µs/frame)",
+                _fmt(g("live_us_per_frame"), 2),
+                "",
+                "",
+                f"of which JobStreams alone {_fmt(g('stream_alone_live_us_per_frame'), 2)}",
+            ),
+            (
+                f"websocket stream, a backlog of {g('backlog')} coalesced (µs/frame)",
+                _fmt(g("backlog_us_per_frame"), 2),
+                "",
+                "",
+                "",
             ),
         ]
     if name == "page":

@@ -7,7 +7,7 @@ Python process can do (bench/bench_events.py measured seconds of lag). Here one 
 event loop joins ``job-<id>`` once, on behalf of all its sockets that follow the job, receives each
 frame once, and appends it to those sockets' in-memory inboxes; each socket drains its own inbox
 in its own task, so a slow browser delays only itself. Ordering and the no-gap / no-duplicate rules
-stay with the consumer (``EventsConsumer.drain``).
+stay with each socket's ``apps.events.stream.JobStreams``, the subscriber here.
 """
 
 from __future__ import annotations
