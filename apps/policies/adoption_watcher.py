@@ -1,15 +1,15 @@
-"""The adoption watcher: list, then watch, every configured cluster's AscendJobs; relist on 410."""
+"""The adoption watcher: follows every configured cluster's AscendJobs (the cluster adapter's watch
+loop) and keeps TrainingJob rows in step: adopted while they exist, marked deleted when they go."""
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
+from typing import Any
 
 from django.db import close_old_connections, connection
 
-from apps.cluster import client as kube
-from apps.cluster.errors import ClusterError
+from apps.cluster.watch import Backoff, WatchHandler, WatchLoop, WatchTarget
 from apps.jobs.clusters import cluster_ref
 from apps.jobs.models import Cluster, TrainingJob
 from apps.policies.adoption import job_adopt, job_mark_deleted
@@ -32,89 +32,77 @@ class ClusterJobWatcher:
 
     def relist(self, namespace: str | None) -> str:
         """Adopt every job present, mark those gone as deleted; return the rv to watch from."""
-        items, resource_version = kube.list_all_ascendjobs(self.ref, namespace)
-        seen = set()
-        for manifest in items:
-            meta = manifest.get("metadata") or {}
-            seen.add((meta.get("namespace"), meta.get("name")))
-            job_adopt(cluster=self.cluster, manifest=manifest)
-        live = TrainingJob.objects.filter(cluster=self.cluster, deleted_at__isnull=True)
-        if namespace:
-            live = live.filter(namespace=namespace)
-        for job in live.only("namespace", "name"):
-            if (job.namespace, job.name) not in seen:
-                job_mark_deleted(cluster=self.cluster, namespace=job.namespace, name=job.name)
-        return resource_version
-
-    def run_once(self, namespace: str | None, resource_version: str) -> str:
-        """One watch call; returns the resourceVersion to resume from."""
-        for event_type, obj in kube.watch_ascendjobs(
-            self.ref,
-            resource_version=resource_version,
-            namespace=namespace,
-            timeout_seconds=self.watch_timeout,
-        ):
-            meta = obj.get("metadata") or {}
-            resource_version = str(meta.get("resourceVersion") or resource_version)
-            if event_type in ("ADDED", "MODIFIED"):
-                job_adopt(cluster=self.cluster, manifest=obj)
-            elif event_type == "DELETED":
-                job_mark_deleted(
-                    cluster=self.cluster,
-                    namespace=meta.get("namespace", ""),
-                    name=meta.get("name", ""),
-                    uid=str(meta.get("uid", "")),
-                )
-            if self.stopped.is_set():
-                break
-        return resource_version
+        handler = _Adoption(self.cluster, namespace)
+        loop = WatchLoop(self.ref, WatchTarget("ascendjobs", namespace), handler, self.stopped)
+        return loop.relist()
 
     def run(self, namespace: str | None = None) -> None:
         try:
-            self._run(namespace)
+            WatchLoop(
+                self.ref,
+                WatchTarget("ascendjobs", namespace),
+                _Adoption(self.cluster, namespace),
+                self.stopped,
+                watch_timeout=self.watch_timeout,
+                backoff=Backoff(maximum=self.backoff_max),
+            ).run()
         finally:
             connection.close()  # this thread's database connection
-
-    def _run(self, namespace: str | None) -> None:
-        delay = 0.5
-        resource_version = ""
-        while not self.stopped.is_set():
-            try:
-                close_old_connections()
-                if not resource_version:
-                    resource_version = self.relist(namespace)
-                resource_version = self.run_once(namespace, resource_version)
-                delay = 0.5
-            except ClusterError as exc:
-                if exc.status == 410:
-                    log.info("cluster %s: watch expired, relisting", self.cluster.name)
-                    resource_version = ""
-                    continue
-                log.warning("cluster %s: %s; retrying in %.1fs", self.cluster.name, exc.message, delay)
-                self.stopped.wait(delay)
-                delay = min(self.backoff_max, delay * 2)
 
     def stop(self) -> None:
         self.stopped.set()
 
 
+class _Adoption(WatchHandler):
+    """What one (cluster, namespace) watch of AscendJobs means for the TrainingJob rows."""
+
+    def __init__(self, cluster: Cluster, namespace: str | None) -> None:
+        self.cluster = cluster
+        self.namespace = namespace
+
+    def listed(self, items: list[dict[str, Any]], resource_version: str) -> None:
+        close_old_connections()
+        seen = set()
+        for manifest in items:
+            meta = manifest.get("metadata") or {}
+            seen.add((meta.get("namespace"), meta.get("name")))
+            job_adopt(cluster=self.cluster, manifest=manifest)
+        # A relist after 410 is the only news of a job deleted while the watch was gone.
+        live = TrainingJob.objects.filter(cluster=self.cluster, deleted_at__isnull=True)
+        if self.namespace:
+            live = live.filter(namespace=self.namespace)
+        for job in live.only("namespace", "name"):
+            if (job.namespace, job.name) not in seen:
+                job_mark_deleted(cluster=self.cluster, namespace=job.namespace, name=job.name)
+
+    def changed(self, event_type: str, obj: dict[str, Any], resource_version: str) -> None:
+        close_old_connections()
+        if event_type in ("ADDED", "MODIFIED"):
+            job_adopt(cluster=self.cluster, manifest=obj)
+            return
+        meta = obj.get("metadata") or {}
+        job_mark_deleted(
+            cluster=self.cluster,
+            namespace=meta.get("namespace", ""),
+            name=meta.get("name", ""),
+            uid=str(meta.get("uid", "")),
+        )
+
+
 def run_watchers(stop: threading.Event) -> None:
     """One thread per (cluster, namespace) until ``stop`` is set."""
     watchers: list[ClusterJobWatcher] = []
-    threads: list[threading.Thread] = []
     for cluster in Cluster.objects.all():
         watcher = ClusterJobWatcher(cluster)
         watchers.append(watcher)
         for namespace in watcher.namespaces():
-            thread = threading.Thread(
+            threading.Thread(
                 target=watcher.run,
                 args=(namespace,),
                 daemon=True,
                 name=f"watch-{cluster.name}-{namespace or 'all'}",
-            )
-            thread.start()
-            threads.append(thread)
-    while not stop.is_set():
-        time.sleep(0.5)
+            ).start()
+    while not stop.wait(0.5):  # a timed wait: the signal handler that sets ``stop`` runs in between
+        pass
     for watcher in watchers:
         watcher.stop()
