@@ -45,7 +45,8 @@ class ClusterIngester:
         self.watch_timeout = int(settings.EVENTS_WATCH_TIMEOUT_SECONDS)
         self.backoff_max = settings.EVENTS_INGEST_BACKOFF_MAX_SECONDS
         self.db_retry_max = settings.EVENTS_INGEST_DB_RETRY_MAX_SECONDS
-        self.applied = 0  # items stored by finished terms; ``stored`` adds the current one's
+        self._applied_before = 0  # items stored by this process's finished terms
+        self._count_lock = threading.Lock()
         self.active = threading.Event()  # set while this process holds the cluster's lease
         self.lost = threading.Event()  # set by the applier when the lease is gone
         self.halt = threading.Event()  # the current term's stop signal
@@ -55,8 +56,10 @@ class ClusterIngester:
         self._clusterd: ClusterDFollower | None = None
 
     @property
-    def stored(self) -> int:
-        return self.applied + (self._applier.applied if self._applier is not None else 0)
+    def applied(self) -> int:
+        """Items this process has stored, over all its terms."""
+        with self._count_lock:
+            return self._applied_before + (self._applier.applied if self._applier is not None else 0)
 
     # --- lifecycle --------------------------------------------------------------------------------
     def start(self) -> None:
@@ -120,8 +123,9 @@ class ClusterIngester:
         for thread in term_threads:
             thread.join(5.0)
         self.threads = [t for t in self.threads if t not in term_threads]
-        self.applied += applier.applied
-        self._applier = None
+        with self._count_lock:
+            self._applied_before += applier.applied
+            self._applier = None
         self.active.clear()
         if self.lost.is_set():
             self.standby = True

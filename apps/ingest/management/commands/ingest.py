@@ -53,4 +53,4 @@ class Command(BaseCommand):
                 stop.set()
         for ingester in ingesters:
             ingester.stop()
-        self.stdout.write(f"stopped after storing {sum(i.stored for i in ingesters)} items")
+        self.stdout.write(f"stopped after storing {sum(i.applied for i in ingesters)} items")
