@@ -24,7 +24,7 @@ from apps.clusterd.client import FaultSignal
 from apps.events import broadcast, metrics
 from apps.ingest.cursors import cursor_save
 from apps.ingest.feed import Feed, SyncGate
-from apps.ingest.items import BOOKMARK, Item, sources_of
+from apps.ingest.items import BOOKMARK, LISTED, Item, Listing, sources_of
 from apps.ingest.lease import ClusterLease, LeaseLost
 from apps.ingest.reorder import ReorderBuffer
 from apps.ingest.store import IngestStore
@@ -185,6 +185,9 @@ class Applier:
         if item.is_signal:
             assert isinstance(item.obj, FaultSignal)
             store.apply_fault_signal(item.obj, item.received_at)
+        elif item.event_type == LISTED:
+            assert isinstance(item.obj, Listing)
+            store.apply_listing(item.resource, item.obj)
         elif item.event_type not in (BOOKMARK, "ERROR"):
             store.apply(item.resource, item.event_type, item.obj, item.received_at)
 

@@ -12,6 +12,9 @@ from mindcluster import keys as c
 
 CLUSTERD_SOURCE = "clusterd"
 BOOKMARK = "BOOKMARK"
+# The end of a (re)list: a bookmark at the list's version that also names every object listed, so
+# the store can tell what disappeared while nobody watched.
+LISTED = "LISTED"
 SIGNAL = "SIGNAL"
 
 
@@ -38,6 +41,14 @@ def watch_targets(cluster: Cluster) -> list[WatchTarget]:
 
 def sources_of(cluster: Cluster) -> set[str]:
     return {source_of(target) for target in watch_targets(cluster)}
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What a (re)list of one stream found: the objects' (namespace, name), in ``namespace`` (None: all)."""
+
+    namespace: str | None
+    present: frozenset[tuple[str, str]]
 
 
 @dataclass(frozen=True)

@@ -33,11 +33,12 @@ from apps.ingest import (
     reschedule_reason,
     reset_config,
 )
+from apps.ingest.items import Listing
 from apps.ingest.observation import JobRef, Observation
 from apps.jobs.clusters import cluster_ref
 from apps.jobs.incarnations import incarnation_observe_init, incarnation_observe_podgroup
 from apps.jobs.models import Cluster, TrainingJob
-from apps.policies.adoption import job_adopt
+from apps.policies.adoption import job_adopt, job_mark_deleted, jobs_mark_gone
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +107,7 @@ class IngestStore:
         return self.adopt(manifest)
 
     def adopt(self, manifest: dict[str, Any]) -> TrainingJob | None:
-        """Create or refresh the job row (the adoption watcher may be doing the same: both converge)."""
+        """Create or refresh the job row (a second ingester replaying the same event converges on it)."""
         for _ in range(3):
             try:
                 job, _created = job_adopt(cluster=self.cluster, manifest=manifest)
@@ -194,9 +195,14 @@ class IngestStore:
         return previous, state, stored
 
     def apply_ascendjob(self, event_type: str, obj: dict[str, Any], received_at: datetime) -> list[JobEvent]:
+        """Adoption and events, from the one observer of AscendJobs: the job row follows the object."""
         meta = obj.get("metadata") or {}
         if event_type == "DELETED":
-            self.forget(str(meta.get("namespace", "")), str(meta.get("name", "")))
+            namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
+            self.forget(namespace, name)
+            job_mark_deleted(
+                cluster=self.cluster, namespace=namespace, name=name, uid=str(meta.get("uid", ""))
+            )
             return []
         job = self.adopt(obj)
         if job is None:
@@ -216,13 +222,11 @@ class IngestStore:
     def apply_podgroup(self, event_type: str, obj: dict[str, Any], received_at: datetime) -> list[JobEvent]:
         if event_type == "DELETED":
             return []
-        previous, state, stored = self.apply_object(
-            "podgroup", obj, podgroups.podgroup_observations, received_at
-        )
+        previous, _, stored = self.apply_object("podgroup", obj, podgroups.podgroup_observations, received_at)
         if not previous:
             self._observe_creation(obj)
-        if self.decisions_enabled and state.get("platform"):
-            self._observe_decision(obj)
+        # Platform-mode questions are not ours: ``manage.py decide`` is their one observer (sharded,
+        # answering in parallel lanes within ClusterD's 3 s poll, which a reordering applier cannot).
         return stored
 
     def _observe_creation(self, obj: dict[str, Any]) -> None:
@@ -230,17 +234,6 @@ class IngestStore:
         job = self.resolve_job(podgroups.podgroup_job(obj))
         if job is not None:
             incarnation_observe_podgroup(job, obj, "ingester")
-
-    def _observe_decision(self, obj: dict[str, Any]) -> None:
-        from apps.decisions.services import decision_observe
-
-        job = self.resolve_job(podgroups.podgroup_job(obj))
-        if job is None:
-            return
-        try:
-            decision_observe(job=job, podgroup=obj)
-        except Exception:  # the decision flow has its own sweep; never stop ingesting for it
-            log.warning("decision_observe failed for job %s", job.pk, exc_info=True)
 
     def apply_configmap(self, event_type: str, obj: dict[str, Any], received_at: datetime) -> list[JobEvent]:
         if event_type == "DELETED":
@@ -263,6 +256,17 @@ class IngestStore:
                 incarnation_observe_init(job, snapshot.job.uid, snapshot.keys, snapshot.at)
         stored = [self.record(o) for o in k8s_events.event_observations(obj, received_at)]
         return [event for event in stored if event is not None]
+
+    def apply_listing(self, resource: str, listing: Listing) -> None:
+        """A (re)list ended: AscendJobs that were not in it left the cluster while nobody watched."""
+        if resource != "ascendjobs":
+            return
+        for namespace, name in list(self._jobs):
+            if (namespace, name) not in listing.present and (
+                not listing.namespace or namespace == listing.namespace
+            ):
+                self.forget(namespace, name)
+        jobs_mark_gone(cluster=self.cluster, namespace=listing.namespace, present=set(listing.present))
 
     # --- ClusterD ---------------------------------------------------------------------------------
     def apply_fault_signal(self, signal: FaultSignal, received_at: datetime) -> list[JobEvent]:

@@ -21,7 +21,7 @@ from apps.clusterd.client import ClusterDError, FaultStream
 from apps.events import metrics
 from apps.ingest.cursors import cursor_load
 from apps.ingest.feed import Feed, SyncGate
-from apps.ingest.items import BOOKMARK, CLUSTERD_SOURCE, SIGNAL, Item, source_of
+from apps.ingest.items import BOOKMARK, CLUSTERD_SOURCE, LISTED, SIGNAL, Item, Listing, source_of
 from apps.jobs.models import Cluster
 
 log = logging.getLogger(__name__)
@@ -32,6 +32,7 @@ class StreamToFeed(WatchHandler):
 
     def __init__(self, target: WatchTarget, feed: Feed, gate: SyncGate) -> None:
         self.source = source_of(target)
+        self.target = target
         self.resource = target.resource
         self.feed = feed
         self.gate = gate
@@ -41,10 +42,15 @@ class StreamToFeed(WatchHandler):
         return Item(self.source, self.resource, event_type, obj, resource_version, timezone.now())
 
     def listed(self, items: list[dict[str, Any]], resource_version: str) -> None:
+        present = set()
         for obj in items:
+            meta = obj.get("metadata") or {}
+            present.add((str(meta.get("namespace", "")), str(meta.get("name", ""))))
             # Listed objects do not advance the cursor: the list's own version does, below.
             self.feed.put(self._item("ADDED", obj, ""))
-        self.feed.put(self._item(BOOKMARK, {}, resource_version))
+        self.feed.put(
+            self._item(LISTED, Listing(self.target.namespace, frozenset(present)), resource_version)
+        )
         self.gate.done(self.source)
 
     def changed(self, event_type: str, obj: dict[str, Any], resource_version: str) -> None:

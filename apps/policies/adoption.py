@@ -169,3 +169,19 @@ def job_mark_deleted(*, cluster: Cluster, namespace: str, name: str, uid: str = 
     if uid:
         rows = rows.filter(uid__in=[uid, ""])
     return rows.update(deleted_at=timezone.now())
+
+
+def jobs_mark_gone(*, cluster: Cluster, namespace: str | None, present: set[tuple[str, str]]) -> int:
+    """A full listing of ``namespace`` (None: every namespace) came without these jobs: they left.
+
+    A list after a lost watch (410) is the only news of a job deleted while the watch was gone.
+    """
+    live = TrainingJob.objects.filter(cluster=cluster, deleted_at__isnull=True)
+    if namespace:
+        live = live.filter(namespace=namespace)
+    gone = [(job.namespace, job.name) for job in live.only("namespace", "name")]
+    return sum(
+        job_mark_deleted(cluster=cluster, namespace=ns, name=name)
+        for ns, name in gone
+        if (ns, name) not in present
+    )
