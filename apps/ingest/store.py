@@ -1,4 +1,5 @@
-"""Writing observations: resolve the job, diff against the stored object state, choose the incident, store.
+"""Writing observations: resolve the job, diff against the stored object state, store (the events
+domain chooses the incident).
 
 Every write for one object happens in one transaction holding that object's ``ObservedObject`` row
 lock, and every event takes the job row lock (``event_store``), so two ingesters, or one replaying
@@ -15,15 +16,13 @@ from typing import Any
 
 from django.apps import apps as django_apps
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
 from apps.cluster import client as kube
 from apps.cluster.errors import ClusterError
 from apps.clusterd.client import FaultSignal
 from apps.events import incident_services, kinds
-from apps.events.incidents import INCIDENT_KINDS
-from apps.events.models import JobEvent, ObservedObject, SourceKey
-from apps.events.services import event_store, job_lock
+from apps.events.models import JobEvent, ObservedObject
+from apps.events.services import event_store, source_keys_prune
 from apps.ingest import (
     ascendjobs,
     clusterd_faults,
@@ -130,37 +129,20 @@ class IngestStore:
         kind, data, key = obs.kind, {**obs.data, "sources": [obs.source]}, obs.dedupe_key
         if kind == kinds.POD_RESCHEDULED and job.node_nums and len(data.get("pods") or []) >= job.node_nums:
             kind = kinds.JOB_RESCHEDULED
-        occurred_at = obs.occurred_at
-        incident = None
-        remember = obs.source == k8s_events.SOURCE and bool(obs.dedupe_key)
-        with transaction.atomic():
-            if remember:
-                job_lock(job)
-                if SourceKey.objects.filter(job=job, key=obs.dedupe_key).exists():
-                    return None  # this Event was handled before (replay after a restart or relist)
-                SourceKey.objects.create(job=job, key=obs.dedupe_key[:200])
-            if kind in INCIDENT_KINDS:
-                job_lock(job)
-                assert occurred_at is not None
-                plan = incident_services.incident_plan(
-                    job=job, kind=kind, data=data, at=occurred_at, source_key=key
-                )
-                if plan.enrich_only:
-                    assert plan.incident is not None
-                    incident_services.incident_enrich(plan.incident, data, occurred_at)
-                    return None
-                kind, data, key, incident = plan.kind, plan.data, plan.dedupe_key or key, plan.incident
-            return event_store(
-                job=job,
-                kind=kind,
-                message=obs.message,
-                source=obs.source,
-                severity=obs.severity or kinds.severity_of(kind),
-                data=data,
-                occurred_at=occurred_at,
-                dedupe_key=key,
-                **({"incident": incident} if incident is not None else {}),
-            )
+        # A Kubernetes Event is handled once, whatever replays it; the events domain chooses the
+        # incident (and the stored kind and key) under the job's lock.
+        remembered = obs.dedupe_key if obs.source == k8s_events.SOURCE else ""
+        return event_store(
+            job=job,
+            kind=kind,
+            message=obs.message,
+            source=obs.source,
+            severity=obs.severity or None,
+            data=data,
+            occurred_at=obs.occurred_at,
+            dedupe_key=key,
+            source_key=remembered,
+        )
 
     # --- level-triggered objects ------------------------------------------------------------------
     def _observed(self, kind: str, namespace: str, name: str) -> ObservedObject:
@@ -286,9 +268,7 @@ class IngestStore:
 
     def prune_source_keys(self, older_than_s: float = 3 * 3600) -> int:
         """Forget handled Events older than Kubernetes keeps them (1 h by default, 3 h on OpenShift)."""
-        cutoff = timezone.now() - timedelta(seconds=older_than_s)
-        deleted, _ = SourceKey.objects.filter(job__cluster=self.cluster, created_at__lt=cutoff).delete()
-        return deleted
+        return source_keys_prune(cluster_id=self.cluster.pk, older_than=timedelta(seconds=older_than_s))
 
     # --- dispatch ---------------------------------------------------------------------------------
     def apply(
