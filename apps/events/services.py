@@ -41,6 +41,7 @@ def event_record(
         data=data,
         occurred_at=occurred_at,
         dedupe_key=dedupe_key,
+        observed=False,
     )
 
 
@@ -66,13 +67,16 @@ def event_store(
     occurred_at: datetime | None = None,
     dedupe_key: str = "",
     source_key: str = "",
+    observed: bool = True,
 ) -> JobEvent | None:
     """``event_record`` for observers of the cluster: the one place that chooses an event's incident.
 
     Under the job's lock, an incident-scoped kind is planned into its incident
     (``incident_services.incident_plan``): it may be renamed (a second strategy is
     ``strategy.changed``), given a key two sources share, or only enrich the incident it belongs
-    to (then nothing is stored: None). ``severity`` None is the stored kind's own. ``source_key``
+    to (then nothing is stored: None); ``observed=False`` (``event_record``: a producer that states
+    what happened, not a report of the cluster) stores the kind as given. ``severity`` None is the
+    stored kind's own. ``source_key``
     names the source record this event comes from (a Kubernetes Event): one already handled
     (a replay after a restart or relist) stores nothing.
     """
@@ -86,7 +90,7 @@ def event_store(
                     return None
                 SourceKey.objects.create(job=job, key=source_key[:200])
             incident: Incident | None = None
-            if kind in INCIDENT_KINDS:
+            if observed and kind in INCIDENT_KINDS:
                 plan = incident_services.incident_plan(
                     job=job, kind=kind, data=data, at=at, source_key=dedupe_key
                 )
