@@ -22,8 +22,8 @@ from apps.ingest.applier import Applier
 from apps.ingest.feed import Feed, SyncGate
 from apps.ingest.items import Item, source_of, sources_of, watch_targets
 from apps.ingest.lease import ClusterLease
-from apps.ingest.store import IngestStore
 from apps.ingest.watchers import ClusterDFollower, follow_stream
+from apps.jobs.clusters import cluster_ref
 from apps.jobs.models import Cluster
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ class ClusterIngester:
 
     def __init__(self, cluster: Cluster, stop: threading.Event | None = None) -> None:
         self.cluster = cluster
-        self.ref = IngestStore(cluster).ref
+        self.ref = cluster_ref(cluster)
         self.stop_event = stop or threading.Event()
         self.queue: queue.Queue[Item] = queue.Queue(maxsize=int(settings.EVENTS_INGEST_QUEUE))
         self.threads: list[threading.Thread] = []

@@ -17,8 +17,6 @@ from typing import Any
 from django.apps import apps as django_apps
 from django.db import IntegrityError, transaction
 
-from apps.cluster import client as kube
-from apps.cluster.errors import ClusterError
 from apps.clusterd.client import FaultSignal
 from apps.events import incident_services, kinds
 from apps.events.models import JobEvent, ObservedObject
@@ -34,10 +32,14 @@ from apps.ingest import (
 )
 from apps.ingest.items import Listing
 from apps.ingest.observation import JobRef, Observation
-from apps.jobs.clusters import cluster_ref
 from apps.jobs.incarnations import incarnation_observe_init, incarnation_observe_podgroup
 from apps.jobs.models import Cluster, TrainingJob
-from apps.policies.adoption import job_adopt, job_mark_deleted, jobs_mark_gone
+from apps.policies.adoption import (
+    job_adopt_converging,
+    job_adopt_from_cluster,
+    job_mark_deleted,
+    jobs_mark_gone,
+)
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +61,6 @@ class IngestStore:
 
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
-        self.ref = cluster_ref(cluster)
         self._jobs: dict[tuple[str, str], TrainingJob] = {}
         self._jobs_by_uid: dict[str, TrainingJob] = {}
         self.decisions_enabled = django_apps.is_installed("apps.decisions")
@@ -90,32 +91,17 @@ class IngestStore:
         if job is None and ref.name:
             job = live.filter(namespace=ref.namespace, name=ref.name).first()
         if job is None and ref.name and ref.namespace:
-            job = self._adopt(ref)
+            job = job_adopt_from_cluster(cluster=self.cluster, namespace=ref.namespace, name=ref.name)
         if job is not None:
             self.remember(job)
         return job
 
-    def _adopt(self, ref: JobRef) -> TrainingJob | None:
-        try:
-            manifest = kube.get_ascendjob(self.ref, ref.namespace, ref.name)
-        except ClusterError as exc:
-            log.info(
-                "cluster %s: job %s/%s not adoptable: %s", self.cluster.name, ref.namespace, ref.name, exc
-            )
-            return None
-        return self.adopt(manifest)
-
     def adopt(self, manifest: dict[str, Any]) -> TrainingJob | None:
         """Create or refresh the job row (a second ingester replaying the same event converges on it)."""
-        for _ in range(3):
-            try:
-                job, _created = job_adopt(cluster=self.cluster, manifest=manifest)
-            except IntegrityError:
-                continue  # another process adopted it at the same moment; read theirs
-            job = TrainingJob.objects.select_related("cluster").get(pk=job.pk)
+        job = job_adopt_converging(cluster=self.cluster, manifest=manifest)
+        if job is not None:
             self.remember(job)
-            return job
-        return None
+        return job
 
     # --- one observation --------------------------------------------------------------------------
     def record(self, obs: Observation) -> JobEvent | None:

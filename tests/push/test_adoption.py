@@ -18,6 +18,7 @@ from apps.cluster import client as cluster_client
 from apps.ingest.items import Listing
 from apps.ingest.runner import ClusterIngester
 from apps.ingest.store import IngestStore
+from apps.jobs.clusters import cluster_ref
 from apps.jobs.models import Cluster, TrainingJob
 from apps.policies.models import PolicyRevision, PolicySync
 from mindcluster import keys as c
@@ -30,7 +31,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def adopt_listing(cluster: Cluster, namespace: str) -> None:
     """What the ingester does with a (re)list of AscendJobs, in this thread: every job, then the listing."""
     store = IngestStore(cluster)
-    items, _ = cluster_client.list_all_ascendjobs(store.ref, namespace)
+    items, _ = cluster_client.list_all_ascendjobs(cluster_ref(cluster), namespace)
     for manifest in items:
         store.apply("ascendjobs", "ADDED", manifest, timezone.now())
     present = {(m["metadata"]["namespace"], m["metadata"]["name"]) for m in items}
