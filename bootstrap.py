@@ -380,7 +380,6 @@ def cmd_run(args: argparse.Namespace) -> int:
             "beat", [*celery, "beat", "-l", "info", "-s", str(VAR / "celerybeat-schedule")], env=env
         )
         children.start("ingester", [*manage, "ingest"], env=env)
-        children.start("adoption watcher", [*manage, "watch_jobs"], env=env)
         children.start("platform-mode decider", [*manage, "decide"], env=env)
         children.start(
             "web",

@@ -33,3 +33,8 @@ class ClusterError(Exception):
     @property
     def not_found(self) -> bool:
         return self.status == 404
+
+    @property
+    def expired(self) -> bool:
+        """410 Gone / Expired: the resourceVersion is older than the server keeps; relist."""
+        return self.status == 410

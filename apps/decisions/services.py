@@ -280,7 +280,9 @@ def decision_open(
             decided_at=None if ask else now,
         )
     except IntegrityError:
-        return Decision.objects.filter(job=job, state__in=OPEN_STATES).first()  # another observer won
+        # ``decide`` is the one observer of questions, but during a rolling restart (or with two
+        # processes started for one shard) two copies may see the same question: one row wins.
+        return Decision.objects.filter(job=job, state__in=OPEN_STATES).first()
     _after_decided(decision)
     with transaction.atomic():
         _record(

@@ -17,8 +17,7 @@ from typing import Any
 
 from django.db import close_old_connections, connection
 
-from apps.cluster import client as kube
-from apps.cluster.errors import ClusterError
+from apps.cluster.watch import WatchHandler, WatchLoop, WatchTarget
 from apps.decisions.services import decision_observe, is_standing
 from apps.jobs.clusters import cluster_ref
 from apps.jobs.models import Cluster, TrainingJob
@@ -63,8 +62,8 @@ def handle_podgroup(cluster: Cluster, podgroup: dict[str, Any]) -> None:
     decision_observe(job=job, podgroup=podgroup)
 
 
-class PodGroupWatcher:
-    """List, then watch, one cluster's PodGroups; relist on 410; back off on errors."""
+class PodGroupWatcher(WatchHandler):
+    """Follow one cluster's PodGroups (the cluster adapter's watch loop) and answer their questions."""
 
     def __init__(
         self, cluster: Cluster, *, watch_timeout: int = 60, lanes: int = 8, shard: int = 0, shards: int = 1
@@ -78,6 +77,15 @@ class PodGroupWatcher:
         # Many jobs fault at once (a switch failure): answer them in parallel, but keep each
         # PodGroup's changes in order by always using the same single-threaded lane for it.
         self.lanes = [ThreadPoolExecutor(1, thread_name_prefix=f"decide-{i}") for i in range(lanes)]
+
+    # --- what the watch loop sees -----------------------------------------------------------------
+    def listed(self, items: list[dict[str, Any]], resource_version: str) -> None:
+        for item in items:
+            self.dispatch(item)
+
+    def changed(self, event_type: str, obj: dict[str, Any], resource_version: str) -> None:
+        if event_type in ("ADDED", "MODIFIED"):
+            self.dispatch(obj)
 
     def dispatch(self, podgroup: dict[str, Any]) -> None:
         name = str((podgroup.get("metadata") or {}).get("name", ""))
@@ -101,41 +109,14 @@ class PodGroupWatcher:
 
     def run(self) -> None:
         try:
-            self._run()
+            WatchLoop(
+                self.ref, WatchTarget("podgroups"), self, self.stopped, watch_timeout=self.watch_timeout
+            ).run()
         finally:
             for lane in self.lanes:
                 lane.submit(connection.close)  # each lane thread closes its own database connection
                 lane.shutdown(wait=True)
             connection.close()  # and this thread's
-
-    def _run(self) -> None:
-        delay = 0.5
-        resource_version = ""
-        while not self.stopped.is_set():
-            try:
-                close_old_connections()
-                if not resource_version:
-                    items, resource_version = kube.list_all_podgroups(self.ref)
-                    for item in items:
-                        self.dispatch(item)
-                for event_type, obj in kube.watch_podgroups(
-                    self.ref, resource_version=resource_version, timeout_seconds=self.watch_timeout
-                ):
-                    resource_version = str(
-                        (obj.get("metadata") or {}).get("resourceVersion") or resource_version
-                    )
-                    if event_type in ("ADDED", "MODIFIED"):
-                        self.dispatch(obj)
-                    if self.stopped.is_set():
-                        return
-                delay = 0.5
-            except ClusterError as exc:
-                if exc.status == 410:
-                    resource_version = ""
-                    continue
-                log.warning("cluster %s: %s; retrying in %.1fs", self.cluster.name, exc.message, delay)
-                self.stopped.wait(delay)
-                delay = min(30.0, delay * 2)
 
     def stop(self) -> None:
         self.stopped.set()

@@ -166,6 +166,11 @@ def incident_follow(event: JobEvent, incident: Incident | None) -> None:
         if event.kind not in fold.DECISION_KINDS and event.kind != kinds.JOB_PHASE_CHANGED:
             return
         incident = open_incident(event.job)
+        if incident is None and event.kind == kinds.DECISION_REQUESTED:
+            # ClusterD asks only about a fault it is handling, and ``decide`` (its own process, no
+            # reordering hold) often stores the question before the ingester stores the fault:
+            # the question opens the incident, and the fault joins it.
+            incident = _create(event.job, event.occurred_at)
         if incident is None:
             return
     state = _fields(incident)

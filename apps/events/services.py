@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from apps.events import incident_services
-from apps.events.models import Incident, JobEvent
+from apps.events import incident_services, kinds
+from apps.events.incidents import INCIDENT_KINDS
+from apps.events.models import Incident, JobEvent, SourceKey
 from apps.jobs.models import TrainingJob
-
-# Sentinel for "find the incident yourself" (callers outside the ingester).
-_AUTO: Any = object()
 
 
 def event_record(
@@ -43,6 +41,7 @@ def event_record(
         data=data,
         occurred_at=occurred_at,
         dedupe_key=dedupe_key,
+        observed=False,
     )
 
 
@@ -63,30 +62,58 @@ def event_store(
     kind: str,
     message: str,
     source: str,
-    severity: str = JobEvent.Severity.INFO,
+    severity: str | None = None,
     data: dict[str, Any] | None = None,
     occurred_at: datetime | None = None,
     dedupe_key: str = "",
-    incident: Incident | None = _AUTO,
+    source_key: str = "",
+    observed: bool = True,
 ) -> JobEvent | None:
-    """``event_record`` with an explicit incident (the ingester chose it under the same lock)."""
+    """``event_record`` for observers of the cluster: the one place that chooses an event's incident.
+
+    Under the job's lock, an incident-scoped kind is planned into its incident
+    (``incident_services.incident_plan``): it may be renamed (a second strategy is
+    ``strategy.changed``), given a key two sources share, or only enrich the incident it belongs
+    to (then nothing is stored: None); ``observed=False`` (``event_record``: a producer that states
+    what happened, not a report of the cluster) stores the kind as given. ``severity`` None is the
+    stored kind's own. ``source_key``
+    names the source record this event comes from (a Kubernetes Event): one already handled
+    (a replay after a restart or relist) stores nothing.
+    """
+    data = dict(data or {})
+    at = occurred_at or timezone.now()
     try:
         with transaction.atomic():
             last = _lock_and_last_seq(job)
-            if dedupe_key and JobEvent.objects.filter(job=job, dedupe_key=dedupe_key).exists():
+            if source_key:
+                if SourceKey.objects.filter(job=job, key=source_key[:200]).exists():
+                    return None
+                SourceKey.objects.create(job=job, key=source_key[:200])
+            incident: Incident | None = None
+            if observed and kind in INCIDENT_KINDS:
+                plan = incident_services.incident_plan(
+                    job=job, kind=kind, data=data, at=at, source_key=dedupe_key
+                )
+                if plan.enrich_only:
+                    assert plan.incident is not None
+                    incident_services.incident_enrich(plan.incident, data, at)
+                    return None
+                kind, data, incident = plan.kind, plan.data, plan.incident
+                dedupe_key = plan.dedupe_key or dedupe_key
+            if dedupe_key and JobEvent.objects.filter(job=job, dedupe_key=dedupe_key[:200]).exists():
                 return None
             event = JobEvent.objects.create(
                 job=job,
                 seq=last + 1,
                 kind=kind,
-                severity=severity,
+                severity=severity or kinds.severity_of(kind),
                 message=message[:500],
                 source=source,
                 dedupe_key=dedupe_key[:200],
-                data=data or {},
-                occurred_at=occurred_at or timezone.now(),
+                data=data,
+                occurred_at=at,
             )
-            incident_services.incident_follow(event, None if incident is _AUTO else incident)
+            incident_services.incident_follow(event, incident)
             incident_services.budget_follow(event)
     except IntegrityError:
         if dedupe_key:
@@ -94,6 +121,13 @@ def event_store(
         raise
     transaction.on_commit(lambda: _after_commit(event))
     return event
+
+
+def source_keys_prune(*, cluster_id: int, older_than: timedelta) -> int:
+    """Forget handled source records older than ``older_than`` (their source no longer replays them)."""
+    cutoff = timezone.now() - older_than
+    deleted, _ = SourceKey.objects.filter(job__cluster_id=cluster_id, created_at__lt=cutoff).delete()
+    return deleted
 
 
 @dataclass(frozen=True)

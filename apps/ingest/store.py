@@ -1,4 +1,5 @@
-"""Writing observations: resolve the job, diff against the stored object state, choose the incident, store.
+"""Writing observations: resolve the job, diff against the stored object state, store (the events
+domain chooses the incident).
 
 Every write for one object happens in one transaction holding that object's ``ObservedObject`` row
 lock, and every event takes the job row lock (``event_store``), so two ingesters, or one replaying
@@ -15,15 +16,11 @@ from typing import Any
 
 from django.apps import apps as django_apps
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
-from apps.cluster import client as kube
-from apps.cluster.errors import ClusterError
 from apps.clusterd.client import FaultSignal
 from apps.events import incident_services, kinds
-from apps.events.incidents import INCIDENT_KINDS
-from apps.events.models import JobEvent, ObservedObject, SourceKey
-from apps.events.services import event_store, job_lock
+from apps.events.models import JobEvent, ObservedObject
+from apps.events.services import event_store, source_keys_prune
 from apps.ingest import (
     ascendjobs,
     clusterd_faults,
@@ -33,11 +30,16 @@ from apps.ingest import (
     reschedule_reason,
     reset_config,
 )
+from apps.ingest.items import Listing
 from apps.ingest.observation import JobRef, Observation
-from apps.jobs.clusters import cluster_ref
 from apps.jobs.incarnations import incarnation_observe_init, incarnation_observe_podgroup
 from apps.jobs.models import Cluster, TrainingJob
-from apps.policies.adoption import job_adopt
+from apps.policies.adoption import (
+    job_adopt_converging,
+    job_adopt_from_cluster,
+    job_mark_deleted,
+    jobs_mark_gone,
+)
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +61,6 @@ class IngestStore:
 
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
-        self.ref = cluster_ref(cluster)
         self._jobs: dict[tuple[str, str], TrainingJob] = {}
         self._jobs_by_uid: dict[str, TrainingJob] = {}
         self.decisions_enabled = django_apps.is_installed("apps.decisions")
@@ -90,32 +91,17 @@ class IngestStore:
         if job is None and ref.name:
             job = live.filter(namespace=ref.namespace, name=ref.name).first()
         if job is None and ref.name and ref.namespace:
-            job = self._adopt(ref)
+            job = job_adopt_from_cluster(cluster=self.cluster, namespace=ref.namespace, name=ref.name)
         if job is not None:
             self.remember(job)
         return job
 
-    def _adopt(self, ref: JobRef) -> TrainingJob | None:
-        try:
-            manifest = kube.get_ascendjob(self.ref, ref.namespace, ref.name)
-        except ClusterError as exc:
-            log.info(
-                "cluster %s: job %s/%s not adoptable: %s", self.cluster.name, ref.namespace, ref.name, exc
-            )
-            return None
-        return self.adopt(manifest)
-
     def adopt(self, manifest: dict[str, Any]) -> TrainingJob | None:
-        """Create or refresh the job row (the adoption watcher may be doing the same: both converge)."""
-        for _ in range(3):
-            try:
-                job, _created = job_adopt(cluster=self.cluster, manifest=manifest)
-            except IntegrityError:
-                continue  # another process adopted it at the same moment; read theirs
-            job = TrainingJob.objects.select_related("cluster").get(pk=job.pk)
+        """Create or refresh the job row (a second ingester replaying the same event converges on it)."""
+        job = job_adopt_converging(cluster=self.cluster, manifest=manifest)
+        if job is not None:
             self.remember(job)
-            return job
-        return None
+        return job
 
     # --- one observation --------------------------------------------------------------------------
     def record(self, obs: Observation) -> JobEvent | None:
@@ -129,37 +115,20 @@ class IngestStore:
         kind, data, key = obs.kind, {**obs.data, "sources": [obs.source]}, obs.dedupe_key
         if kind == kinds.POD_RESCHEDULED and job.node_nums and len(data.get("pods") or []) >= job.node_nums:
             kind = kinds.JOB_RESCHEDULED
-        occurred_at = obs.occurred_at
-        incident = None
-        remember = obs.source == k8s_events.SOURCE and bool(obs.dedupe_key)
-        with transaction.atomic():
-            if remember:
-                job_lock(job)
-                if SourceKey.objects.filter(job=job, key=obs.dedupe_key).exists():
-                    return None  # this Event was handled before (replay after a restart or relist)
-                SourceKey.objects.create(job=job, key=obs.dedupe_key[:200])
-            if kind in INCIDENT_KINDS:
-                job_lock(job)
-                assert occurred_at is not None
-                plan = incident_services.incident_plan(
-                    job=job, kind=kind, data=data, at=occurred_at, source_key=key
-                )
-                if plan.enrich_only:
-                    assert plan.incident is not None
-                    incident_services.incident_enrich(plan.incident, data, occurred_at)
-                    return None
-                kind, data, key, incident = plan.kind, plan.data, plan.dedupe_key or key, plan.incident
-            return event_store(
-                job=job,
-                kind=kind,
-                message=obs.message,
-                source=obs.source,
-                severity=obs.severity or kinds.severity_of(kind),
-                data=data,
-                occurred_at=occurred_at,
-                dedupe_key=key,
-                **({"incident": incident} if incident is not None else {}),
-            )
+        # A Kubernetes Event is handled once, whatever replays it; the events domain chooses the
+        # incident (and the stored kind and key) under the job's lock.
+        remembered = obs.dedupe_key if obs.source == k8s_events.SOURCE else ""
+        return event_store(
+            job=job,
+            kind=kind,
+            message=obs.message,
+            source=obs.source,
+            severity=obs.severity or None,
+            data=data,
+            occurred_at=obs.occurred_at,
+            dedupe_key=key,
+            source_key=remembered,
+        )
 
     # --- level-triggered objects ------------------------------------------------------------------
     def _observed(self, kind: str, namespace: str, name: str) -> ObservedObject:
@@ -194,9 +163,14 @@ class IngestStore:
         return previous, state, stored
 
     def apply_ascendjob(self, event_type: str, obj: dict[str, Any], received_at: datetime) -> list[JobEvent]:
+        """Adoption and events, from the one observer of AscendJobs: the job row follows the object."""
         meta = obj.get("metadata") or {}
         if event_type == "DELETED":
-            self.forget(str(meta.get("namespace", "")), str(meta.get("name", "")))
+            namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
+            self.forget(namespace, name)
+            job_mark_deleted(
+                cluster=self.cluster, namespace=namespace, name=name, uid=str(meta.get("uid", ""))
+            )
             return []
         job = self.adopt(obj)
         if job is None:
@@ -216,13 +190,11 @@ class IngestStore:
     def apply_podgroup(self, event_type: str, obj: dict[str, Any], received_at: datetime) -> list[JobEvent]:
         if event_type == "DELETED":
             return []
-        previous, state, stored = self.apply_object(
-            "podgroup", obj, podgroups.podgroup_observations, received_at
-        )
+        previous, _, stored = self.apply_object("podgroup", obj, podgroups.podgroup_observations, received_at)
         if not previous:
             self._observe_creation(obj)
-        if self.decisions_enabled and state.get("platform"):
-            self._observe_decision(obj)
+        # Platform-mode questions are not ours: ``manage.py decide`` is their one observer (sharded,
+        # answering in parallel lanes within ClusterD's 3 s poll, which a reordering applier cannot).
         return stored
 
     def _observe_creation(self, obj: dict[str, Any]) -> None:
@@ -230,17 +202,6 @@ class IngestStore:
         job = self.resolve_job(podgroups.podgroup_job(obj))
         if job is not None:
             incarnation_observe_podgroup(job, obj, "ingester")
-
-    def _observe_decision(self, obj: dict[str, Any]) -> None:
-        from apps.decisions.services import decision_observe
-
-        job = self.resolve_job(podgroups.podgroup_job(obj))
-        if job is None:
-            return
-        try:
-            decision_observe(job=job, podgroup=obj)
-        except Exception:  # the decision flow has its own sweep; never stop ingesting for it
-            log.warning("decision_observe failed for job %s", job.pk, exc_info=True)
 
     def apply_configmap(self, event_type: str, obj: dict[str, Any], received_at: datetime) -> list[JobEvent]:
         if event_type == "DELETED":
@@ -264,6 +225,17 @@ class IngestStore:
         stored = [self.record(o) for o in k8s_events.event_observations(obj, received_at)]
         return [event for event in stored if event is not None]
 
+    def apply_listing(self, resource: str, listing: Listing) -> None:
+        """A (re)list ended: AscendJobs that were not in it left the cluster while nobody watched."""
+        if resource != "ascendjobs":
+            return
+        for namespace, name in list(self._jobs):
+            if (namespace, name) not in listing.present and (
+                not listing.namespace or namespace == listing.namespace
+            ):
+                self.forget(namespace, name)
+        jobs_mark_gone(cluster=self.cluster, namespace=listing.namespace, present=set(listing.present))
+
     # --- ClusterD ---------------------------------------------------------------------------------
     def apply_fault_signal(self, signal: FaultSignal, received_at: datetime) -> list[JobEvent]:
         """Diff one job's fault set against the stored one (full-state resends repeat nothing)."""
@@ -282,9 +254,7 @@ class IngestStore:
 
     def prune_source_keys(self, older_than_s: float = 3 * 3600) -> int:
         """Forget handled Events older than Kubernetes keeps them (1 h by default, 3 h on OpenShift)."""
-        cutoff = timezone.now() - timedelta(seconds=older_than_s)
-        deleted, _ = SourceKey.objects.filter(job__cluster=self.cluster, created_at__lt=cutoff).delete()
-        return deleted
+        return source_keys_prune(cluster_id=self.cluster.pk, older_than=timedelta(seconds=older_than_s))
 
     # --- dispatch ---------------------------------------------------------------------------------
     def apply(

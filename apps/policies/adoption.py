@@ -5,11 +5,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps.audit.services import audit_record
+from apps.cluster import client as kube
+from apps.cluster.errors import ClusterError
 from apps.core.numbers import is_ascii_digits
+from apps.jobs.clusters import cluster_ref
 from apps.jobs.incarnations import incarnation_observe_job
 from apps.jobs.models import Cluster, JobIncarnation, TrainingJob
 from apps.policies.spec import DEFAULT_RELEASE, FRAMEWORKS, JobContext
@@ -171,3 +174,45 @@ def job_mark_deleted(*, cluster: Cluster, namespace: str, name: str, uid: str = 
     if uid:
         rows = rows.filter(uid__in=[uid, ""])
     return rows.update(deleted_at=timezone.now())
+
+
+def jobs_mark_gone(*, cluster: Cluster, namespace: str | None, present: set[tuple[str, str]]) -> int:
+    """A full listing of ``namespace`` (None: every namespace) came without these jobs: they left.
+
+    A list after a lost watch (410) is the only news of a job deleted while the watch was gone.
+    """
+    live = TrainingJob.objects.filter(cluster=cluster, deleted_at__isnull=True)
+    if namespace:
+        live = live.filter(namespace=namespace)
+    gone = [(job.namespace, job.name) for job in live.only("namespace", "name")]
+    return sum(
+        job_mark_deleted(cluster=cluster, namespace=ns, name=name)
+        for ns, name in gone
+        if (ns, name) not in present
+    )
+
+
+def job_adopt_converging(*, cluster: Cluster, manifest: dict[str, Any]) -> TrainingJob | None:
+    """``job_adopt``, read back with its cluster; when another process created the same row at the
+    same moment (a replaying ingester), theirs is read. None after three such collisions."""
+    for _ in range(3):
+        try:
+            job, _created = job_adopt(cluster=cluster, manifest=manifest)
+        except IntegrityError:
+            continue
+        return TrainingJob.objects.select_related("cluster").get(pk=job.pk)
+    return None
+
+
+def job_adopt_from_cluster(*, cluster: Cluster, namespace: str, name: str) -> TrainingJob | None:
+    """Adopt AscendJob ``namespace/name`` as the cluster has it now (None: not there, or unreachable).
+
+    For a report about a job not adopted yet (its Event or PodGroup came before the job's own
+    watch event).
+    """
+    try:
+        manifest = kube.get_ascendjob(cluster_ref(cluster), namespace, name)
+    except ClusterError as exc:
+        log.info("cluster %s: job %s/%s not adoptable: %s", cluster.name, namespace, name, exc)
+        return None
+    return job_adopt_converging(cluster=cluster, manifest=manifest)

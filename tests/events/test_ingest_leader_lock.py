@@ -16,7 +16,8 @@ from django.db import connection
 
 from apps.events import kinds
 from apps.events.models import Incident, JobEvent
-from apps.ingest.runner import LEASE_NAMESPACE, ClusterIngester
+from apps.ingest.lease import LEASE_NAMESPACE
+from apps.ingest.runner import ClusterIngester
 from apps.jobs.models import Cluster, TrainingJob
 from simcluster.kube import Kube
 from simcluster.runtime import SimCluster

@@ -4,6 +4,7 @@ whatever order the streams delivered them in, and a ClusterD signal after what t
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from datetime import datetime
@@ -11,8 +12,10 @@ from datetime import datetime
 import pytest
 from django.utils import timezone
 
-from apps.ingest import runner
-from apps.ingest.runner import CLUSTERD_SOURCE, ClusterIngester, Item, watch_specs
+from apps.ingest import applier as applier_module
+from apps.ingest.applier import Applier
+from apps.ingest.feed import Feed, SyncGate
+from apps.ingest.items import CLUSTERD_SOURCE, Item, sources_of
 from apps.jobs.models import Cluster
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -42,21 +45,24 @@ def applied(monkeypatch: pytest.MonkeyPatch, settings: object) -> list[str]:
     settings.EVENTS_INGEST_WARMUP_SECONDS = 0.0
     order: list[str] = []
 
-    def record(
-        self: ClusterIngester, store: object, item: Item, dirty: dict[str, str], halt: threading.Event
-    ) -> bool:
+    def record(self: Applier, store: object, item: Item) -> bool:
         if item.event_type != "BOOKMARK":
             order.append(label(item))
         return True
 
-    monkeypatch.setattr(ClusterIngester, "_apply_one", record)
-    monkeypatch.setattr(runner.broadcast, "flush", lambda timeout=5.0: True)
+    monkeypatch.setattr(Applier, "apply_one", record)
+    monkeypatch.setattr(applier_module.broadcast, "flush", lambda timeout=5.0: True)
     return order
 
 
-def run_applier(ingester: ClusterIngester) -> threading.Thread:
-    ingester.unsynced.clear()
-    thread = threading.Thread(target=ingester._apply_loop, args=(ingester.halt,), daemon=True)
+def make_applier(cluster: Cluster) -> Applier:
+    """An applier with every source synced and no lease to check: only the merge is under test."""
+    feed = Feed(queue.Queue(), threading.Event())
+    return Applier(cluster, feed, SyncGate(), lease=None, lost=threading.Event(), db_retry_max=1.0)
+
+
+def run_applier(applier: Applier) -> threading.Thread:
+    thread = threading.Thread(target=applier.run, daemon=True)
     thread.start()
     return thread
 
@@ -69,26 +75,22 @@ def wait_len(items: list[str], n: int, seconds: float = 5.0) -> None:
 
 def test_streams_are_merged_by_resource_version(applied: list[str]) -> None:
     cluster = Cluster.objects.create(name="merge", kubeconfig_path="/dev/null", namespaces=["team"])
-    ingester = ClusterIngester(cluster)
-    sources = [spec.source for spec in watch_specs(cluster)]
+    applier = make_applier(cluster)
+    sources = sorted(sources_of(cluster))
     events, podgroups, configmaps = "events:team", "podgroups:team", "configmaps:team"
-    thread = run_applier(ingester)
+    thread = run_applier(applier)
     try:
         # The Events stream is fast, the PodGroup and ConfigMap streams lag behind it.
-        ingester._put(watch_item(events, 12), ingester.halt)
-        ingester._put(watch_item(events, 15), ingester.halt)
-        ingester._put(
-            signal_item("14"), ingester.halt
-        )  # ClusterD signalled when the server was at version 14
+        applier.feed.put(watch_item(events, 12))
+        applier.feed.put(watch_item(events, 15))
+        applier.feed.put(signal_item("14"))  # ClusterD signalled when the server was at version 14
         time.sleep(0.3)
         assert applied == [], "nothing may be applied before every stream has caught up"
-        ingester._put(watch_item(podgroups, 11), ingester.halt)
-        ingester._put(watch_item(configmaps, 13), ingester.halt)
-        ingester._put(watch_item(podgroups, 14), ingester.halt)
+        applier.feed.put(watch_item(podgroups, 11))
+        applier.feed.put(watch_item(configmaps, 13))
+        applier.feed.put(watch_item(podgroups, 14))
         for source in sources:  # bookmarks: every stream has delivered everything up to 20
-            ingester._put(
-                Item(source, source.split(":")[0], "BOOKMARK", {}, "20", timezone.now()), ingester.halt
-            )
+            applier.feed.put(Item(source, source.split(":")[0], "BOOKMARK", {}, "20", timezone.now()))
         wait_len(applied, 6)
         assert applied == [
             "podgroups@11",
@@ -99,7 +101,7 @@ def test_streams_are_merged_by_resource_version(applied: list[str]) -> None:
             "events@15",
         ]
     finally:
-        ingester.stop()
+        applier.halt.set()
         thread.join(5)
 
 
@@ -107,17 +109,17 @@ def test_a_silent_stream_delays_an_item_at_most_the_hold(applied: list[str], set
     settings.EVENTS_INGEST_REORDER_SECONDS = 0.3
     settings.EVENTS_INGEST_WARMUP_WINDOW_SECONDS = 0.3
     cluster = Cluster.objects.create(name="silent", kubeconfig_path="/dev/null", namespaces=["team"])
-    ingester = ClusterIngester(cluster)
-    thread = run_applier(ingester)
+    applier = make_applier(cluster)
+    thread = run_applier(applier)
     try:
         started: datetime = timezone.now()
-        ingester._put(watch_item("events:team", 7), ingester.halt)
+        applier.feed.put(watch_item("events:team", 7))
         wait_len(applied, 1)
         waited = (timezone.now() - started).total_seconds()
         assert applied == ["events@7"]
         assert 0.25 <= waited < 2.0, waited
     finally:
-        ingester.stop()
+        applier.halt.set()
         thread.join(5)
 
 
@@ -132,27 +134,25 @@ def test_a_busy_applier_never_lets_a_signal_pass_older_queued_items(
     settings.EVENTS_INGEST_WARMUP_SECONDS = 0.0
     order: list[str] = []
 
-    def slow_store(
-        self: ClusterIngester, store: object, item: Item, dirty: dict[str, str], halt: threading.Event
-    ) -> bool:
+    def slow_store(self: Applier, store: object, item: Item) -> bool:
         order.append(label(item))
         time.sleep(0.5)  # a slow database: longer than the hold
         return True
 
-    monkeypatch.setattr(ClusterIngester, "_apply_one", slow_store)
-    monkeypatch.setattr(runner.broadcast, "flush", lambda timeout=5.0: True)
+    monkeypatch.setattr(Applier, "apply_one", slow_store)
+    monkeypatch.setattr(applier_module.broadcast, "flush", lambda timeout=5.0: True)
     cluster = Cluster.objects.create(name="busy", kubeconfig_path="/dev/null", namespaces=["team"])
-    ingester = ClusterIngester(cluster)
+    applier = make_applier(cluster)
     podgroups = "podgroups:team"  # the other streams stay silent: only the hold releases items
-    ingester._put(signal_item("30"), ingester.halt)  # ClusterD signalled at server version 30
-    ingester._put(watch_item(podgroups, 11), ingester.halt)
-    thread = run_applier(ingester)
+    applier.feed.put(signal_item("30"))  # ClusterD signalled at server version 30
+    applier.feed.put(watch_item(podgroups, 11))
+    thread = run_applier(applier)
     try:
         time.sleep(0.45)  # podgroups@11 is being stored; the signal's hold has run out
         for rv in (12, 13, 14):  # written before version 30, delivered while the applier was busy
-            ingester._put(watch_item(podgroups, rv), ingester.halt)
+            applier.feed.put(watch_item(podgroups, rv))
         wait_len(order, 5, seconds=10)
         assert order == ["podgroups@11", "podgroups@12", "podgroups@13", "podgroups@14", "clusterd@30"]
     finally:
-        ingester.stop()
+        applier.halt.set()
         thread.join(5)

@@ -6,11 +6,14 @@ cluster over HTTP and its ClusterD over gRPC; the test only injects faults and r
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
+from apps.decisions.watcher import PodGroupWatcher
 from apps.events import kinds
 from apps.events.models import Incident, JobEvent, RestartBudget
 from apps.ingest.runner import ClusterIngester
@@ -35,6 +38,7 @@ class Path:
     strategies_tried: list[str] | None  # None: not this test's business (decided elsewhere)
     outcome: str | None
     annotations: dict[str, str] = field(default_factory=dict)
+    decider: bool = False  # platform mode: ``manage.py decide`` (its one observer) answers ClusterD
     sources: frozenset[str] = frozenset()  # sources of stored events
     fault_sources: frozenset[str] = frozenset()  # sources that reported the fault (merged into one)
     in_incident: frozenset[str] = frozenset()  # decision kinds attached to the incident
@@ -91,14 +95,33 @@ PATHS = [
         [True],
         # The answer (and so the outcome) is apps.decisions' rule evaluation: retry by rule when it
         # answers, exit → rescheduling when ClusterD times out (code 509). Either way the question
-        # and the answer belong to the incident.
-        [kinds.FAULT_DETECTED, kinds.DECISION_REQUESTED],
+        # and the answer belong to the incident. The fault (stored by the ingester) and the question
+        # (stored by ``decide``) come from two processes: their relative order is not defined.
+        [kinds.DECISION_REQUESTED],
         None,
         None,
         annotations={"ProcessRecoverStrategy": "retry"},  # a standing answer, else no question (508)
+        decider=True,
         in_incident=frozenset({kinds.DECISION_REQUESTED}),
     ),
 ]
+
+
+@pytest.fixture
+def decider() -> Iterator[Callable[[ClusterIngester], None]]:
+    """``manage.py decide``'s PodGroup watcher in a thread, for the paths that need an answer."""
+    running: list[tuple[PodGroupWatcher, threading.Thread]] = []
+
+    def start(ingester: ClusterIngester) -> None:
+        watcher = PodGroupWatcher(ingester.cluster, watch_timeout=5)
+        thread = threading.Thread(target=watcher.run, daemon=True)
+        thread.start()
+        running.append((watcher, thread))
+
+    yield start
+    for watcher, thread in running:
+        watcher.stop()
+        thread.join(10)
 
 
 def in_order(sequence: list[str], wanted: list[str]) -> bool:
@@ -108,8 +131,15 @@ def in_order(sequence: list[str], wanted: list[str]) -> bool:
 
 @pytest.mark.parametrize("path", PATHS, ids=[p.name for p in PATHS])
 def test_strategy_path(
-    path: Path, sim: SimCluster, kube: Kube, namespace: str, ingester: ClusterIngester
+    path: Path,
+    sim: SimCluster,
+    kube: Kube,
+    namespace: str,
+    ingester: ClusterIngester,
+    decider: Callable[[ClusterIngester], None],
 ) -> None:
+    if path.decider:
+        decider(ingester)
     name = f"job-{path.name}"[:40]
     create_job(
         kube, make_job(name, namespace=namespace, strategies=path.strategies, annotations=path.annotations)

@@ -1,23 +1,41 @@
-"""Adoption: AscendJobs in the cluster become TrainingJobs; their recovery keys become revision 1."""
+"""Adoption: AscendJobs in the cluster become TrainingJobs; their recovery keys become revision 1.
+
+The ingester is the one observer of AscendJobs: it adopts what it lists or sees change, and marks
+a job deleted on its DELETED event or when a relist (after 410) no longer finds it.
+"""
 
 from __future__ import annotations
 
-import threading
 import uuid
 from pathlib import Path
 
 import pytest
 import yaml
+from django.utils import timezone
 from kubernetes import client as k8s
 
+from apps.cluster import client as cluster_client
+from apps.ingest.items import Listing
+from apps.ingest.runner import ClusterIngester
+from apps.ingest.store import IngestStore
+from apps.jobs.clusters import cluster_ref
 from apps.jobs.models import Cluster, TrainingJob
-from apps.policies.adoption_watcher import ClusterJobWatcher
 from apps.policies.models import PolicyRevision, PolicySync
 from mindcluster import keys as c
 from simcluster.kubeapi import KubeApiEmulator
-from tests.support import wait_for
+from tests.support import RedisServer, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def adopt_listing(cluster: Cluster, namespace: str) -> None:
+    """What the ingester does with a (re)list of AscendJobs, in this thread: every job, then the listing."""
+    store = IngestStore(cluster)
+    items, _ = cluster_client.list_all_ascendjobs(cluster_ref(cluster), namespace)
+    for manifest in items:
+        store.apply("ascendjobs", "ADDED", manifest, timezone.now())
+    present = {(m["metadata"]["namespace"], m["metadata"]["name"]) for m in items}
+    store.apply_listing("ascendjobs", Listing(namespace, frozenset(present)))
 
 
 def load_samples(shared_dir: Path) -> list[dict]:
@@ -58,8 +76,7 @@ def test_every_loadable_sample_is_adopted_with_its_observed_policy(
         kubeconfig_path=str(emulator.kubeconfig),  # type: ignore[attr-defined]
         namespaces=[namespace],
     )
-    watcher = ClusterJobWatcher(cluster, watch_timeout=2)
-    watcher.relist(namespace)
+    adopt_listing(cluster, namespace)
     jobs = {j.name: j for j in TrainingJob.objects.filter(cluster=cluster)}
     assert set(jobs) == set(created)
     for name, obj in created.items():
@@ -82,11 +99,13 @@ def test_every_loadable_sample_is_adopted_with_its_observed_policy(
         # Observed means "already in the cluster": nothing to push.
         assert PolicySync.objects.get(job=job).state == "applied"
     # Re-adopting is idempotent: no second revision.
-    watcher.relist(namespace)
+    adopt_listing(cluster, namespace)
     assert PolicyRevision.objects.filter(job__cluster=cluster).count() == len(created)
 
 
-def test_watch_adopts_new_jobs_and_marks_deleted_ones(emulator: KubeApiEmulator, kube: k8s.ApiClient) -> None:
+def test_watch_adopts_new_jobs_and_marks_deleted_ones(
+    emulator: KubeApiEmulator, kube: k8s.ApiClient, private_broker: RedisServer
+) -> None:
     from tests.support.cluster import create_live_job
 
     namespace = f"watch-{uuid.uuid4().hex[:6]}"
@@ -95,10 +114,10 @@ def test_watch_adopts_new_jobs_and_marks_deleted_ones(emulator: KubeApiEmulator,
         kubeconfig_path=str(emulator.kubeconfig),  # type: ignore[attr-defined]
         namespaces=[namespace],
     )
-    watcher = ClusterJobWatcher(cluster, watch_timeout=1)
-    thread = threading.Thread(target=watcher.run, args=(namespace,), daemon=True)
+    ingester = ClusterIngester(cluster)
+    ingester.watch_timeout = 1
     create_live_job(kube, namespace, "first")
-    thread.start()
+    ingester.start()
     try:
         wait_for(
             lambda: TrainingJob.objects.filter(cluster=cluster, name="first").exists(), 10, "first adopted"
@@ -119,12 +138,25 @@ def test_watch_adopts_new_jobs_and_marks_deleted_ones(emulator: KubeApiEmulator,
         )
         # History is kept: the row and its revision still exist.
         assert PolicyRevision.objects.filter(job__name="first", job__cluster=cluster).count() == 1
-        # 410 Gone → relist and carry on.
+        # 410 Gone → relist and carry on; the relist is the only news of a job deleted meanwhile.
+        ingester.stop()
+        k8s.CustomObjectsApi(kube).delete_namespaced_custom_object(
+            c.ASCENDJOB_GROUP, c.ASCENDJOB_VERSION, namespace, c.ASCENDJOB_PLURAL, "second"
+        )
         emulator.compact()
+        ingester = ClusterIngester(cluster)  # resumes from its cursors, now too old
+        ingester.watch_timeout = 1
+        ingester.start()
         create_live_job(kube, namespace, "third")
         wait_for(
             lambda: TrainingJob.objects.filter(cluster=cluster, name="third").exists(), 15, "third adopted"
         )
+        wait_for(
+            lambda: TrainingJob.objects.filter(
+                cluster=cluster, name="second", deleted_at__isnull=False
+            ).exists(),
+            15,
+            "second marked deleted by the relist",
+        )
     finally:
-        watcher.stop()
-        thread.join(5)
+        ingester.stop()

@@ -59,9 +59,7 @@ def test_every_process_has_a_deployment_with_settings_from_configmap_and_secret(
     deployments = {
         doc["metadata"]["name"]: doc for _, doc in deploy_documents() if doc["kind"] == "Deployment"
     }
-    assert set(deployments) == {
-        f"recovery-{n}" for n in ("web", "worker", "beat", "ingester", "adopter", "decider")
-    }
+    assert set(deployments) == {f"recovery-{n}" for n in ("web", "worker", "beat", "ingester", "decider")}
     for deployment in deployments.values():
         pod = deployment["spec"]["template"]["spec"]
         assert pod["serviceAccountName"] == "recovery-control-plane"

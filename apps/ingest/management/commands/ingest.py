@@ -29,7 +29,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         names: list[str] = options["cluster"]
-        cluster_register_default()  # like watch_jobs / demo_setup: $KUBECONFIG becomes the default cluster
+        cluster_register_default()  # like demo_setup: $KUBECONFIG becomes the default cluster
         known = set(Cluster.objects.values_list("name", flat=True))
         unknown = sorted(set(names) - known)
         if unknown:

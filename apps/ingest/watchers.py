@@ -1,0 +1,176 @@
+"""The ingester's watchers: they only read, and put what they read on the term's ``Feed``.
+
+A Kubernetes stream resumes from its cursor (everything up to it was stored before; the backlog
+arrives as ordinary watch events), or lists when it has none, through the cluster adapter's one
+watch loop (410 → relist, bookmarks, backoff). The ClusterD stream reconnects with capped
+exponential backoff and jitter.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import DatabaseError, connection
+from django.utils import timezone
+
+from apps.cluster import client as kube
+from apps.cluster.errors import ClusterError
+from apps.cluster.watch import Backoff, WatchHandler, WatchLoop, WatchTarget
+from apps.clusterd.client import ClusterDError, FaultStream
+from apps.events import metrics
+from apps.ingest.cursors import cursor_load
+from apps.ingest.feed import Feed, SyncGate
+from apps.ingest.items import BOOKMARK, CLUSTERD_SOURCE, LISTED, SIGNAL, Item, Listing, source_of
+from apps.jobs.models import Cluster
+
+log = logging.getLogger(__name__)
+
+
+class StreamToFeed(WatchHandler):
+    """One Kubernetes stream's events as ``Item``s, and its sync: the backlog has started arriving."""
+
+    def __init__(self, target: WatchTarget, feed: Feed, gate: SyncGate) -> None:
+        self.source = source_of(target)
+        self.target = target
+        self.resource = target.resource
+        self.feed = feed
+        self.gate = gate
+        self.flowing = False
+
+    def _item(self, event_type: str, obj: Any, resource_version: str) -> Item:
+        return Item(self.source, self.resource, event_type, obj, resource_version, timezone.now())
+
+    def listed(self, items: list[dict[str, Any]], resource_version: str) -> None:
+        present = set()
+        for obj in items:
+            meta = obj.get("metadata") or {}
+            present.add((str(meta.get("namespace", "")), str(meta.get("name", ""))))
+            # Listed objects do not advance the cursor: the list's own version does, below.
+            self.feed.put(self._item("ADDED", obj, ""))
+        self.feed.put(
+            self._item(LISTED, Listing(self.target.namespace, frozenset(present)), resource_version)
+        )
+        self.gate.done(self.source)
+
+    def changed(self, event_type: str, obj: dict[str, Any], resource_version: str) -> None:
+        self.feed.put(self._item(event_type, obj, resource_version))
+        self._flows()
+
+    def bookmark(self, resource_version: str) -> None:
+        self.feed.put(self._item(BOOKMARK, {}, resource_version))
+        self._flows()
+
+    def resume(self, resource_version: str) -> None:
+        """Resuming from the cursor: it is this source's first watermark (the stream has not flowed yet)."""
+        self.feed.put(self._item(BOOKMARK, {}, resource_version))
+
+    def _flows(self) -> None:
+        # A resumed source is synced once its stream flows, not when its cursor was read: opening
+        # a watch can take seconds (seen: 5 s for core resources right after a take-over), and the
+        # warm-up hold must not start before the backlog.
+        if not self.flowing:
+            self.flowing = True
+            self.gate.done(self.source)
+
+    def watch_ended(self) -> None:
+        self.gate.done(self.source)  # the call ended: whatever backlog there was came
+
+    def failed(self, error: ClusterError, delay: float) -> None:
+        metrics.INGEST_ERRORS.labels(source=self.resource).inc()
+
+
+def resume_point(cluster: Cluster, source: str, feed: Feed, retry_max: float) -> str | None:
+    """The source's cursor, waiting out a database outage; None when the term ended first."""
+    delay = 0.5
+    while not feed.halt.is_set():
+        try:
+            return cursor_load(cluster, source)
+        except DatabaseError as exc:
+            log.warning("cluster %s: %s: cannot read the cursor: %s", cluster.name, source, exc)
+            feed.halt.wait(delay)
+            delay = min(retry_max, delay * 2)
+        finally:
+            # Back to the pool at once: a watcher runs for hours and never needs it again.
+            connection.close()
+    return None
+
+
+def follow_stream(
+    cluster: Cluster,
+    ref: kube.ClusterRef,
+    target: WatchTarget,
+    feed: Feed,
+    gate: SyncGate,
+    *,
+    watch_timeout: int,
+    backoff_max: float,
+    db_retry_max: float,
+) -> None:
+    """One Kubernetes stream until the term ends (a thread's target)."""
+    handler = StreamToFeed(target, feed, gate)
+    resource_version = resume_point(cluster, handler.source, feed, db_retry_max)
+    if resource_version is None:
+        return
+    if resource_version:
+        handler.resume(resource_version)
+    WatchLoop(
+        ref,
+        target,
+        handler,
+        feed.halt,
+        resource_version=resource_version,
+        watch_timeout=watch_timeout,
+        backoff=Backoff(maximum=backoff_max),
+    ).run()
+
+
+class ClusterDFollower:
+    """ClusterD's fault stream as ``SIGNAL`` items, each placed at the API server's version on arrival."""
+
+    def __init__(self, cluster: Cluster, ref: kube.ClusterRef, feed: Feed, *, backoff_max: float) -> None:
+        self.cluster = cluster
+        self.ref = ref
+        self.feed = feed
+        self.backoff = Backoff(maximum=backoff_max)
+        self.streams: list[FaultStream] = []
+
+    def close(self) -> None:
+        for stream in list(self.streams):
+            stream.close()
+
+    def run(self) -> None:
+        halt = self.feed.halt
+        while not halt.is_set():
+            stream = FaultStream(self.cluster.clusterd_address)
+            self.streams.append(stream)
+            try:
+                for signal in stream:
+                    self.backoff.reset()
+                    received_at = timezone.now()
+                    position = self._server_position()
+                    self.feed.put(
+                        Item(CLUSTERD_SOURCE, CLUSTERD_SOURCE, SIGNAL, signal, position, received_at)
+                    )
+                    if halt.is_set():
+                        break
+            except ClusterDError as exc:
+                metrics.INGEST_ERRORS.labels(source=CLUSTERD_SOURCE).inc()
+                log.warning("cluster %s: ClusterD stream: %s; reconnecting", self.cluster.name, exc.message)
+            finally:
+                stream.close()
+                self.streams.remove(stream)
+            # Jitter keeps many ingesters from reconnecting in step after a ClusterD restart.
+            halt.wait(self.backoff.next_delay())
+
+    def _server_position(self) -> str:
+        """The API server's resourceVersion now: a ClusterD signal sorts after what was written before it.
+
+        "" when the API server cannot say (the signal then sorts after the newest version seen).
+        """
+        namespace = (list(self.cluster.namespaces) or [None])[0]
+        try:
+            return kube.current_resource_version(self.ref, "ascendjobs", namespace=namespace)
+        except ClusterError as exc:
+            log.info("cluster %s: no resourceVersion for a ClusterD signal: %s", self.cluster.name, exc)
+            return ""
