@@ -9,19 +9,11 @@ import pytest
 from apps.audit.models import AuditEntry
 from apps.events.services import event_record
 from apps.policies.models import Preset
-from tests.support.world import NAMESPACE, World, training_job
+from tests.support.world import JOB_REGISTRATION, World, training_job
 
 pytestmark = pytest.mark.django_db
 
-REGISTER = {
-    "cluster": "sim",
-    "namespace": NAMESPACE,
-    "name": "gpt-small",
-    "framework": "pytorch",
-    "replicas": {"Master": 1, "Worker": 3},
-    "npus_per_pod": 8,
-    "mindcluster_version": "7.2",
-}
+REGISTER = JOB_REGISTRATION
 
 
 def test_register_a_job_is_audited(world: World) -> None:

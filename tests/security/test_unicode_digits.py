@@ -8,8 +8,7 @@ import pytest
 from apps.core.numbers import ascii_int, is_ascii_digits
 from apps.policies.push import revision_in_annotations
 from mindcluster import keys as c
-from tests.api.test_resources import REGISTER
-from tests.support.world import World
+from tests.support.world import JOB_REGISTRATION, World
 
 pytestmark = pytest.mark.django_db
 
@@ -59,7 +58,7 @@ def test_the_jobs_cluster_filter_takes_a_unicode_digit_as_a_name(world: World) -
 
 
 def test_a_job_created_in_cluster_superscript_two_is_a_400_naming_cluster(world: World) -> None:
-    body = {**REGISTER, "cluster": SUPERSCRIPT_TWO}
+    body = {**JOB_REGISTRATION, "cluster": SUPERSCRIPT_TWO}
     response = world.client("owner").post("/api/v1/jobs/", body, format="json")
     assert response.status_code == 400, response.content
     assert _error(response)["field"] == "cluster"

@@ -29,6 +29,17 @@ from apps.policies.services import policy_revision_create
 NAMESPACE = "team-a"
 SPEC: dict[str, Any] = {"mindcluster_version": "26.1", "strategies": ["retry", "recover", "dump"]}
 PERSONAS = ("owner", "teammate", "outsider", "admin")
+
+# A valid ``POST /api/v1/jobs/`` body for the world's namespace (tests vary one field at a time).
+JOB_REGISTRATION = {
+    "cluster": "sim",
+    "namespace": NAMESPACE,
+    "name": "gpt-small",
+    "framework": "pytorch",
+    "replicas": {"Master": 1, "Worker": 3},
+    "npus_per_pod": 8,
+    "mindcluster_version": "7.2",
+}
 # A minimal AscendJob in the owner's namespace, as a pipeline would send for preview/render.
 MANIFEST = {
     "apiVersion": "mindxdl.gitee.com/v1",
