@@ -139,7 +139,7 @@ def test_a_decision_survives_a_restart_of_the_worker(
     decider: Callable[[], None],
     worker_factory: Callable[..., Worker],
 ) -> None:
-    worker = worker_factory()
+    worker = worker_factory(private=True)  # killed below: a process of this test's own
     job = platform_job()
     decider()
     sim.inject_fault("default", job.name, rank=0, fault_type="normal", recovers=True)
@@ -148,7 +148,7 @@ def test_a_decision_survives_a_restart_of_the_worker(
     os.killpg(worker.proc.pid, signal.SIGKILL)  # the countdown message it held is gone with it
     worker.proc.wait(10)
     worker.proc = None
-    worker_factory()  # a new worker process
+    worker_factory(private=True)  # a new worker process
     time.sleep(max(0.0, (pending.deadline_at.timestamp() - time.time())) + 0.2)  # type: ignore[union-attr]
     decisions_sweep()  # what beat runs every few seconds
     done = decision_for(job, {"completed"}, timeout=30)
