@@ -35,7 +35,7 @@ WEBHOOK_ALLOW_PRIVATE_TARGETS = True  # test receivers listen on 127.0.0.1; the 
 # The servers and workers a test starts inherit the variable, so they share their test's key space.
 XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 if XDIST_WORKER:
-    CELERY_BROKER_TRANSPORT_OPTIONS = {  # noqa: F405
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
         **CELERY_BROKER_TRANSPORT_OPTIONS,  # noqa: F405
         "global_keyprefix": f"{XDIST_WORKER}:",
     }
