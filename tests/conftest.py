@@ -27,6 +27,22 @@ from tests.support.world import World, build_world, superuser_api_client
 CLOCK_SPEED = 200
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slowest test files first, so that under xdist they start at once and the rest of the suite
+    runs beside them instead of after them (issue #22). ``slow(seconds=N)``: about how long a test
+    takes (default 10); a file weighs what its tests add up to. Files keep their order otherwise,
+    and a file's tests stay together (its module-scoped servers start once)."""
+
+    def expected(item: pytest.Item) -> float:
+        mark = item.get_closest_marker("slow")
+        return float(mark.kwargs.get("seconds", 10)) if mark is not None else 0.0
+
+    weight: dict[Path, float] = {}
+    for item in items:
+        weight[item.path] = weight.get(item.path, 0.0) + expected(item)
+    items.sort(key=lambda item: -weight[item.path])
+
+
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
     """The reference material (``tests/fixtures``), laid out like the team's shared folder."""

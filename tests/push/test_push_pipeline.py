@@ -27,7 +27,7 @@ from simcluster.kubeapi import KubeApiEmulator
 from tests.support import RedisServer, wait_for
 from tests.support.cluster import Worker, purge_queues, read_live
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow(seconds=6)]
 
 SPEC = {"mindcluster_version": "26.1", "strategies": ["dump", "retry", "recover"], "pod_rescheduling": True}
 
