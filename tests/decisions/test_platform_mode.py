@@ -31,6 +31,7 @@ from tests.decisions.platform_fixtures import (
 )
 from tests.support import wait_for
 from tests.support.cluster import Worker
+from tests.support.sim import clock_speed
 
 __all__ = ["POLICY", "_clean", "decider", "platform_job", "sim"]  # fixtures used by name
 
@@ -142,14 +143,17 @@ def test_a_decision_survives_a_restart_of_the_worker(
     worker = worker_factory(private=True)  # killed below: a process of this test's own
     job = platform_job()
     decider()
-    sim.inject_fault("default", job.name, rank=0, fault_type="normal", recovers=True)
-    pending = decision_for(job, {"pending"})
-    assert worker.proc is not None
-    os.killpg(worker.proc.pid, signal.SIGKILL)  # the countdown message it held is gone with it
-    worker.proc.wait(10)
-    worker.proc = None
-    worker_factory(private=True)  # a new worker process
-    time.sleep(max(0.0, (pending.deadline_at.timestamp() - time.time())) + 0.2)  # type: ignore[union-attr]
-    decisions_sweep()  # what beat runs every few seconds
-    done = decision_for(job, {"completed"}, timeout=30)
+    # Starting the new worker takes real seconds (more on a loaded machine) while ClusterD waits for
+    # the answer (300 simulated s, 6 s at this module's 50x): at 10x it waits 30 s.
+    with clock_speed(sim, 10):
+        sim.inject_fault("default", job.name, rank=0, fault_type="normal", recovers=True)
+        pending = decision_for(job, {"pending"})
+        assert worker.proc is not None
+        os.killpg(worker.proc.pid, signal.SIGKILL)  # the countdown message it held is gone with it
+        worker.proc.wait(10)
+        worker.proc = None
+        worker_factory(private=True)  # a new worker process
+        time.sleep(max(0.0, (pending.deadline_at.timestamp() - time.time())) + 0.2)  # type: ignore[union-attr]
+        decisions_sweep()  # what beat runs every few seconds
+        done = decision_for(job, {"completed"}, timeout=30)
     assert done.pk == pending.pk and done.decided_by == "default:deadline"

@@ -20,7 +20,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from soak import Soak
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow(seconds=150), pytest.mark.timeout(400)]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.slow(seconds=150),
+    pytest.mark.timeout(400),
+]
 
 
 def test_short_soak_keeps_every_promise(capsys: pytest.CaptureFixture[str]) -> None:

@@ -58,7 +58,7 @@ class Worker:
         self.broker_url = broker_url
         self.env = worker_env(broker_url, **env)
         self.proc: subprocess.Popen[bytes] | None = None
-        self.log = Path(f"/tmp/celery-worker-{uuid.uuid4().hex[:8]}.log")
+        self.log = Path(f"/tmp/celery-worker-{os.getpid()}-{uuid.uuid4().hex[:8]}.log")
         # Celery expands %h to the host name; remote control addresses the worker by the full name.
         self.name = f"test-{uuid.uuid4().hex[:6]}@{socket.gethostname()}"
 
