@@ -28,19 +28,15 @@ CLOCK_SPEED = 200
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The slowest test files first, so that under xdist they start at once and the rest of the suite
-    runs beside them instead of after them (issue #22). ``slow(seconds=N)``: about how long a test
-    takes (default 10); a file weighs what its tests add up to. Files keep their order otherwise,
-    and a file's tests stay together (its module-scoped servers start once)."""
+    """The slowest tests first, so that under xdist they start at once and the rest of the suite runs
+    beside them instead of after them (issue #22). ``slow(seconds=N)``: about how long a test takes
+    (default 10). The sort is stable: tests of one weight keep their order (a module stays together)."""
 
     def expected(item: pytest.Item) -> float:
         mark = item.get_closest_marker("slow")
         return float(mark.kwargs.get("seconds", 10)) if mark is not None else 0.0
 
-    weight: dict[Path, float] = {}
-    for item in items:
-        weight[item.path] = weight.get(item.path, 0.0) + expected(item)
-    items.sort(key=lambda item: -weight[item.path])
+    items.sort(key=lambda item: -expected(item))
 
 
 @pytest.fixture(scope="session")
