@@ -63,6 +63,7 @@ class BenchConstantApi(APIView):
         return Response({"ok": True})
 
 
+
 urlpatterns = [
     path("", DocumentedApiRoot.as_view(), name="root"),
     path("", include("apps.api.jobs.urls")),

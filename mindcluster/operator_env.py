@@ -139,7 +139,9 @@ def _add_with_dedup(env: list[dict[str, str]], name: str, value: str, release: s
         if name == "HIGH_AVAILABILITY":
             entry["value"] = ",".join(sorted(_comma_set(old) | _comma_set(value)))
         elif name == "MS_ENABLE_TFT":
-            entry["value"] = ms_braces(_comma_set(_ms_content(old)) | _comma_set(_ms_content(value)), release)
+            entry["value"] = ms_braces(
+                _comma_set(_ms_content(old)) | _comma_set(_ms_content(value)), release
+            )
         else:
             entry["value"] = value
         return

@@ -74,7 +74,6 @@ QUEUE_RESOURCE: Final = ("scheduling.volcano.sh", "v1beta1", "queues")
 # ascend-operator/pkg/controllers/v1/consts.go:117-118: no backoffLimit stands for unlimited.
 UNSET_BACKOFF_LIMIT: Final = -1
 
-
 def job_release(job: Mapping[str, Any]) -> str:
     """The job's MindCluster release: label, then annotation, then ``26.1``."""
     meta = job.get("metadata", {}) or {}

@@ -38,7 +38,6 @@ INGEST_ERRORS = Counter(
     registry=REGISTRY,
 )
 
-
 def event_stored(event: Any) -> None:
     EVENTS_STORED.labels(kind=event.kind).inc()
 
