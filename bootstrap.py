@@ -285,32 +285,24 @@ def cmd_test(args: argparse.Namespace) -> int:
             ("migrations up to date", [str(PY), "manage.py", "makemigrations", "--check", "--dry-run"]),
         ]
         if args.pytest_args:
-            suites = [("tests", [str(PY), "-m", "pytest", *args.pytest_args])]
+            tests = [str(PY), "-m", "pytest", *args.pytest_args]
         else:
             # Browser tests run in their own process (Playwright's event loop and Channels' live
-            # server do not share one well with the rest), after the others.
-            # The rest in TEST_WORKERS processes, the slowest files first (tests/conftest.py orders
+            # server do not share one well with the rest), beside the others: their own test
+            # database (test_<name>; xdist's are test_<name>_gw<N>) and Redis keys (no xdist prefix).
+            checks.append(("browser tests", [str(PY), "-m", "pytest", "-m", "browser", "tests/browser"]))
+            # The rest in TEST_WORKERS processes, the slowest tests first (tests/conftest.py orders
             # them; xdist hands tests out in that order). Not --dist loadfile/loadgroup: they hand
             # tests out by node id, and schemathesis gives its 38 tests one id, so 37 would not run.
             rest = ["-m", "not browser", "--ignore=tests/browser"]
             parallel = ["-n", TEST_WORKERS, "--dist", "load", "--durations=15"]
-            suites = [
-                ("tests", [str(PY), "-m", "pytest", *rest, *parallel]),
-                ("browser tests", [str(PY), "-m", "pytest", "-m", "browser", "tests/browser"]),
-            ]
-        # The checks are independent of the tests and of each other: they run alongside the tests
-        # (their output is shown when each ends), and any failure fails the run.
+            tests = [str(PY), "-m", "pytest", *rest, *parallel]
+        # The checks (and the browser tests) are independent of the tests and of each other: they run
+        # beside the tests (each one's result is shown when it ends), and any failure fails the run.
         started = time.monotonic()
         beside = run_beside(checks, env)
-        for name, cmd in suites:
-            say(f"{name}: {' '.join(cmd)}")
-            code = subprocess.run(cmd, cwd=ROOT, env=env).returncode
-            if code == 5 and name == "browser tests":
-                say("no browser tests collected")
-                code = 0
-            beside.results[name] = code
-            if code != 0:
-                break
+        say(f"tests: {' '.join(tests)}")
+        beside.results["tests"] = subprocess.run(tests, cwd=ROOT, env=env).returncode
         for thread in beside.threads:
             thread.join()
         failed = [(name, code) for name, code in beside.results.items() if code != 0]
@@ -340,10 +332,14 @@ def run_beside(steps: list[tuple[str, list[str]]], env: dict[str, str]) -> Besid
         begun = time.monotonic()
         proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
         with lock:
-            beside.results[name] = proc.returncode
             took = time.monotonic() - begun
+            if proc.returncode == 5 and "pytest" in cmd:  # nothing collected (e.g. -m browser, no Chromium)
+                say(f"{name}: none collected: {' '.join(cmd)}")
+                proc.returncode = 0
+            beside.results[name] = proc.returncode
             if proc.returncode == 0:
-                say(f"{name}: ok ({took:.0f} s): {' '.join(cmd)}")
+                last = (proc.stdout.strip().splitlines() or [""])[-1].strip("= ")
+                say(f"{name}: ok ({took:.0f} s; {last}): {' '.join(cmd)}")
             else:
                 say(f"{name} failed (exit {proc.returncode}, {took:.0f} s): {' '.join(cmd)}")
                 print(proc.stdout + proc.stderr, flush=True)
