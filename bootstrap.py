@@ -259,6 +259,11 @@ def ensure_system_packages() -> None:
     )
 
 
+# Test processes under pytest-xdist (issue #22). The suite mostly waits (on servers, workers, the
+# simulated clock), so one more process than the 2 cores of the reference machine keeps both busy.
+TEST_WORKERS = os.environ.get("TEST_WORKERS", "3")
+
+
 def cmd_test(args: argparse.Namespace) -> int:
     ensure_venv(["requirements.txt", "simcluster/requirements.txt", "requirements-dev.txt"])
     ensure_system_packages()
@@ -271,7 +276,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         env["REDIS_URL"] = redis_url
         env["DJANGO_SETTINGS_MODULE"] = "controlplane.settings.test"
         say(f"database {env['DATABASE_URL']}, redis {redis_url}")
-        steps = [
+        checks = [
             ("lint", [str(PY), "-m", "ruff", "check", "."]),
             # The layering contracts in pyproject.toml [tool.importlinter] (issue #14).
             ("import layering", [str(VENV / "bin" / "lint-imports"), "--no-cache"]),
@@ -280,24 +285,70 @@ def cmd_test(args: argparse.Namespace) -> int:
             ("migrations up to date", [str(PY), "manage.py", "makemigrations", "--check", "--dry-run"]),
         ]
         if args.pytest_args:
-            steps.append(("tests", [str(PY), "-m", "pytest", *args.pytest_args]))
+            tests = [str(PY), "-m", "pytest", *args.pytest_args]
         else:
             # Browser tests run in their own process (Playwright's event loop and Channels' live
-            # server do not share one well with the rest).
-            steps.append(("tests", [str(PY), "-m", "pytest", "-m", "not browser", "--ignore=tests/browser"]))
-            steps.append(("browser tests", [str(PY), "-m", "pytest", "-m", "browser", "tests/browser"]))
-        for name, cmd in steps:
-            say(f"{name}: {' '.join(cmd)}")
-            code = subprocess.run(cmd, cwd=ROOT, env=env).returncode
-            if code == 5 and name == "browser tests":
-                say("no browser tests collected")
-                continue
-            if code != 0:
-                say(f"{name} failed (exit {code})")
-                return code
+            # server do not share one well with the rest), beside the others: their own test
+            # database (test_<name>; xdist's are test_<name>_gw<N>) and Redis keys (no xdist prefix).
+            checks.append(("browser tests", [str(PY), "-m", "pytest", "-m", "browser", "tests/browser"]))
+            # The rest in TEST_WORKERS processes, the slowest tests first (tests/conftest.py orders
+            # them; xdist hands tests out in that order). Not --dist loadfile/loadgroup: they hand
+            # tests out by node id, and schemathesis gives its 38 tests one id, so 37 would not run.
+            rest = ["-m", "not browser", "--ignore=tests/browser"]
+            parallel = ["-n", TEST_WORKERS, "--dist", "load", "--durations=15"]
+            tests = [str(PY), "-m", "pytest", *rest, *parallel]
+        # The checks (and the browser tests) are independent of the tests and of each other: they run
+        # beside the tests (each one's result is shown when it ends), and any failure fails the run.
+        started = time.monotonic()
+        beside = run_beside(checks, env)
+        say(f"tests: {' '.join(tests)}")
+        beside.results["tests"] = subprocess.run(tests, cwd=ROOT, env=env).returncode
+        for thread in beside.threads:
+            thread.join()
+        failed = [(name, code) for name, code in beside.results.items() if code != 0]
+        if failed:
+            say("failed: " + ", ".join(f"{name} (exit {code})" for name, code in failed))
+            return failed[0][1]
+        say(f"all passed in {time.monotonic() - started:.0f} s")
         return 0
     finally:
         children.stop()
+
+
+class Beside:
+    """Commands running in threads next to the main one: their exit codes and the threads."""
+
+    def __init__(self) -> None:
+        self.results: dict[str, int] = {}
+        self.threads: list[threading.Thread] = []
+
+
+def run_beside(steps: list[tuple[str, list[str]]], env: dict[str, str]) -> Beside:
+    """Start each step in a thread; when one ends, print its name and result (its output if it failed)."""
+    beside = Beside()
+    lock = threading.Lock()
+
+    def run(name: str, cmd: list[str]) -> None:
+        begun = time.monotonic()
+        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+        with lock:
+            took = time.monotonic() - begun
+            if proc.returncode == 5 and "pytest" in cmd:  # nothing collected (e.g. -m browser, no Chromium)
+                say(f"{name}: none collected: {' '.join(cmd)}")
+                proc.returncode = 0
+            beside.results[name] = proc.returncode
+            if proc.returncode == 0:
+                last = (proc.stdout.strip().splitlines() or [""])[-1].strip("= ")
+                say(f"{name}: ok ({took:.0f} s; {last}): {' '.join(cmd)}")
+            else:
+                say(f"{name} failed (exit {proc.returncode}, {took:.0f} s): {' '.join(cmd)}")
+                print(proc.stdout + proc.stderr, flush=True)
+
+    for name, cmd in steps:
+        thread = threading.Thread(target=run, args=(name, cmd), daemon=True)
+        beside.threads.append(thread)
+        thread.start()
+    return beside
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

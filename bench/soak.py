@@ -137,10 +137,18 @@ class Proc:
         with self.lock:
             self._stop(timeout)
 
+    def ask_to_stop(self) -> None:
+        """SIGTERM without waiting: several processes then shut down at the same time."""
+        with self.lock:
+            if self.proc is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGTERM)
+
     def _stop(self, timeout: float) -> None:
         if self.proc is not None:
             try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
+                if self.proc.poll() is None:
+                    os.killpg(self.proc.pid, signal.SIGTERM)
                 self.proc.wait(timeout)
             except ProcessLookupError:
                 pass
@@ -186,6 +194,18 @@ class SoakResult:
             or self.deliveries_not_received
             or self.deliveries != self.deliveries_delivered
         )
+
+    def open_promises(self) -> dict[str, int]:
+        """How many of each promise are not kept yet (the settle log)."""
+        counts = {
+            "gaps": len(self.gaps),
+            "duplicates": len(self.duplicates),
+            "missing": len(self.missing),
+            "pushes_not_converged": len(self.pushes_not_converged),
+            "deliveries_not_received": len(self.deliveries_not_received),
+            "deliveries_pending": self.deliveries - self.deliveries_delivered,
+        }
+        return {key: n for key, n in counts.items() if n}
 
     def as_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
@@ -324,9 +344,13 @@ class Soak:
             self.log("soak: faults stopped; waiting for everything to settle")
             if not sim.wait_idle(300):
                 self.log("soak: the simulator did not finish its queued faults in 300 s")
+            self.log(f"soak: simulator idle at {time.monotonic() - started:.0f}s")
             result = self._settle(cluster, kube, started)
+            self.log(f"soak: settled at {time.monotonic() - started:.0f}s (ok={result.ok})")
         finally:
             self.stop.set()
+            for proc in procs:
+                proc.ask_to_stop()
             for proc in procs:
                 proc.stop()
             proxy.cut()
@@ -449,6 +473,8 @@ class Soak:
         while not result.ok and time.monotonic() < deadline:
             time.sleep(3)
             result = self._check(cluster, started)
+            if not result.ok:
+                self.log(f"soak: still open: {result.open_promises()}")
         return result
 
     def _check(self, cluster: Any, started: float) -> SoakResult:

@@ -19,12 +19,24 @@ from apps.ingest.runner import ClusterIngester
 from apps.jobs.models import Cluster
 from simcluster.kube import Kube
 from simcluster.runtime import SimCluster
-from tests.support.cluster import Worker, use_broker
+from tests.support.cluster import Worker, purge_queues, use_broker
 from tests.support.processes import FIXTURES_DIR, RedisServer
 from tests.support.world import World, build_world, superuser_api_client
 
 # 200x: a retry takes 40 ms, a Job-level reschedule 0.75 s, the platform-mode wait 1.5 s.
 CLOCK_SPEED = 200
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slowest tests first, so that under xdist they start at once and the rest of the suite runs
+    beside them instead of after them (issue #22). ``slow(seconds=N)``: about how long a test takes
+    (default 10). The sort is stable: tests of one weight keep their order (a module stays together)."""
+
+    def expected(item: pytest.Item) -> float:
+        mark = item.get_closest_marker("slow")
+        return float(mark.kwargs.get("seconds", 10)) if mark is not None else 0.0
+
+    items.sort(key=lambda item: -expected(item))
 
 
 @pytest.fixture(scope="session")
@@ -66,25 +78,73 @@ def superuser_client(db: Any) -> APIClient:
 
 
 # --- the write path: a private Redis as Celery broker, real workers (tests.support.cluster) -------------
-@pytest.fixture(scope="module")
-def broker() -> Iterator[RedisServer]:
-    from controlplane.celery import app as celery_app
-
+# One broker and one shared worker per test process (under xdist: per worker process). The shared
+# worker takes messages only while a test that asked for it runs (``Worker.consume``), so a test that
+# did not ask for a worker still has none; a test that needs a worker of its own (other settings, or it
+# kills the worker) gets a private one, and the paused shared worker does not compete with it.
+@pytest.fixture(scope="session")
+def session_broker() -> Iterator[RedisServer]:
     server = RedisServer()
     server.start()
-    old = celery_app.conf.broker_url
-    use_broker(server.url)
     yield server
-    use_broker(old)
     server.stop()
 
 
 @pytest.fixture
-def worker_factory(broker: RedisServer) -> Iterator[Callable[..., Worker]]:
-    started: list[Worker] = []
+def broker(session_broker: RedisServer) -> Iterator[RedisServer]:
+    """This test publishes its Celery messages to the test process's broker (for this test only)."""
+    from controlplane.celery import app as celery_app
 
-    def make(start: bool = True, **env: str) -> Worker:
-        worker = Worker(broker.url, **env)
+    old = celery_app.conf.broker_url
+    use_broker(session_broker.url)
+    purge_queues()  # nothing an earlier test left behind reaches this one
+    yield session_broker
+    use_broker(old)
+
+
+@pytest.fixture
+def own_broker(broker: RedisServer) -> Iterator[RedisServer]:
+    """A broker of this test alone, for tests that stop or restart it, or that need nobody consuming.
+
+    List it before ``worker_factory``: its workers (private ones) then stop before it does.
+    """
+    server = RedisServer()
+    server.start()
+    use_broker(server.url)
+    yield server
+    use_broker(broker.url)
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def _shared_worker(session_broker: RedisServer) -> Iterator[list[Worker]]:
+    """The test process's one Celery worker, started by the first test that asks for it."""
+    holder: list[Worker] = []
+    yield holder
+    for worker in holder:
+        worker.stop()
+
+
+@pytest.fixture
+def worker_factory(broker: RedisServer, _shared_worker: list[Worker]) -> Iterator[Callable[..., Worker]]:
+    """``worker_factory()``: the shared worker, consuming until this test ends. ``private=True`` or
+    environment overrides: a worker process of this test's own (stopped at its end); so is every
+    worker of a test on ``own_broker``."""
+    from controlplane.celery import app as celery_app
+
+    started: list[Worker] = []
+    consuming: list[Worker] = []
+
+    def make(start: bool = True, private: bool = False, **env: str) -> Worker:
+        if start and not private and not env and celery_app.conf.broker_url == broker.url:
+            if not _shared_worker or not _shared_worker[0].alive():
+                _shared_worker[:] = [Worker(broker.url)]
+                _shared_worker[0].start()
+            else:
+                _shared_worker[0].consume(True)
+            consuming.append(_shared_worker[0])
+            return _shared_worker[0]
+        worker = Worker(celery_app.conf.broker_url, **env)
         if start:
             worker.start()
         started.append(worker)
@@ -93,6 +153,9 @@ def worker_factory(broker: RedisServer) -> Iterator[Callable[..., Worker]]:
     yield make
     for worker in started:
         worker.stop()
+    for worker in consuming:
+        if worker.alive():
+            worker.consume(False)
 
 
 # --- the simulated cluster over real HTTP/gRPC and an in-process ingester --------------------------------

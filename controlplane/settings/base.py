@@ -192,7 +192,7 @@ CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 300, minimum=20)
 # The socket timeouts bound every broker call: a Redis that accepts connections but never answers
 # (hung, or a half-open path) used to hold the request that queued a push for minutes.
 BROKER_TIMEOUT_SECONDS = env_float("BROKER_TIMEOUT_SECONDS", 3.0, minimum=0.1)
-CELERY_BROKER_TRANSPORT_OPTIONS = {
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, Any] = {
     "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=CELERY_TASK_TIME_LIMIT + 60),
     "socket_connect_timeout": BROKER_TIMEOUT_SECONDS,
     "socket_timeout": BROKER_TIMEOUT_SECONDS,

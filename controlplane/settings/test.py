@@ -29,3 +29,14 @@ CHANNEL_LAYERS["default"]["CONFIG"]["hosts"] = [TEST_REDIS_URL]  # noqa: F405
 LOGGING["root"]["level"] = "WARNING"  # noqa: F405
 METRICS_CACHE_SECONDS = 0.0  # every scrape sees the test's data; the cache has its own test
 WEBHOOK_ALLOW_PRIVATE_TARGETS = True  # test receivers listen on 127.0.0.1; the rule has its own tests
+
+# Under pytest-xdist every worker process (PYTEST_XDIST_WORKER = gw0, gw1, ...) gets its own key space
+# in the shared test Redis, so one worker's Celery queues and channel groups are never another's.
+# The servers and workers a test starts inherit the variable, so they share their test's key space.
+XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if XDIST_WORKER:
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        **CELERY_BROKER_TRANSPORT_OPTIONS,  # noqa: F405
+        "global_keyprefix": f"{XDIST_WORKER}:",
+    }
+    CHANNEL_LAYERS["default"]["CONFIG"]["prefix"] = f"asgi-{XDIST_WORKER}"  # noqa: F405

@@ -31,6 +31,7 @@ from tests.decisions.platform_fixtures import (
 )
 from tests.support import wait_for
 from tests.support.cluster import Worker
+from tests.support.sim import clock_speed
 
 __all__ = ["POLICY", "_clean", "decider", "platform_job", "sim"]  # fixtures used by name
 
@@ -106,11 +107,14 @@ def test_no_answer_means_the_default_at_the_deadline_and_clusterd_proceeds(
     worker_factory: Callable[..., Worker],
 ) -> None:
     worker_factory()
-    job = platform_job()  # decision_timeout_s = 3, well inside ClusterD's 300 s (6 s here)
+    job = platform_job()  # decision_timeout_s = 3, well inside ClusterD's 300 s
     decider()
-    sim.inject_fault("default", job.name, rank=0, fault_type="normal", recovers=True)
-    pending = decision_for(job, {"pending"})
-    done = decision_for(job, {"completed"}, timeout=30)
+    # At this module's 50x ClusterD's 300 s are 6 s, only 3 s more than the deadline: a loaded
+    # machine ate them. At 20x they are 15 s (the deadline is 60 simulated s: still well inside).
+    with clock_speed(sim, 20):
+        sim.inject_fault("default", job.name, rank=0, fault_type="normal", recovers=True)
+        pending = decision_for(job, {"pending"})
+        done = decision_for(job, {"completed"}, timeout=30)
     assert done.pk == pending.pk
     assert done.strategy == "recover" and done.decided_by == "default:deadline"
     assert done.outcome.startswith("recover")
@@ -139,17 +143,20 @@ def test_a_decision_survives_a_restart_of_the_worker(
     decider: Callable[[], None],
     worker_factory: Callable[..., Worker],
 ) -> None:
-    worker = worker_factory()
+    worker = worker_factory(private=True)  # killed below: a process of this test's own
     job = platform_job()
     decider()
-    sim.inject_fault("default", job.name, rank=0, fault_type="normal", recovers=True)
-    pending = decision_for(job, {"pending"})
-    assert worker.proc is not None
-    os.killpg(worker.proc.pid, signal.SIGKILL)  # the countdown message it held is gone with it
-    worker.proc.wait(10)
-    worker.proc = None
-    worker_factory()  # a new worker process
-    time.sleep(max(0.0, (pending.deadline_at.timestamp() - time.time())) + 0.2)  # type: ignore[union-attr]
-    decisions_sweep()  # what beat runs every few seconds
-    done = decision_for(job, {"completed"}, timeout=30)
+    # Starting the new worker takes real seconds (more on a loaded machine) while ClusterD waits for
+    # the answer (300 simulated s, 6 s at this module's 50x): at 10x it waits 30 s.
+    with clock_speed(sim, 10):
+        sim.inject_fault("default", job.name, rank=0, fault_type="normal", recovers=True)
+        pending = decision_for(job, {"pending"})
+        assert worker.proc is not None
+        os.killpg(worker.proc.pid, signal.SIGKILL)  # the countdown message it held is gone with it
+        worker.proc.wait(10)
+        worker.proc = None
+        worker_factory(private=True)  # a new worker process
+        time.sleep(max(0.0, (pending.deadline_at.timestamp() - time.time())) + 0.2)  # type: ignore[union-attr]
+        decisions_sweep()  # what beat runs every few seconds
+        done = decision_for(job, {"completed"}, timeout=30)
     assert done.pk == pending.pk and done.decided_by == "default:deadline"

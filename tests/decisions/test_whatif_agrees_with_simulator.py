@@ -31,7 +31,7 @@ from simcluster.runtime import SimCluster
 from tests.support import wait_for
 from tests.support.cluster import BASE_JOB
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow(seconds=25)
 NPUS_PER_POD = 8
 PODS = 4  # Master + 3 Workers
 

@@ -27,7 +27,7 @@ from tests.support import wait_for
 from tests.support.events import assert_gap_free, dump
 from tests.support.sim import create_job, make_job
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow(seconds=50)]
 JOBS = 3
 OUTAGE_SECONDS = 30
 

@@ -26,7 +26,7 @@ from tests.support.events import assert_gap_free, dump
 from tests.support.processes import server_env
 from tests.support.sim import create_job, make_job
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow(seconds=25)]
 JOBS = 4
 FAULTS_PER_JOB = 3
 

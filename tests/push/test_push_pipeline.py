@@ -27,7 +27,7 @@ from simcluster.kubeapi import KubeApiEmulator
 from tests.support import RedisServer, wait_for
 from tests.support.cluster import Worker, purge_queues, read_live
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow(seconds=6)]
 
 SPEC = {"mindcluster_version": "26.1", "strategies": ["dump", "retry", "recover"], "pod_rescheduling": True}
 
@@ -116,7 +116,10 @@ def test_503_window_then_applied_soon_after_recovery(
 ) -> None:
     worker_factory()
     job = live_job()
-    window = 30.0
+    # Long against the worker's backoff (at most 1 s, tests/support/cluster.py: several attempts fail)
+    # and short against its 60 s budget (the push must not give up): what the test is about. Seconds
+    # beyond that only add waiting.
+    window = 5.0
     emulator.faults.unavailable_for(window)
     started = time.monotonic()
     sync = wait_state(save(job), {"applied", "failed"}, timeout=window + 30)
@@ -145,7 +148,7 @@ def test_worker_killed_mid_push_is_redelivered_once(
     worker_factory: Callable[..., Worker],
     emulator: KubeApiEmulator,
 ) -> None:
-    worker = worker_factory()
+    worker = worker_factory(private=True)  # its child is killed: a process of this test's own
     job = live_job()
     emulator.faults.slow(3.0, count=1)  # the push's first request (its read of the job) hangs 3 s
     sync = save(job)
@@ -159,14 +162,14 @@ def test_worker_killed_mid_push_is_redelivered_once(
 
 
 def test_broker_restart_loses_the_message_and_the_sweep_recovers_it(
+    own_broker: RedisServer,
     live_job: Callable[..., TrainingJob],
     worker_factory: Callable[..., Worker],
-    broker: RedisServer,
 ) -> None:
     job = live_job()
     sync = save(job)  # queued while no worker runs
-    broker.stop()  # no persistence: the queued message is gone, like a crash
-    broker.start()
+    own_broker.stop()  # no persistence: the queued message is gone, like a crash
+    own_broker.start()
     worker_factory()
     time.sleep(1)
     sync.refresh_from_db()

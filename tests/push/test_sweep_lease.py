@@ -10,6 +10,7 @@ from datetime import timedelta
 
 import pytest
 import redis
+from django.conf import settings
 from django.test import override_settings
 from django.utils import timezone
 
@@ -26,11 +27,14 @@ SPEC = {"mindcluster_version": "26.1", "strategies": ["retry"], "pod_reschedulin
 
 
 def queued(broker: RedisServer) -> int:
-    return int(redis.Redis.from_url(broker.url).llen("push"))
+    # Under xdist the test settings give each worker a key prefix (controlplane/settings/test.py).
+    prefix = settings.CELERY_BROKER_TRANSPORT_OPTIONS.get("global_keyprefix", "")
+    return int(redis.Redis.from_url(broker.url).llen(f"{prefix}push"))
 
 
 @override_settings(PUSH_PENDING_GRACE_SECONDS=1, PUSH_LEASE_SECONDS=120)
-def test_sweep_requeues_a_backlogged_row_once_per_lease(broker: RedisServer) -> None:
+def test_sweep_requeues_a_backlogged_row_once_per_lease(own_broker: RedisServer) -> None:
+    broker = own_broker  # nobody consumes it
     purge_queues()
     cluster = Cluster.objects.create(name=f"c-{uuid.uuid4().hex[:6]}")
     for i in range(ROWS):

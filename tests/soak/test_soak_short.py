@@ -1,8 +1,12 @@
-"""The short form of ``bench/soak.py`` (issue #16 "Prove it"): about 75 s of faults at 50 events/s
-with the worker, the ingester and Redis killed or restarted at random moments and the database cut
-once for 12 s; then every event stored exactly once (gap-free seq), every push converged to the
-newest revision, every webhook delivered at least once. Everything runs for real (see the module
-docstring of bench/soak.py); the full 10-minute run is ``bench/soak.py --minutes 10``.
+"""The short form of ``bench/soak.py`` (issue #16 "Prove it"): 40 s of faults at 50 events/s with
+the worker, the ingester and Redis killed or restarted at random moments (twice each) and the
+database cut once for 12 s; then every event stored exactly once (gap-free seq), every push
+converged to the newest revision, every webhook delivered at least once. Everything runs for real
+(see the module docstring of bench/soak.py); the full 10-minute run is ``bench/soak.py --minutes 10``.
+
+40 s (it was 60, issue #22) still fits every kind of chaos with room between them and leaves each
+count well above its floor below (about 290 faults, 1,100 events, 25 revisions, 580 deliveries);
+the rest of the suite runs beside it (it is the first file handed out under xdist).
 """
 
 from __future__ import annotations
@@ -16,13 +20,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from soak import Soak
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.timeout(400)]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.slow(seconds=150),
+    pytest.mark.timeout(400),
+]
 
 
 def test_short_soak_keeps_every_promise(capsys: pytest.CaptureFixture[str]) -> None:
     lines: list[str] = []
     result = Soak(
-        seconds=60,
+        seconds=40,
         rate=50,
         jobs=30,
         outage_seconds=12,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import uuid
@@ -47,13 +48,19 @@ def worker_env(broker_url: str, **overrides: str) -> dict[str, str]:
     return env
 
 
+QUEUES = ("push", "slow", "default")
+
+
 class Worker:
     """A real ``celery worker`` process (prefork, one child) consuming the push and slow queues."""
 
     def __init__(self, broker_url: str, **env: str) -> None:
+        self.broker_url = broker_url
         self.env = worker_env(broker_url, **env)
         self.proc: subprocess.Popen[bytes] | None = None
-        self.log = Path(f"/tmp/celery-worker-{uuid.uuid4().hex[:8]}.log")
+        self.log = Path(f"/tmp/celery-worker-{os.getpid()}-{uuid.uuid4().hex[:8]}.log")
+        # Celery expands %h to the host name; remote control addresses the worker by the full name.
+        self.name = f"test-{uuid.uuid4().hex[:6]}@{socket.gethostname()}"
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
@@ -76,7 +83,7 @@ class Worker:
                 "--without-mingle",
                 "--without-heartbeat",
                 "-n",
-                f"test-{uuid.uuid4().hex[:6]}@%h",
+                self.name,
             ],
             cwd=REPO_ROOT,
             env=self.env,
@@ -85,6 +92,31 @@ class Worker:
             start_new_session=True,
         )
         wait_for(lambda: "ready" in self.log.read_text(errors="replace"), 60, "celery worker ready")
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def consume(self, on: bool) -> None:
+        """Start (``on``) or stop taking messages from the queues while the process stays up.
+
+        Celery's remote control, answered by the worker itself: when this returns, the worker has
+        added or cancelled its consumers. Tasks it already holds (a retry's countdown) still run.
+        """
+        with celery_app.connection_for_write(self.broker_url) as conn:
+            for queue in QUEUES:
+                kwargs: dict[str, Any] = {
+                    "destination": [self.name],
+                    "reply": True,
+                    "timeout": 15,
+                    "limit": 1,
+                    "connection": conn,
+                }
+                if on:
+                    replies = celery_app.control.add_consumer(queue, **kwargs)
+                else:
+                    replies = celery_app.control.cancel_consumer(queue, **kwargs)
+                if not replies:
+                    raise AssertionError(f"worker {self.name} did not answer ({queue}, on={on})")
 
     def child_pids(self) -> list[int]:
         assert self.proc is not None
@@ -108,7 +140,7 @@ class Worker:
 
 def purge_queues() -> None:
     with celery_app.connection_for_write() as conn:
-        for queue in ("push", "slow", "default"):
+        for queue in QUEUES:
             conn.default_channel.queue_purge(queue)
 
 

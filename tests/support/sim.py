@@ -6,7 +6,9 @@ own clock speed and seed).
 
 from __future__ import annotations
 
+import contextlib
 import copy
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,6 +16,7 @@ import pytest
 from mindcluster import keys as k
 from simcluster.kube import Kube
 from simcluster.management.commands.sim_fault import Command as SimFault
+from simcluster.runtime import SimCluster
 from tests.support.processes import wait_for
 
 
@@ -153,3 +156,18 @@ def run_sim_fault(*argv: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, 
         code = int(exc.code or 0)
     out, err = capsys.readouterr()
     return code, out, err
+
+
+@contextlib.contextmanager
+def clock_speed(sim: SimCluster, speed: float) -> Iterator[None]:
+    """Run the shared simulated cluster at ``speed`` for a block, then at its own speed again.
+
+    For a test whose real-time steps (a patch the test writes while ClusterD waits) must fit inside a
+    simulated timeout even on a loaded machine.
+    """
+    before = sim.clock.speed
+    sim.clock.set_speed(speed)
+    try:
+        yield
+    finally:
+        sim.clock.set_speed(before)
