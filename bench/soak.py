@@ -267,9 +267,9 @@ class Soak:
         from controlplane.celery import app as celery_app
         from simcluster.kube import Kube
         from simcluster.runtime import SimCluster
-        from tests.events.tcp_proxy import TcpProxy
         from tests.support import RedisServer
         from tests.support.sim import create_job, make_job
+        from tests.support.tcp_proxy import TcpProxy
 
         started = time.monotonic()
         redis = RedisServer()

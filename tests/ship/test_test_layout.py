@@ -66,7 +66,7 @@ def test_the_check_sees_each_kind_of_offence() -> None:
     """The checker itself: absolute, relative and module-style imports of conftests and test modules,
     and no false alarm on a helper whose name starts with ``test_``."""
     source = (
-        "from tests.push.conftest import live_job\n"
+        "from tests.policies.push.conftest import live_job\n"
         "from .conftest import emulator\n"
         "from . import conftest\n"
         "import tests.browser.test_dashboard as dashboard\n"
@@ -79,8 +79,23 @@ def test_the_check_sees_each_kind_of_offence() -> None:
     }
     flagged = {module: kind for module, kind in found.items() if kind}
     assert flagged == {
-        "tests.push.conftest": "a conftest",
+        "tests.policies.push.conftest": "a conftest",
         "tests.simcluster.conftest": "a conftest",
         "tests.browser.test_dashboard": "another test module",
         "tests.events.test_websocket": "another test module",
     }
+
+
+# Suites named for what they prove rather than for one app (tests/README.md lists them).
+CROSS_CUTTING = {"conformance", "security", "ship", "soak", "browser", "support", "fixtures"}
+
+
+def test_the_tree_mirrors_the_product() -> None:
+    """Every test folder is an app under apps/, the simulator, or a named cross-cutting suite, and
+    the map in tests/README.md names each of them (issue #22 item 7)."""
+    apps = {p.name for p in (TESTS.parent / "apps").iterdir() if (p / "__init__.py").is_file()}
+    folders = {p.name for p in TESTS.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
+    assert folders - apps - {"simcluster"} - CROSS_CUTTING == set()
+    readme = (TESTS / "README.md").read_text()
+    missing = sorted(name for name in folders - {"fixtures", "support"} - apps if f"`{name}/`" not in readme)
+    assert missing == [], f"tests/README.md does not say what these folders hold: {missing}"

@@ -21,11 +21,11 @@ from apps.events.models import Incident, IngestCursor, JobEvent
 from apps.jobs.models import Cluster, TrainingJob
 from simcluster.kube import Kube
 from simcluster.runtime import SimCluster
-from tests.events.ingest_procs import INGEST_APP_NAME, IngestProcess
-from tests.events.tcp_proxy import TcpProxy
 from tests.support import wait_for
 from tests.support.events import assert_gap_free, dump
+from tests.support.ingest_procs import INGEST_APP_NAME, IngestProcess
 from tests.support.sim import create_job, make_job
+from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow(seconds=50)]
 JOBS = 3

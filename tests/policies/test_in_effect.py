@@ -2,7 +2,7 @@
 was created with — created-with, observed, unknown, adopted without recover-strategy, pending recreate.
 
 The cluster side is given as the objects the ingester and the push observe (PodGroups and AscendJobs
-as first seen); the end-to-end tests in tests/push/test_in_effect_e2e.py drive the built-in cluster.
+as first seen); the end-to-end tests in tests/policies/push/test_in_effect_e2e.py drive the built-in cluster.
 """
 
 from __future__ import annotations
