@@ -80,7 +80,7 @@ PATTERN_INPUTS: dict[str, list[str]] = {
     ],
     "apps.core.parsers:_SURROGATE": [_hostile("a")],
     "apps.core.middleware:_SANE": [_hostile("a", "!"), _hostile(".")],
-    "apps.clusterd.protos:_PB2_IMPORT": [
+    "mindcluster.wire.protos:_PB2_IMPORT": [
         "import " + _hostile("a"),
         _hostile("\nimport a"),
         _hostile("import a_pb"),
