@@ -167,12 +167,8 @@ def worker_factory(broker: RedisServer, _shared_worker: list[Worker]) -> Iterato
 # state, or needs a fresh seed for determinism) builds its own ``SimCluster`` and says why there.
 @pytest.fixture(scope="session")
 def shared_sim() -> Iterator[SimCluster]:
-    cluster = SimCluster(clock_speed=CLOCK_SPEED, seed=11, control_port=0)
-    cluster.start()
-    try:
+    with SimCluster(clock_speed=CLOCK_SPEED, seed=11, control_port=0) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture(scope="module")

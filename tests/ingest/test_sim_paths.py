@@ -32,12 +32,8 @@ def sim() -> Iterator[SimCluster]:
     # ``test_two_faults_two_incidents_and_budget`` (a job rescheduled until its backoffLimit is used up),
     # a later module's ingester on the same cluster never sees its new job's PodGroup
     # (tests/policies/push/test_in_effect_e2e.py timed out so); until that is understood, keep it apart.
-    cluster = SimCluster(clock_speed=200, seed=11)
-    cluster.start()
-    try:
+    with SimCluster(clock_speed=200, seed=11) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 @dataclass(frozen=True)
