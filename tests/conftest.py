@@ -2,7 +2,7 @@
 path's broker and Celery workers, and the simulated cluster with an in-process ingester.
 
 A package's own fixtures stay in its conftest (which may override these by name, e.g. ``kube`` in
-``tests/policies/push``, ``sim`` in ``tests/simcluster``); helpers are in ``tests/support/``.
+``tests/policies/push``, ``sim_clock_speed`` in ``tests/simcluster``); helpers are in ``tests/support/``.
 """
 
 from __future__ import annotations
