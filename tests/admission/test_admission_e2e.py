@@ -66,11 +66,12 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture(scope="module")
 def sim() -> Iterator[SimCluster]:
-    # A cluster of this module's own, not the shared one: the tests register admission webhooks on the API
-    # server (cluster-wide objects that outlive the test, one of them pointing at a listener that hangs),
-    # which would make every later create on a shared cluster wait for them.
-    with SimCluster(clock_speed=500, seed=15, control_port=0) as cluster:
+    cluster = SimCluster(clock_speed=500, seed=15, control_port=0)
+    cluster.start()
+    try:
         yield cluster
+    finally:
+        cluster.stop()
 
 
 @pytest.fixture(scope="module")

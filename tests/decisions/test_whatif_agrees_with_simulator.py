@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -36,8 +37,10 @@ PODS = 4  # Master + 3 Workers
 
 
 @pytest.fixture(scope="module")
-def sim_clock_speed() -> float:
-    return 400  # the shared SimCluster at 400x while this module runs
+def sim() -> Iterator[SimCluster]:
+    cluster = SimCluster(clock_speed=400, seed=11).start()
+    yield cluster
+    cluster.stop()
 
 
 @pytest.fixture(scope="module")
