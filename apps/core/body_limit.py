@@ -23,6 +23,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
 from apps.core.api_errors import too_large_body
+from apps.core.numbers import ascii_int
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -37,7 +38,7 @@ def _declared_length(value: str | bytes | None) -> int | None:
         return None
     text = value.decode("latin-1") if isinstance(value, bytes) else value
     text = text.strip()
-    return int(text) if text.isascii() and text.isdigit() else None
+    return ascii_int(text)
 
 
 class BodyLimitMiddleware:

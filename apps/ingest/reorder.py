@@ -19,6 +19,7 @@ import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from apps.core.numbers import is_ascii_digits
 from apps.ingest.items import Item
 
 MAX_HELD = 50_000  # items held at most; beyond it, order gives way to progress
@@ -44,7 +45,7 @@ def position_of(item: Item) -> float | None:
         obj = item.obj if isinstance(item.obj, dict) else {}
         meta = obj.get("metadata") or {}
         raw = item.resource_version or str(meta.get("resourceVersion") or "")
-    return float(raw) if raw.isdigit() else None
+    return float(raw) if is_ascii_digits(raw) else None
 
 
 class ReorderBuffer:

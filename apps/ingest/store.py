@@ -18,6 +18,7 @@ from django.apps import apps as django_apps
 from django.db import IntegrityError, transaction
 
 from apps.clusterd.client import FaultSignal
+from apps.core.numbers import is_ascii_digits
 from apps.events import incident_services, kinds
 from apps.events.models import JobEvent, ObservedObject
 from apps.events.services import event_store, source_keys_prune
@@ -51,7 +52,7 @@ def rv_is_newer(new: str, old: str) -> bool:
     """resourceVersions are opaque, but every API server in practice uses integers: compare them so."""
     if not old:
         return True
-    if new.isdigit() and old.isdigit():
+    if is_ascii_digits(new) and is_ascii_digits(old):
         return int(new) > int(old)
     return new != old
 
