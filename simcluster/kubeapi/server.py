@@ -28,6 +28,7 @@ from . import admission, errors, openapi, podlogs, printing, resources, ssa
 from .errors import ApiError
 from .faults import WRITE_METHODS, FaultInjector, WriteTally
 from .patch import PatchDecodeError, PatchError, json_patch, merge_patch
+from .protobuf import read_body
 from .resources import EVENTS, NAMESPACES, PODS, ResourceType
 from .responses import error_response, json_response
 from .selectors import FieldSelector, LabelSelector, SelectorError, _check_key, _check_value
@@ -551,22 +552,22 @@ class ApiServer:
                 raise errors.method_not_allowed()
             if method == "POST":
                 raw = await admission.admit_create(
-                    self.store, t.rt, t.namespace, await request.read(), bool(query.get("dryRun"))
+                    self.store, t.rt, t.namespace, await read_body(request, t.rt), bool(query.get("dryRun"))
                 )
                 return self.create(t, raw, query)
             if method == "DELETE":
-                return self.delete_collection(t, await request.read(), query)
+                return self.delete_collection(t, await read_body(request, t.rt), query)
             raise errors.method_not_allowed()
         if method in ("GET", "HEAD") and t.sub == "log":
             return await podlogs.serve(request, self.store, t.namespace or "", t.name, self.pod_history)
         if method in ("GET", "HEAD"):
             return as_table(request, t, json_response(200, self._existing(t).raw))
         if method == "PUT":
-            return self.replace(t, await request.read(), query)
+            return self.replace(t, await read_body(request, t.rt), query)
         if method == "PATCH":
             return self.patch(t, request.content_type, await request.read(), query)
         if method == "DELETE" and t.sub is None:
-            return self.delete(t, await request.read(), query)
+            return self.delete(t, await read_body(request, t.rt), query)
         raise errors.method_not_allowed()
 
     # --- helpers -------------------------------------------------------------------------------
