@@ -313,8 +313,19 @@ def is_protobuf(content_type: str) -> bool:
     return content_type.split(";", 1)[0].strip().lower() == MEDIA_TYPE
 
 
-def body_as_json(content_type: str, body: bytes, rt: ResourceType | None) -> bytes:
-    """The request body as JSON bytes: a protobuf body is decoded, any other body is returned as sent."""
+def body_as_json(
+    content_type: str,
+    body: bytes,
+    rt: ResourceType | None,
+    *,
+    api_version: str | None = None,
+    kind: str | None = None,
+) -> bytes:
+    """The request body as JSON bytes: a protobuf body is decoded, any other body is returned as sent.
+
+    ``api_version``/``kind`` name the kind an envelope without typeMeta is read as (by default
+    ``rt``'s; a subresource such as ``serviceaccounts/token`` takes another kind, TokenRequest).
+    """
     if not is_protobuf(content_type):
         return body
     if rt is not None and not rt.builtin:
@@ -322,7 +333,11 @@ def body_as_json(content_type: str, body: bytes, rt: ResourceType | None) -> byt
     if not body:
         return body
     try:
-        obj = decode(body, rt.api_version if rt else "", rt.kind if rt else "")
+        obj = decode(
+            body,
+            api_version if api_version is not None else (rt.api_version if rt else ""),
+            kind if kind is not None else (rt.kind if rt else ""),
+        )
     except UnknownKind:
         raise unsupported(rt) from None
     except ProtobufError as exc:

@@ -558,3 +558,39 @@ def test_every_kind_in_the_table_decodes() -> None:
         api_version, kind = gvk.rsplit("/", 1)
         out = pb.decode(envelope(api_version, kind, b""))
         assert (out["apiVersion"], out["kind"]) == (api_version, kind)
+
+
+# Bodies kubectl 1.33.1 sent (-v=9) for `create token sa1 --duration=10m --audience=api` and
+# `auth can-i create ascendjobs.mindxdl.gitee.com -n team-a`; their endpoints are the RBAC work's.
+_TOKEN_REQUEST = (
+    "6b3873000a280a1861757468656e7469636174696f6e2e6b38732e696f2f7631120c546f6b656e52657175657374"
+    "12220a100a0012001a0022002a0032003800420012080a0361706920d8041a040a0012001a002200"
+)
+_SSAR = (
+    "6b3873000a320a17617574686f72697a6174696f6e2e6b38732e696f2f7631121753656c665375626a656374416363"
+    "65737352657669657712550a100a0012001a0022002a0032003800420012370a350a067465616d2d61120663726561"
+    "74651a116d696e6478646c2e67697465652e636f6d22002a0a617363656e646a6f627332003a001a08080012001a00"
+    "20001a002200"
+)
+
+
+def test_kubectl_token_request_and_access_review_bodies() -> None:
+    token = json.loads(pb.body_as_json(pb.MEDIA_TYPE, bytes.fromhex(_TOKEN_REQUEST), None))
+    assert token["kind"] == "TokenRequest"
+    assert token["spec"] == {"audiences": ["api"], "expirationSeconds": 600, "boundObjectRef": None}
+    review = json.loads(pb.body_as_json(pb.MEDIA_TYPE, bytes.fromhex(_SSAR), None))
+    assert review["kind"] == "SelfSubjectAccessReview"
+    assert review["spec"]["resourceAttributes"] == {
+        "namespace": "team-a",
+        "verb": "create",
+        "group": "mindxdl.gitee.com",
+        "resource": "ascendjobs",
+    }
+    # An envelope without typeMeta on serviceaccounts/token is read as the subresource's kind.
+    bare = pb.MAGIC + _len(2, _msg(2, _int(4, 60)))
+    out = json.loads(
+        pb.body_as_json(
+            pb.MEDIA_TYPE, bare, None, api_version="authentication.k8s.io/v1", kind="TokenRequest"
+        )
+    )
+    assert out["kind"] == "TokenRequest" and out["spec"]["expirationSeconds"] == 60
