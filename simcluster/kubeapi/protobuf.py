@@ -111,7 +111,7 @@ def _add_field(
         _add_field(entry, 2, ftype, repeated=False, is_map=False)
         entry.field[0].name, entry.field[1].name = "key", "value"
         field.type = field.TYPE_MESSAGE
-        field.type_name = f"{{owner}}.F{number}Entry"  # the owner's full name is filled in by _classes
+        field.type_name = f".{_PACKAGE}.{owner.name}.F{number}Entry"
     elif ftype in _SCALARS:
         field.type = _SCALARS[ftype]
     else:
@@ -128,9 +128,6 @@ def _classes() -> dict[str, type[message.Message]]:
         msg = file.message_type.add(name=_proto_name(key))
         for number, _name, ftype, flags in _fields(key):
             _add_field(msg, number, ftype, repeated="r" in flags, is_map="m" in flags)
-        for field in msg.field:
-            if field.type_name.startswith("{owner}"):
-                field.type_name = field.type_name.replace("{owner}", f".{_PACKAGE}.{msg.name}")
     pool = descriptor_pool.DescriptorPool()
     pool.Add(file)
     return {

@@ -425,7 +425,7 @@ spec:
 """
 
 
-@pytest.mark.slow(seconds=12)
+@pytest.mark.slow(seconds=20)
 @pytest.mark.skipif(len(KUBECTLS) < 2, reason=f"kubectl.1.27 and kubectl.1.33 are needed under {KUBECTL_DIR}")
 def test_kubectl_1_27_json_and_1_33_protobuf_create_the_same_objects(
     kubeconfig: Path, tmp_path: Path
