@@ -195,6 +195,20 @@ def test_policy_rule_lists_without_omitempty() -> None:
     assert out["rules"] == [{"verbs": None, "apiGroups": [""], "resources": ["pods"]}]
 
 
+def test_delete_options() -> None:
+    # meta/v1 generated.proto:294 gracePeriodSeconds = 1 (*int64: 0 kept), :300 preconditions = 2
+    # (Preconditions :1061 uid = 1), :318 propagationPolicy = 4, :327 dryRun = 5.
+    raw = _int(1, 0) + _msg(2, _str(1, "u-1")) + _str(4, "Foreground") + _str(5, "All")
+    assert pb.decode(envelope("v1", "DeleteOptions", raw)) == {
+        "kind": "DeleteOptions",
+        "apiVersion": "v1",
+        "gracePeriodSeconds": 0,
+        "preconditions": {"uid": "u-1"},
+        "propagationPolicy": "Foreground",
+        "dryRun": ["All"],
+    }
+
+
 def test_unknown_fields_are_dropped_like_the_real_decoder() -> None:
     # Field 99 is not in ConfigMap: gogo-protobuf's Unmarshal skips it (no strict validation for protobuf).
     raw = _msg(1, object_meta("u")) + _str(99, "future") + _entry(2, "a", b"b")
@@ -470,8 +484,8 @@ def test_server_answers_protobuf_errors_with_a_status(kubeconfig: Path) -> None:
     server = conf["clusters"][0]["cluster"]["server"]
     token = conf["users"][0]["user"]["token"]
 
-    def post(path: str, body: bytes) -> tuple[int, str, dict[str, Any]]:
-        request = urllib.request.Request(server + path, data=body, method="POST")
+    def post(path: str, body: bytes, method: str = "POST") -> tuple[int, str, dict[str, Any]]:
+        request = urllib.request.Request(server + path, data=body, method=method)
         request.add_header("Content-Type", pb.MEDIA_TYPE)
         request.add_header("Accept", f"{pb.MEDIA_TYPE},application/json")  # what kubectl 1.33 asks for
         request.add_header("Authorization", f"Bearer {token}")
@@ -490,6 +504,14 @@ def test_server_answers_protobuf_errors_with_a_status(kubeconfig: Path) -> None:
     assert (code, status["kind"], status["reason"]) == (415, "Status", "UnsupportedMediaType")
     code, _, status = post("/api/v1/namespaces/pb-raw/configmaps", b"k8s\x00\x0a\xff")
     assert (code, status["kind"], status["reason"]) == (400, "Status", "BadRequest")
+    # A typed client-go Delete sends DeleteOptions as protobuf: its precondition is honoured.
+    code, _, _ = post(
+        "/api/v1/namespaces/pb-raw/configmaps", envelope("v1", "ConfigMap", _msg(1, object_meta("c")))
+    )
+    assert code == 201
+    stale = envelope("v1", "DeleteOptions", _msg(2, _str(1, "not-the-uid")))
+    code, _, status = post("/api/v1/namespaces/pb-raw/configmaps/c", stale, method="DELETE")
+    assert (code, status["reason"]) == (409, "Conflict") and "Precondition failed" in status["message"]
 
 
 def _request_bodies(stderr: str) -> list[bytes]:
