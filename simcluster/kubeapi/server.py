@@ -24,11 +24,12 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from . import admission, errors, openapi, podlogs, printing, resources, ssa
+from . import admission, errors, openapi, podlogs, printing, rbac, rbac_objects, resources, reviews, ssa
+from .authn import ADMIN_TOKEN, TokenAuthority, UserInfo
 from .errors import ApiError
 from .faults import WRITE_METHODS, FaultInjector, WriteTally
 from .patch import PatchDecodeError, PatchError, json_patch, merge_patch
-from .resources import EVENTS, NAMESPACES, PODS, ResourceType
+from .resources import EVENTS, NAMESPACES, PODS, SERVICEACCOUNTS, ResourceType
 from .responses import error_response, json_response
 from .selectors import FieldSelector, LabelSelector, SelectorError, _check_key, _check_value
 from .store import ADDED, DELETED, MODIFIED, Store, Stored, decode_continue, dumps, encode_continue
@@ -64,6 +65,20 @@ def parse_json(raw: bytes, what: str = "the body of the request") -> Any:
         return json.loads(raw, parse_constant=_reject_constant)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise errors.bad_request(f"{what} was in an unknown format; json parse error: {exc}") from None
+
+
+def decode_body(raw: bytes, content_type: str, api_version: str, kind: str) -> dict[str, Any]:
+    """The request body of a ``kind`` write as a JSON object: the one place a body is decoded for
+    the review and TokenRequest endpoints (a protobuf decoder plugs in here by content type)."""
+    body = parse_json(raw) if raw.strip() else {}
+    if not isinstance(body, dict):
+        raise errors.bad_request(f"the body of the request must be a JSON object ({kind}), got {type(body).__name__}")
+    for key, want in (("apiVersion", api_version), ("kind", kind)):
+        have = body.setdefault(key, want)
+        if have != want:
+            what = "API version" if key == "apiVersion" else "kind"
+            raise errors.bad_request(f"the {what} in the data ({have}) does not match the expected {what} ({want})")
+    return body
 
 
 def _truthy(value: str | None) -> bool:
@@ -145,6 +160,7 @@ def parse_path(path: str, host: str) -> Target | dict[str, Any]:
         len(tail) == 2
         and not (tail[1] == "status" and rt.has_status)
         and not (tail[1] == "log" and rt is PODS)
+        and not any(tail[1] == sub.name for sub in rt.subresources)
     ):
         raise errors.path_not_found()
     return Target(rt, namespace, tail[0] if tail else None, tail[1] if len(tail) == 2 else None)
@@ -413,9 +429,13 @@ class ApiServer:
         self._manager = "unknown"
         # (namespace, pod name) → earlier incarnations of that pod, for ``logs --previous``.
         self.pod_history: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self.tokens = TokenAuthority(store)
+        self.authorizer = rbac.Authorizer(store)
         for ns in ("default", "kube-system", "mindx-dl"):
             self.store.commit(NAMESPACES, ADDED, self._new_namespace(ns))
         self.store.commit(resources.QUEUES, ADDED, _default_queue())
+        for rt, obj in rbac_objects.bootstrap_objects(now_rfc3339()):
+            self.store.commit(rt, ADDED, obj)
 
     @staticmethod
     def _new_namespace(name: str) -> dict[str, Any]:
@@ -456,9 +476,19 @@ class ApiServer:
             log.exception("kubeapi emulator internal error on %s %s", request.method, request.path)
             return error_response(ApiError(500, f"Internal error occurred: {type(exc).__name__}"))
 
+    def _authenticate_and_authorize(self, request: web.Request) -> UserInfo:
+        """401 for a bad token, 403 for a request RBAC does not allow - before anything is served,
+        so a watch is authorized before it streams (the apiserver's filter chain order)."""
+        user = self.tokens.authenticate(request.headers.get("Authorization"))
+        self.authorizer.require(rbac.request_attributes(request.method, request.path, request.query, user))
+        return user
+
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         path, method = request.path, request.method
-        if path.rstrip("/") in _META_PATHS or path.startswith("/_sim/"):
+        if path.startswith("/_sim/"):  # the emulator's own control endpoints, not Kubernetes
+            return await self._meta(request)
+        request["user"] = self._authenticate_and_authorize(request)
+        if path.rstrip("/") in _META_PATHS:
             return await self._meta(request)
         if path == "/openapi" or path.startswith("/openapi/"):
             return openapi_response(request)
@@ -542,6 +572,18 @@ class ApiServer:
         self._manager = query.get("fieldManager") or ssa.manager_from_user_agent(
             request.headers.get("User-Agent")
         )
+        if not t.rt.stored:
+            if method != "POST":
+                raise errors.method_not_allowed()
+            body = decode_body(await request.read(), request.content_type, t.rt.api_version, t.rt.kind)
+            return json_response(201, dumps(reviews.answer(t.rt, self.authorizer, request["user"], body)))
+        if t.sub is not None and t.rt is SERVICEACCOUNTS:
+            if method != "POST":
+                raise errors.method_not_allowed()
+            assert t.name is not None and t.namespace is not None
+            raw = await request.read()
+            body = decode_body(raw, request.content_type, "authentication.k8s.io/v1", "TokenRequest")
+            return json_response(201, dumps(self.tokens.token_request(t.namespace, t.name, body)))
         if t.name is None:
             if method in ("GET", "HEAD"):
                 if _truthy(query.get("watch")):
@@ -747,6 +789,7 @@ class ApiServer:
                     break
             meta["name"] = name
         validate_meta(rt, meta)
+        rbac_objects.validate(rt, body, None)
         name = meta["name"]
         if meta.get("resourceVersion"):
             raise errors.bad_request("resourceVersion should not be set on objects to be created")
@@ -924,6 +967,7 @@ class ApiServer:
                 else:
                     result.pop("status", None)
             validate_meta(rt, nm)
+            rbac_objects.validate(rt, result, old_obj)
             if rt.has_generation and result.get("spec") != old_obj.get("spec"):
                 nm["generation"] = int(om.get("generation", 1)) + 1
         result["metadata"]["resourceVersion"] = om["resourceVersion"]
@@ -1216,28 +1260,55 @@ class KubeApiEmulator:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def write_kubeconfig(self, path: str | pathlib.Path, context: str = "simcluster") -> pathlib.Path:
-        """Write a kubeconfig pointing at this emulator (insecure, static token user)."""
-        path = pathlib.Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {"name": context, "cluster": {"server": self.url, "insecure-skip-tls-verify": True}}
-            ],
-            "users": [{"name": f"{context}-user", "user": {"token": "simcluster-token"}}],
-            "contexts": [
-                {
-                    "name": context,
-                    "context": {"cluster": context, "user": f"{context}-user", "namespace": "default"},
-                }
-            ],
-            "current-context": context,
-            "preferences": {},
-        }
-        path.write_text(yaml.safe_dump(config, sort_keys=False))
-        return path
+    def write_kubeconfig(
+        self,
+        path: str | pathlib.Path,
+        context: str = "simcluster",
+        token: str = ADMIN_TOKEN,
+        namespace: str = "default",
+    ) -> pathlib.Path:
+        """Write a kubeconfig pointing at this emulator: the cluster-admin token unless ``token``
+        (e.g. a ServiceAccount's from :meth:`service_account_token`) is given."""
+        return write_token_kubeconfig(path, self.url, token, context=context, namespace=namespace)
+
+    def service_account_token(self, namespace: str, name: str, expiration_seconds: int = 3600) -> str:
+        """A TokenRequest for an existing ServiceAccount, made in-process (no RBAC check): the token
+        authenticates as ``system:serviceaccount:NAMESPACE:NAME``. 404 ``ApiError`` if it is missing."""
+
+        def request() -> str:
+            body = {"spec": {"expirationSeconds": expiration_seconds}}
+            return str(self.api.tokens.token_request(namespace, name, body)["status"]["token"])
+
+        return str(self.call(request))
 
 
-__all__ = ["ApiServer", "KubeApiEmulator", "serve"]
+def write_token_kubeconfig(
+    path: str | pathlib.Path,
+    server: str,
+    token: str,
+    *,
+    context: str = "simcluster",
+    namespace: str = "default",
+) -> pathlib.Path:
+    """A kubeconfig with one cluster (``server``, TLS verification off) and one bearer-token user."""
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": context, "cluster": {"server": server, "insecure-skip-tls-verify": True}}],
+        "users": [{"name": f"{context}-user", "user": {"token": token}}],
+        "contexts": [
+            {
+                "name": context,
+                "context": {"cluster": context, "user": f"{context}-user", "namespace": namespace},
+            }
+        ],
+        "current-context": context,
+        "preferences": {},
+    }
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+__all__ = ["ApiServer", "KubeApiEmulator", "serve", "write_token_kubeconfig"]
