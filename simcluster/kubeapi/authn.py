@@ -43,6 +43,8 @@ DEFAULT_EXPIRATION_SECONDS = 3600  # authentication/v1 TokenRequestSpec default
 MIN_EXPIRATION_SECONDS = 600  # pkg/apis/authentication/validation: "less than 10 minutes"
 MAX_EXPIRATION_SECONDS = 1 << 32
 DEFAULT_AUDIENCES = ("https://kubernetes.default.svc.cluster.local",)
+TOO_SHORT = "may not specify a duration less than 10 minutes"
+TOO_LONG = "may not specify a duration larger than 2^32 seconds"
 POD_NAME_EXTRA = "authentication.kubernetes.io/pod-name"
 POD_UID_EXTRA = "authentication.kubernetes.io/pod-uid"
 
@@ -156,7 +158,10 @@ class TokenAuthority:
             pod = self.store.get(PODS, issued.namespace, issued.bound_pod[0])
             if pod is None or pod.obj["metadata"].get("uid") != issued.bound_pod[1]:
                 raise unauthorized()
-            extra = {POD_NAME_EXTRA: (issued.bound_pod[0],), POD_UID_EXTRA: (issued.bound_pod[1],)}
+            extra: dict[str, tuple[str, ...]] = {
+                POD_NAME_EXTRA: (issued.bound_pod[0],),
+                POD_UID_EXTRA: (issued.bound_pod[1],),
+            }
             user = UserInfo(user.name, user.groups, user.uid, extra)
         return user
 
@@ -178,18 +183,20 @@ class TokenAuthority:
         audiences = spec.get("audiences") or list(DEFAULT_AUDIENCES)
         if not isinstance(audiences, list) or not all(isinstance(a, str) for a in audiences):
             raise errors.bad_request(
-                "json: cannot unmarshal value into Go struct field TokenRequestSpec.spec.audiences of type []string"
+                "json: cannot unmarshal value into Go struct field TokenRequestSpec.spec.audiences "
+                "of type []string"
             )
         sa = self.store.get(SERVICEACCOUNTS, namespace, name)
         if sa is None:
             raise errors.not_found("serviceaccounts", "", name)
-        meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+        given = body.get("metadata")
+        meta: dict[str, Any] = given if isinstance(given, dict) else {}
         causes = []
         if expiration < MIN_EXPIRATION_SECONDS:
             causes.append(
                 {
                     "reason": "FieldValueInvalid",
-                    "message": f"Invalid value: {expiration}: may not specify a duration less than 10 minutes",
+                    "message": f"Invalid value: {expiration}: {TOO_SHORT}",
                     "field": "spec.expirationSeconds",
                 }
             )
@@ -197,7 +204,7 @@ class TokenAuthority:
             causes.append(
                 {
                     "reason": "FieldValueInvalid",
-                    "message": f"Invalid value: {expiration}: may not specify a duration larger than 2^32 seconds",
+                    "message": f"Invalid value: {expiration}: {TOO_LONG}",
                     "field": "spec.expirationSeconds",
                 }
             )
@@ -209,7 +216,7 @@ class TokenAuthority:
         if meta.get("name", name) != name:
             raise errors.bad_request(f"name mismatch: {meta['name']} != {name}")
         if sa.obj["metadata"].get("deletionTimestamp"):
-            raise errors.bad_request(f'service account {namespace}/{name} is being deleted')
+            raise errors.bad_request(f"service account {namespace}/{name} is being deleted")
         bound = self._bound_pod(namespace, spec.get("boundObjectRef"))
         token, expires_at = self.issue(namespace, name, sa.obj["metadata"]["uid"], expiration, bound)
         out_spec: dict[str, Any] = {"audiences": audiences, "expirationSeconds": expiration}

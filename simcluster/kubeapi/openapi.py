@@ -233,7 +233,11 @@ def _paths(rt: ResourceType, section: str, v3: bool) -> dict[str, Any]:
                 "parameters": [_param("dryRun", "dry run", v3), _param("fieldManager", "field manager", v3)],
                 "responses": {"200": answer},
                 "x-kubernetes-action": "post",
-                "x-kubernetes-group-version-kind": {"group": sub.group, "kind": sub.kind, "version": sub.version},
+                "x-kubernetes-group-version-kind": {
+                    "group": sub.group,
+                    "kind": sub.kind,
+                    "version": sub.version,
+                },
             }
         }
     return {

@@ -39,7 +39,14 @@ from .store import Store
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
-_METHOD_VERBS = {"POST": "create", "GET": "get", "HEAD": "get", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+_METHOD_VERBS = {
+    "POST": "create",
+    "GET": "get",
+    "HEAD": "get",
+    "PUT": "update",
+    "PATCH": "patch",
+    "DELETE": "delete",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,11 +84,10 @@ def request_attributes(method: str, path: str, query: Any, user: UserInfo) -> At
     version, rest = rest[0], rest[1:]
     verb = _METHOD_VERBS.get(method, "")
     namespace = ""
-    if rest[0] == "namespaces":
-        if len(rest) > 1:
-            namespace = rest[1]
-            if len(rest) > 2 and rest[2] not in _NAMESPACE_SUBRESOURCES:
-                rest = rest[2:]
+    if rest[0] == "namespaces" and len(rest) > 1:
+        namespace = rest[1]
+        if len(rest) > 2 and rest[2] not in _NAMESPACE_SUBRESOURCES:
+            rest = rest[2:]
     resource = rest[0]
     name = rest[1] if len(rest) >= 2 else ""
     subresource = rest[2] if len(rest) >= 3 else ""
@@ -114,7 +120,11 @@ def _exact_name(selector: str) -> str:
     for op in ("==", "="):
         key, sep, value = selector.partition(op)
         if sep and "!" not in key:
-            return value if key.strip() == "metadata.name" and "/" not in value and value not in (".", "..") else ""
+            return (
+                value
+                if key.strip() == "metadata.name" and "/" not in value and value not in (".", "..")
+                else ""
+            )
     return ""
 
 
@@ -226,7 +236,9 @@ class Authorizer:
             return
         for stored in self.store.current(ROLEBINDINGS, namespace):
             binding = stored.obj
-            subject = next((s for s in binding.get("subjects") or [] if _applies_to(user, s, namespace)), None)
+            subject = next(
+                (s for s in binding.get("subjects") or [] if _applies_to(user, s, namespace)), None
+            )
             if subject is None:
                 continue
             ref = binding.get("roleRef") or {}
@@ -257,7 +269,9 @@ class Authorizer:
         joined = problems[0] if len(problems) == 1 else "[" + ", ".join(problems) + "]"
         return Decision(False, f"RBAC: {joined}")
 
-    def rules_for(self, user: UserInfo, namespace: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
+    def rules_for(
+        self, user: UserInfo, namespace: str
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str]:
         """(resourceRules, nonResourceRules, evaluationError) for a SelfSubjectRulesReview."""
         resource_rules: list[dict[str, Any]] = []
         non_resource_rules: list[dict[str, Any]] = []
@@ -296,7 +310,8 @@ def forbidden_message(attrs: Attributes) -> str:
     if not attrs.resource_request:
         return f"User {user} cannot {attrs.verb} path {_go_quote(attrs.path)}"
     resource = f"{attrs.resource}/{attrs.subresource}" if attrs.subresource else attrs.resource
-    head = f"User {user} cannot {attrs.verb} resource {_go_quote(resource)} in API group {_go_quote(attrs.api_group)}"
+    group = _go_quote(attrs.api_group)
+    head = f"User {user} cannot {attrs.verb} resource {_go_quote(resource)} in API group {group}"
     if attrs.namespace:
         return f"{head} in the namespace {_go_quote(attrs.namespace)}"
     return f"{head} at the cluster scope"
@@ -315,10 +330,11 @@ def forbidden(attrs: Attributes, reason: str = "") -> ApiError:
         details["group"] = attrs.api_group
     if attrs.resource:
         details["kind"] = attrs.resource
+    qualified = errors.qualified(attrs.resource, attrs.api_group)
     if not attrs.resource:
         text = f"forbidden: {message}"
     elif attrs.name:
-        text = f"{errors.qualified(attrs.resource, attrs.api_group)} {_go_quote(attrs.name)} is forbidden: {message}"
+        text = f"{qualified} {_go_quote(attrs.name)} is forbidden: {message}"
     else:
-        text = f"{errors.qualified(attrs.resource, attrs.api_group)} is forbidden: {message}"
+        text = f"{qualified} is forbidden: {message}"
     return ApiError(403, text, reason="Forbidden", details=details)

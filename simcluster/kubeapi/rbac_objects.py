@@ -70,7 +70,11 @@ _VIEW = [
 ]
 _EDIT = [
     *_VIEW,
-    _rule(_READ, [""], ["pods/attach", "pods/proxy", "pods/exec", "pods/portforward", "secrets", "services/proxy"]),
+    _rule(
+        _READ,
+        [""],
+        ["pods/attach", "pods/proxy", "pods/exec", "pods/portforward", "secrets", "services/proxy"],
+    ),
     _rule(["impersonate"], [""], ["serviceaccounts"]),
     _rule(_WRITE, [""], ["pods", "pods/attach", "pods/proxy", "pods/exec", "pods/portforward"]),
     _rule(
@@ -147,7 +151,12 @@ def bootstrap_objects(now: str) -> list[tuple[ResourceType, dict[str, Any]]]:
     """The default ClusterRoles and ClusterRoleBindings, ready to commit."""
     out: list[tuple[ResourceType, dict[str, Any]]] = []
     for name, rules in _CLUSTER_ROLES.items():
-        role = {"apiVersion": f"{RBAC_GROUP}/v1", "kind": "ClusterRole", "metadata": _meta(name, now), "rules": rules}
+        role = {
+            "apiVersion": f"{RBAC_GROUP}/v1",
+            "kind": "ClusterRole",
+            "metadata": _meta(name, now),
+            "rules": rules,
+        }
         out.append((CLUSTERROLES, role))
     for name, groups in _CLUSTER_ROLE_BINDINGS.items():
         binding = {
@@ -170,7 +179,9 @@ def _cause(reason: str, field: str, message: str) -> dict[str, str]:
 
 def _unsupported(field: str, value: Any, supported: tuple[str, ...]) -> dict[str, str]:
     allowed = ", ".join(f'"{s}"' for s in supported)
-    return _cause("FieldValueNotSupported", field, f'Unsupported value: "{value}": supported values: {allowed}')
+    return _cause(
+        "FieldValueNotSupported", field, f'Unsupported value: "{value}": supported values: {allowed}'
+    )
 
 
 def _rule_causes(rules: Any, namespaced: bool) -> list[dict[str, str]]:
@@ -182,7 +193,13 @@ def _rule_causes(rules: Any, namespaced: bool) -> list[dict[str, str]]:
         if not isinstance(rule, dict):
             continue
         if not rule.get("verbs"):
-            causes.append(_cause("FieldValueRequired", f"{where}.verbs", "Required value: verbs must contain at least one value"))
+            causes.append(
+                _cause(
+                    "FieldValueRequired",
+                    f"{where}.verbs",
+                    "Required value: verbs must contain at least one value",
+                )
+            )
         urls = rule.get("nonResourceURLs") or []
         if urls and namespaced:
             causes.append(
@@ -197,17 +214,26 @@ def _rule_causes(rules: Any, namespaced: bool) -> list[dict[str, str]]:
                 _cause(
                     "FieldValueInvalid",
                     f"{where}.nonResourceURLs",
-                    f"Invalid value: {_go_list(urls)}: rules cannot apply to both regular resources and non-resource URLs",
+                    f"Invalid value: {_go_list(urls)}: "
+                    "rules cannot apply to both regular resources and non-resource URLs",
                 )
             )
         if not urls:
             if not rule.get("apiGroups"):
                 causes.append(
-                    _cause("FieldValueRequired", f"{where}.apiGroups", "Required value: resource rules must supply at least one api group")
+                    _cause(
+                        "FieldValueRequired",
+                        f"{where}.apiGroups",
+                        "Required value: resource rules must supply at least one api group",
+                    )
                 )
             if not rule.get("resources"):
                 causes.append(
-                    _cause("FieldValueRequired", f"{where}.resources", "Required value: resource rules must supply at least one resource")
+                    _cause(
+                        "FieldValueRequired",
+                        f"{where}.resources",
+                        "Required value: resource rules must supply at least one resource",
+                    )
                 )
     return causes
 
@@ -252,7 +278,9 @@ def validate(rt: ResourceType, obj: dict[str, Any], old: dict[str, Any] | None) 
     else:
         causes = _binding_causes(obj, rt is CLUSTERROLEBINDINGS)
         if old is not None and old.get("roleRef") != obj.get("roleRef"):
-            causes.append(_cause("FieldValueInvalid", "roleRef", "Invalid value: roleRef: cannot change roleRef"))
+            causes.append(
+                _cause("FieldValueInvalid", "roleRef", "Invalid value: roleRef: cannot change roleRef")
+            )
     if causes:
         name = (obj.get("metadata") or {}).get("name", "")
         raise errors.invalid(rt.kind, rt.group, name, causes)

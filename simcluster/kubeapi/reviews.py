@@ -14,7 +14,12 @@ from typing import Any
 from . import errors
 from .authn import UserInfo
 from .rbac import Attributes, Authorizer
-from .resources import SELF_SUBJECT_ACCESS_REVIEWS, SELF_SUBJECT_REVIEWS, SELF_SUBJECT_RULES_REVIEWS, ResourceType
+from .resources import (
+    SELF_SUBJECT_ACCESS_REVIEWS,
+    SELF_SUBJECT_REVIEWS,
+    SELF_SUBJECT_RULES_REVIEWS,
+    ResourceType,
+)
 
 _REVIEW_META = {"creationTimestamp": None}
 
@@ -33,7 +38,9 @@ def _str(section: dict[str, Any], key: str) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise errors.bad_request(f"json: cannot unmarshal {type(value).__name__} into Go struct field {key} of type string")
+        raise errors.bad_request(
+            f"json: cannot unmarshal {type(value).__name__} into Go struct field {key} of type string"
+        )
     return value
 
 
@@ -49,7 +56,8 @@ def access_review(authorizer: Authorizer, user: UserInfo, body: dict[str, Any]) 
                 {
                     "reason": "FieldValueInvalid",
                     "field": "spec.resourceAttributes",
-                    "message": "Invalid value: \"null\": exactly one of nonResourceAttributes or resourceAttributes must be specified",
+                    "message": 'Invalid value: "null": exactly one of nonResourceAttributes or '
+                    "resourceAttributes must be specified",
                 }
             ],
         )

@@ -72,12 +72,16 @@ def decode_body(raw: bytes, content_type: str, api_version: str, kind: str) -> d
     the review and TokenRequest endpoints (a protobuf decoder plugs in here by content type)."""
     body = parse_json(raw) if raw.strip() else {}
     if not isinstance(body, dict):
-        raise errors.bad_request(f"the body of the request must be a JSON object ({kind}), got {type(body).__name__}")
+        raise errors.bad_request(
+            f"the body of the request must be a JSON object ({kind}), got {type(body).__name__}"
+        )
     for key, want in (("apiVersion", api_version), ("kind", kind)):
         have = body.setdefault(key, want)
         if have != want:
             what = "API version" if key == "apiVersion" else "kind"
-            raise errors.bad_request(f"the {what} in the data ({have}) does not match the expected {what} ({want})")
+            raise errors.bad_request(
+                f"the {what} in the data ({have}) does not match the expected {what} ({want})"
+            )
     return body
 
 
@@ -487,7 +491,7 @@ class ApiServer:
         path, method = request.path, request.method
         if path.startswith("/_sim/"):  # the emulator's own control endpoints, not Kubernetes
             return await self._meta(request)
-        request["user"] = self._authenticate_and_authorize(request)
+        user = self._authenticate_and_authorize(request)
         if path.rstrip("/") in _META_PATHS:
             return await self._meta(request)
         if path == "/openapi" or path.startswith("/openapi/"):
@@ -524,7 +528,7 @@ class ApiServer:
             if method not in ("GET", "HEAD"):
                 raise errors.method_not_allowed()
             return json_response(200, dumps(target))
-        return await self._dispatch(request, target)
+        return await self._dispatch(request, target, user)
 
     async def _meta(self, request: web.Request) -> web.StreamResponse:
         path, method = request.path.rstrip("/") or "/", request.method
@@ -566,7 +570,7 @@ class ApiServer:
             )
         raise errors.path_not_found()
 
-    async def _dispatch(self, request: web.Request, t: Target) -> web.StreamResponse:
+    async def _dispatch(self, request: web.Request, t: Target, user: UserInfo) -> web.StreamResponse:
         method, query = request.method, request.query
         # Handlers run on one loop without awaiting between read and commit, so this is safe.
         self._manager = query.get("fieldManager") or ssa.manager_from_user_agent(
@@ -576,7 +580,7 @@ class ApiServer:
             if method != "POST":
                 raise errors.method_not_allowed()
             body = decode_body(await request.read(), request.content_type, t.rt.api_version, t.rt.kind)
-            return json_response(201, dumps(reviews.answer(t.rt, self.authorizer, request["user"], body)))
+            return json_response(201, dumps(reviews.answer(t.rt, self.authorizer, user, body)))
         if t.sub is not None and t.rt is SERVICEACCOUNTS:
             if method != "POST":
                 raise errors.method_not_allowed()

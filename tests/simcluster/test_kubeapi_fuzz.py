@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from kubernetes import client
 
 from simcluster.kubeapi import KubeApiEmulator
+from tests.support.kube_identity import ADMIN_HEADERS
 from tests.support.kubeapi import ascendjob
 
 PATCH_TYPES = [
@@ -62,7 +63,7 @@ class Raw:
     def request(self, method: str, path: str, body: bytes = b"", content_type: str = "application/json"):
         conn = http.client.HTTPConnection(self.host, self.port, timeout=10)
         try:
-            conn.request(method, path, body=body, headers={"Content-Type": content_type})
+            conn.request(method, path, body=body, headers={"Content-Type": content_type, **ADMIN_HEADERS})
             resp = conn.getresponse()
             return resp.status, resp.read()
         finally:
