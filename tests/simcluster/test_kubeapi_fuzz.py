@@ -177,7 +177,7 @@ def test_malformed_body_via_official_client(api_client: client.ApiClient, raw: R
     resp = api_client.call_api(
         "POST",
         f"{api_client.configuration.host}{JOBS}",
-        header_params={"Content-Type": "application/json"},
+        header_params={"Content-Type": "application/json", **ADMIN_HEADERS},
         body="{definitely not json",
     )
     resp.read()
