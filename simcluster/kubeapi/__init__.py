@@ -23,6 +23,14 @@ and write tallies, also reachable at ``/_sim/faults``), ``server`` (aiohttp app,
 
 from .authn import ADMIN_TOKEN
 from .faults import FaultInjector, WriteTally
-from .server import KubeApiEmulator, serve, write_token_kubeconfig
+from .server import SECURE_SERVER_EXTENSION, KubeApiEmulator, serve, write_token_kubeconfig
 
-__all__ = ["ADMIN_TOKEN", "FaultInjector", "KubeApiEmulator", "WriteTally", "serve", "write_token_kubeconfig"]
+__all__ = [
+    "ADMIN_TOKEN",
+    "SECURE_SERVER_EXTENSION",
+    "FaultInjector",
+    "KubeApiEmulator",
+    "WriteTally",
+    "serve",
+    "write_token_kubeconfig",
+]

@@ -10,11 +10,16 @@
   ``system:serviceaccounts:NS`` and ``system:authenticated``; it stops working when it expires, when
   its ServiceAccount is deleted (or deleted and recreated: the UID is checked), or when the Pod it
   is bound to goes - as the apiserver's service-account token authenticator checks.
-* No ``Authorization: Bearer`` header: ``system:anonymous`` in ``system:unauthenticated``
-  (``--anonymous-auth=true``, the default). A bearer token that authenticates nobody is 401, never
-  anonymous (k8s.io/apiserver pkg/authentication/request/bearertoken/bearertoken.go: an unknown
-  token is ``invalidToken``; kubernetes pkg/kubeapiserver/authenticator/config.go wraps the chain in
-  ``union.NewFailOnError`` before the anonymous authenticator).
+* No ``Authorization: Bearer`` header on the HTTPS port: ``system:anonymous`` in
+  ``system:unauthenticated`` (``--anonymous-auth=true``, the default). On the plain-HTTP port it is
+  ``system:unsecured`` in ``system:masters``: the apiserver's old ``--insecure-port`` (removed in
+  1.20), kept because kubectl never sends credentials over plain HTTP and every existing kubeconfig
+  and test uses that port. Unlike that port, a token presented over HTTP *is* checked, so a Python
+  client with a ServiceAccount's token is held to its RBAC on either port.
+* A bearer token that authenticates nobody is 401, never anonymous (k8s.io/apiserver
+  pkg/authentication/request/bearertoken/bearertoken.go: an unknown token is ``invalidToken``;
+  kubernetes pkg/kubeapiserver/authenticator/config.go wraps the chain in ``union.NewFailOnError``
+  before the anonymous authenticator).
 """
 
 from __future__ import annotations
@@ -70,6 +75,7 @@ class UserInfo:
 
 ADMIN = UserInfo(ADMIN_USER_NAME, (SYSTEM_MASTERS, AUTHENTICATED))
 ANONYMOUS = UserInfo(ANONYMOUS_NAME, (UNAUTHENTICATED,))
+UNSECURED = UserInfo("system:unsecured", (SYSTEM_MASTERS, AUTHENTICATED))
 
 
 def service_account_user_name(namespace: str, name: str) -> str:
@@ -133,13 +139,15 @@ class TokenAuthority:
         for token in [t for t, issued in self._tokens.items() if issued.expires_at <= now]:
             del self._tokens[token]
 
-    def authenticate(self, header: str | None) -> UserInfo:
-        """The user of a request; raises 401 for a bearer token that names nobody (now)."""
+    def authenticate(self, header: str | None, secure: bool = True) -> UserInfo:
+        """The user of a request; raises 401 for a bearer token that names nobody (now).
+        ``secure`` is False on the plain-HTTP (insecure) port."""
+        nobody = ANONYMOUS if secure else UNSECURED
         if not header:
-            return ANONYMOUS
+            return nobody
         scheme, _, token = header.strip().partition(" ")
         if scheme.lower() != "bearer":
-            return ANONYMOUS  # not a bearer header: no authenticator handles it
+            return nobody  # not a bearer header: no authenticator handles it
         token = token.strip()
         if not token:
             raise unauthorized()

@@ -33,10 +33,12 @@ from .resources import EVENTS, NAMESPACES, PODS, SERVICEACCOUNTS, ResourceType
 from .responses import error_response, json_response
 from .selectors import FieldSelector, LabelSelector, SelectorError, _check_key, _check_value
 from .store import ADDED, DELETED, MODIFIED, Store, Stored, decode_continue, dumps, encode_continue
+from .tls import ServingCertificate, serving_certificate
 from .watch import Watcher, error_line, run_watch
 
 log = logging.getLogger(__name__)
 
+SECURE_SERVER_EXTENSION = "simcluster.io/secure-server"
 MAX_BODY = 3 * 1024 * 1024  # the apiserver's default request size limit
 _META_PATHS = frozenset({"/version", "/healthz", "/readyz", "/livez"})
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -483,7 +485,7 @@ class ApiServer:
     def _authenticate_and_authorize(self, request: web.Request) -> UserInfo:
         """401 for a bad token, 403 for a request RBAC does not allow - before anything is served,
         so a watch is authorized before it streams (the apiserver's filter chain order)."""
-        user = self.tokens.authenticate(request.headers.get("Authorization"))
+        user = self.tokens.authenticate(request.headers.get("Authorization"), secure=request.secure)
         self.authorizer.require(rbac.request_attributes(request.method, request.path, request.query, user))
         return user
 
@@ -1124,17 +1126,28 @@ class ApiServer:
 # --- running it ---------------------------------------------------------------------------------
 
 
-async def _start_site(api: ApiServer, host: str, port: int) -> tuple[web.AppRunner, int]:
+def _bound_port(site: web.TCPSite, asked: int) -> int:
+    server = site._server  # the asyncio server: the only place the port picked for 0 is known
+    sockets = getattr(server, "sockets", None) or []
+    for sock in sockets:
+        return int(sock.getsockname()[1])
+    return asked
+
+
+async def _start_site(
+    api: ApiServer, host: str, port: int, tls: ServingCertificate | None = None, secure_port: int = 0
+) -> tuple[web.AppRunner, int, int]:
+    """Serve ``api`` on HTTP ``port`` and, with ``tls``, on HTTPS ``secure_port``; the bound ports."""
     runner = web.AppRunner(api.app(), access_log=None, handler_cancellation=True, shutdown_timeout=2.0)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()
-    bound = port
-    for addr in runner.addresses:
-        if isinstance(addr, tuple):
-            bound = int(addr[1])
-            break
-    return runner, bound
+    bound_secure = 0
+    if tls is not None:
+        secure = web.TCPSite(runner, host, secure_port, ssl_context=tls.context)
+        await secure.start()
+        bound_secure = _bound_port(secure, secure_port)
+    return runner, _bound_port(site, port), bound_secure
 
 
 async def serve(
@@ -1146,7 +1159,7 @@ async def serve(
 ) -> None:
     """Run an emulator in the current event loop until cancelled (for a management command)."""
     api = ApiServer(Store(history_limit), FaultInjector(), bookmark_interval, watch_queue_limit)
-    runner, bound = await _start_site(api, host, port)
+    runner, bound, _ = await _start_site(api, host, port)
     log.info("kubeapi emulator listening on http://%s:%d", host, bound)
     try:
         await asyncio.Event().wait()
@@ -1172,6 +1185,8 @@ class KubeApiEmulator:
     ) -> None:
         self.host = host
         self.port = port
+        self.secure_port = 0
+        self.tls = serving_certificate(host)
         self.faults = FaultInjector()
         self.store = Store(history_limit)
         self.api = ApiServer(self.store, self.faults, bookmark_interval, watch_queue_limit)
@@ -1184,7 +1199,13 @@ class KubeApiEmulator:
 
     @property
     def url(self) -> str:
+        """The plain-HTTP port (no credentials = cluster-admin, like the old insecure port)."""
         return f"http://{self.host}:{self.port}"
+
+    @property
+    def secure_url(self) -> str:
+        """The HTTPS port (no credentials = ``system:anonymous``); its CA is ``tls.ca_data``."""
+        return f"https://{self.host}:{self.secure_port}"
 
     @property
     def stats(self) -> WriteTally:
@@ -1208,7 +1229,9 @@ class KubeApiEmulator:
         self._loop = loop
         asyncio.set_event_loop(loop)
         try:
-            self._runner, self.port = loop.run_until_complete(_start_site(self.api, self.host, self.port))
+            self._runner, self.port, self.secure_port = loop.run_until_complete(
+                _start_site(self.api, self.host, self.port, self.tls)
+            )
         except BaseException as exc:
             self._error = exc
             self._ready.set()
@@ -1272,8 +1295,25 @@ class KubeApiEmulator:
         namespace: str = "default",
     ) -> pathlib.Path:
         """Write a kubeconfig pointing at this emulator: the cluster-admin token unless ``token``
-        (e.g. a ServiceAccount's from :meth:`service_account_token`) is given."""
-        return write_token_kubeconfig(path, self.url, token, context=context, namespace=namespace)
+        (e.g. a ServiceAccount's from :meth:`service_account_token`) is given.
+
+        The admin kubeconfig names the plain-HTTP port (what every existing user expects); a
+        ServiceAccount's names the HTTPS port with the CA, so kubectl sends its token too. Both carry
+        the other port in the cluster's ``simcluster.io/secure-server`` extension."""
+        secure = {"server": self.secure_url, "certificate-authority-data": self.tls.ca_data}
+        if token == ADMIN_TOKEN:
+            return write_token_kubeconfig(
+                path, self.url, token, context=context, namespace=namespace, secure=secure
+            )
+        return write_token_kubeconfig(
+            path,
+            self.secure_url,
+            token,
+            context=context,
+            namespace=namespace,
+            ca_data=self.tls.ca_data,
+            secure=secure,
+        )
 
     def service_account_token(self, namespace: str, name: str, expiration_seconds: int = 3600) -> str:
         """A TokenRequest for an existing ServiceAccount, made in-process (no RBAC check): the token
@@ -1293,14 +1333,25 @@ def write_token_kubeconfig(
     *,
     context: str = "simcluster",
     namespace: str = "default",
+    ca_data: str = "",
+    secure: dict[str, str] | None = None,
 ) -> pathlib.Path:
-    """A kubeconfig with one cluster (``server``, TLS verification off) and one bearer-token user."""
+    """A kubeconfig with one cluster and one bearer-token user. With ``ca_data`` the server's
+    certificate is verified against it, else TLS verification is off; ``secure`` (the HTTPS
+    ``server`` and its ``certificate-authority-data``) is recorded as a cluster extension."""
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    cluster: dict[str, Any] = {"server": server}
+    if ca_data:
+        cluster["certificate-authority-data"] = ca_data
+    else:
+        cluster["insecure-skip-tls-verify"] = True
+    if secure:
+        cluster["extensions"] = [{"name": SECURE_SERVER_EXTENSION, "extension": dict(secure)}]
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": context, "cluster": {"server": server, "insecure-skip-tls-verify": True}}],
+        "clusters": [{"name": context, "cluster": cluster}],
         "users": [{"name": f"{context}-user", "user": {"token": token}}],
         "contexts": [
             {

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from kubernetes import client
 
 from simcluster.kubeapi import KubeApiEmulator
-from tests.support.kube_identity import ADMIN_HEADERS
 from tests.support.kubeapi import ascendjob
 
 PATCH_TYPES = [
@@ -63,7 +62,7 @@ class Raw:
     def request(self, method: str, path: str, body: bytes = b"", content_type: str = "application/json"):
         conn = http.client.HTTPConnection(self.host, self.port, timeout=10)
         try:
-            conn.request(method, path, body=body, headers={"Content-Type": content_type, **ADMIN_HEADERS})
+            conn.request(method, path, body=body, headers={"Content-Type": content_type})
             resp = conn.getresponse()
             return resp.status, resp.read()
         finally:
@@ -177,7 +176,7 @@ def test_malformed_body_via_official_client(api_client: client.ApiClient, raw: R
     resp = api_client.call_api(
         "POST",
         f"{api_client.configuration.host}{JOBS}",
-        header_params={"Content-Type": "application/json", **ADMIN_HEADERS},
+        header_params={"Content-Type": "application/json"},
         body="{definitely not json",
     )
     resp.read()

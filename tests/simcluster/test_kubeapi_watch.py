@@ -12,8 +12,7 @@ from urllib.parse import urlparse
 import pytest
 from kubernetes import client, watch
 
-from simcluster.kubeapi import ADMIN_TOKEN, KubeApiEmulator
-from tests.support.kube_identity import ADMIN_HEADERS
+from simcluster.kubeapi import KubeApiEmulator
 from tests.support.kubeapi import ACJ, ascendjob, pod
 
 
@@ -132,9 +131,7 @@ def test_raw_410_error_event(emulator: KubeApiEmulator, core: client.CoreV1Api, 
     emulator.compact()
     url = urlparse(emulator.url)
     conn = http.client.HTTPConnection(url.hostname, url.port, timeout=5)
-    conn.request(
-        "GET", f"/api/v1/namespaces/{ns}/configmaps?watch=true&resourceVersion={rv}", headers=ADMIN_HEADERS
-    )
+    conn.request("GET", f"/api/v1/namespaces/{ns}/configmaps?watch=true&resourceVersion={rv}")
     resp = conn.getresponse()
     assert resp.status == 200
     lines = [json.loads(line) for line in resp.read().splitlines() if line]
@@ -208,9 +205,7 @@ def test_many_concurrent_watchers(emulator: KubeApiEmulator, core: client.CoreV1
     conns = []
     for _ in range(30):
         conn = http.client.HTTPConnection(url.hostname, url.port, timeout=5)
-        conn.request(
-            "GET", f"/api/v1/namespaces/{ns}/configmaps?watch=1&timeoutSeconds=1", headers=ADMIN_HEADERS
-        )
+        conn.request("GET", f"/api/v1/namespaces/{ns}/configmaps?watch=1&timeoutSeconds=1")
         conns.append(conn.getresponse())
     core.create_namespaced_config_map(ns, {"metadata": {"name": "fanout"}})
     for resp in conns:
@@ -222,13 +217,9 @@ def test_slow_consumer_gets_410_instead_of_unbounded_buffer() -> None:
     with KubeApiEmulator(watch_queue_limit=5) as emu:
         url = urlparse(emu.url)
         conn = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
-        conn.request(
-            "GET", "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=5", headers=ADMIN_HEADERS
-        )
+        conn.request("GET", "/api/v1/namespaces/default/configmaps?watch=1&timeoutSeconds=5")
         resp = conn.getresponse()  # headers only; the body is not read while we write
-        api = client.ApiClient(
-            client.Configuration(host=emu.url, api_key={"authorization": f"Bearer {ADMIN_TOKEN}"})
-        )
+        api = client.ApiClient(client.Configuration(host=emu.url))
         core = client.CoreV1Api(api)
         big = "x" * 200_000
         for i in range(60):

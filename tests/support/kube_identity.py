@@ -17,7 +17,7 @@ from pathlib import Path
 import yaml
 from kubernetes import client, config
 
-from simcluster.kubeapi import ADMIN_TOKEN, write_token_kubeconfig
+from simcluster.kubeapi import ADMIN_TOKEN, SECURE_SERVER_EXTENSION, write_token_kubeconfig
 
 # For raw HTTP requests to the built-in cluster as its cluster-admin (what the admin kubeconfig sends).
 ADMIN_HEADERS = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
@@ -57,14 +57,27 @@ def service_account_kubeconfig(
     expiration_seconds: int = 3600,
     create: bool = False,
 ) -> Path:
-    """Write a kubeconfig at ``path`` for the same server as ``admin_kubeconfig`` whose user is the
-    ServiceAccount (its current namespace is the ServiceAccount's)."""
+    """Write a kubeconfig at ``path`` for the cluster of ``admin_kubeconfig`` whose user is the
+    ServiceAccount (its current namespace is the ServiceAccount's), usable by kubectl and by the
+    Python client alike."""
     token = service_account_token(
         admin_kubeconfig, namespace, name, expiration_seconds=expiration_seconds, create=create
     )
-    admin = yaml.safe_load(Path(admin_kubeconfig).read_text())
-    current = next(c for c in admin["contexts"] if c["name"] == admin["current-context"])
-    cluster = next(c for c in admin["clusters"] if c["name"] == current["context"]["cluster"])
+    server, ca_data = _secure_server(admin_kubeconfig)
     return write_token_kubeconfig(
-        path, cluster["cluster"]["server"], token, context=f"{namespace}-{name}", namespace=namespace
+        path, server, token, context=f"{namespace}-{name}", namespace=namespace, ca_data=ca_data
     )
+
+
+def _secure_server(kubeconfig: str | Path) -> tuple[str, str]:
+    """(server, CA data) to reach the current context's cluster over TLS: the built-in cluster's
+    HTTPS port when the kubeconfig records one (kubectl sends tokens over TLS only), else the
+    cluster as configured."""
+    doc = yaml.safe_load(Path(kubeconfig).read_text())
+    current = next(c for c in doc["contexts"] if c["name"] == doc["current-context"])
+    cluster = next(c for c in doc["clusters"] if c["name"] == current["context"]["cluster"])["cluster"]
+    for extension in cluster.get("extensions") or []:
+        if extension.get("name") == SECURE_SERVER_EXTENSION:
+            secure = extension["extension"]
+            return str(secure["server"]), str(secure["certificate-authority-data"])
+    return str(cluster["server"]), str(cluster.get("certificate-authority-data") or "")
