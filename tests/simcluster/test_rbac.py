@@ -14,11 +14,13 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import ssl
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+import yaml
 from kubernetes import client, config
 
 from simcluster.kubeapi import KubeApiEmulator
@@ -39,9 +41,18 @@ def _raw(
     path: str,
     headers: dict[str, str] | None = None,
     body: object = None,
+    *,
+    secure: bool = False,
 ) -> tuple[int, bytes]:
-    url = urlparse(emulator.url)
-    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+    if secure:
+        url = urlparse(emulator.secure_url)
+        context = ssl.create_default_context(cadata=emulator.tls.ca_pem.decode())
+        conn: http.client.HTTPConnection = http.client.HTTPSConnection(
+            url.hostname, url.port, timeout=10, context=context
+        )
+    else:
+        url = urlparse(emulator.url)
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
     data = None if body is None else json.dumps(body).encode()
     try:
         conn.request(method, path, body=data, headers={"Content-Type": "application/json", **(headers or {})})
@@ -290,14 +301,13 @@ def test_a_watch_is_authorized_before_it_streams(
 
 
 def yaml_token(kubeconfig_path: Path) -> str:
-    import yaml
-
     return str(yaml.safe_load(kubeconfig_path.read_text())["users"][0]["user"]["token"])
 
 
 def test_bad_missing_and_anonymous_credentials(emulator: KubeApiEmulator) -> None:
     code, body = _raw(emulator, "GET", "/api/v1/namespaces", {"Authorization": "Bearer not-a-token"})
     assert code == 401
+    assert _raw(emulator, "GET", "/api/v1/namespaces", {"Authorization": "Bearer x"}, secure=True)[0] == 401
     assert json.loads(body) == {
         "kind": "Status",
         "apiVersion": "v1",
@@ -307,18 +317,21 @@ def test_bad_missing_and_anonymous_credentials(emulator: KubeApiEmulator) -> Non
         "reason": "Unauthorized",
         "code": 401,
     }
-    # No credentials: system:anonymous, which the default roles let read only the public info.
-    assert _raw(emulator, "GET", "/version")[0] == 200
-    assert _raw(emulator, "GET", "/healthz")[0] == 200
-    code, body = _raw(emulator, "GET", "/apis")
+    # No credentials on the HTTPS port: system:anonymous, which the default roles let read only
+    # the public info (bootstrappolicy system:public-info-viewer).
+    assert _raw(emulator, "GET", "/version", secure=True)[0] == 200
+    assert _raw(emulator, "GET", "/healthz", secure=True)[0] == 200
+    code, body = _raw(emulator, "GET", "/apis", secure=True)
     assert code == 403
     assert json.loads(body)["message"] == 'forbidden: User "system:anonymous" cannot get path "/apis"'
-    code, body = _raw(emulator, "GET", "/api/v1/namespaces")
+    code, body = _raw(emulator, "GET", "/api/v1/namespaces", secure=True)
     assert json.loads(body)["message"] == (
         'namespaces is forbidden: User "system:anonymous" cannot list resource "namespaces" in API group "" '
         "at the cluster scope"
     )
-    assert _raw(emulator, "GET", "/api/v1/namespaces", ADMIN_HEADERS)[0] == 200
+    assert _raw(emulator, "GET", "/api/v1/namespaces", ADMIN_HEADERS, secure=True)[0] == 200
+    # The plain-HTTP port is the old insecure port: no credentials is cluster-admin.
+    assert _raw(emulator, "GET", "/api/v1/namespaces")[0] == 200
 
 
 def test_a_token_dies_with_its_service_account_its_pod_and_its_expiry(
