@@ -55,14 +55,19 @@ class Attributes:
 
     user: UserInfo
     verb: str
-    resource_request: bool
+    # A resource request names these (empty strings where the request has none)...
+    namespace: str
+    api_group: str
+    resource: str
+    subresource: str
+    name: str
+    # ...a non-resource request (``/healthz``, ``/apis``) only its path.
     path: str = ""
-    namespace: str = ""
-    api_group: str = ""
-    api_version: str = ""
-    resource: str = ""
-    subresource: str = ""
-    name: str = ""
+    resource_request: bool = True
+
+    @classmethod
+    def non_resource(cls, user: UserInfo, verb: str, path: str) -> Attributes:
+        return cls(user, verb, "", "", "", "", "", path=path, resource_request=False)
 
 
 def _parse_bool(value: str) -> bool:
@@ -72,7 +77,7 @@ def _parse_bool(value: str) -> bool:
 
 def request_attributes(method: str, path: str, query: Any, user: UserInfo) -> Attributes:
     parts = [p for p in path.strip("/").split("/") if p] if path.strip("/") else []
-    non_resource = Attributes(user, method.lower(), False, path=path)
+    non_resource = Attributes.non_resource(user, method.lower(), path)
     if len(parts) < 3 or parts[0] not in ("api", "apis"):
         return non_resource
     prefix, rest = parts[0], parts[1:]
@@ -81,7 +86,7 @@ def request_attributes(method: str, path: str, query: Any, user: UserInfo) -> At
         if len(rest) < 3:
             return non_resource
         group, rest = rest[0], rest[1:]
-    version, rest = rest[0], rest[1:]
+    rest = rest[1:]  # the version: RBAC does not look at it
     verb = _METHOD_VERBS.get(method, "")
     namespace = ""
     if rest[0] == "namespaces" and len(rest) > 1:
@@ -99,18 +104,7 @@ def request_attributes(method: str, path: str, query: Any, user: UserInfo) -> At
             name = exact
     if not name and verb == "delete":
         verb = "deletecollection"
-    return Attributes(
-        user,
-        verb,
-        True,
-        path=path,
-        namespace=namespace,
-        api_group=group,
-        api_version=version,
-        resource=resource,
-        subresource=subresource,
-        name=name,
-    )
+    return Attributes(user, verb, namespace, group, resource, subresource, name, path=path)
 
 
 def _exact_name(selector: str) -> str:

@@ -64,21 +64,13 @@ def access_review(authorizer: Authorizer, user: UserInfo, body: dict[str, Any]) 
     if res:
         if not isinstance(res, dict):
             raise errors.bad_request("spec.resourceAttributes must be an object")
-        attrs = Attributes(
-            user,
-            _str(res, "verb"),
-            True,
-            namespace=_str(res, "namespace"),
-            api_group=_str(res, "group"),
-            api_version=_str(res, "version"),
-            resource=_str(res, "resource"),
-            subresource=_str(res, "subresource"),
-            name=_str(res, "name"),
-        )
+        fields = ("verb", "namespace", "group", "resource", "subresource", "name")
+        verb, namespace, group, resource, subresource, name = (_str(res, f) for f in fields)
+        attrs = Attributes(user, verb, namespace, group, resource, subresource, name)
     else:
         if not isinstance(non_res, dict):
             raise errors.bad_request("spec.nonResourceAttributes must be an object")
-        attrs = Attributes(user, _str(non_res, "verb"), False, path=_str(non_res, "path"))
+        attrs = Attributes.non_resource(user, _str(non_res, "verb"), _str(non_res, "path"))
     decision = authorizer.authorize(attrs)
     status: dict[str, Any] = {"allowed": decision.allowed}
     if decision.reason:
