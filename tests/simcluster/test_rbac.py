@@ -23,7 +23,8 @@ import pytest
 import yaml
 from kubernetes import client, config
 
-from simcluster.kubeapi import KubeApiEmulator
+from simcluster.kubeapi import KubeApiEmulator, rbac
+from simcluster.kubeapi.authn import ANONYMOUS
 from tests.support.kube_identity import ADMIN_HEADERS, service_account_kubeconfig
 from tests.support.kubeapi import ACJ, ascendjob, pod
 
@@ -467,3 +468,75 @@ def test_the_default_roles_exist_and_view_grants_no_custom_resources(
     assert review.status.reason == (
         f'RBAC: allowed by RoleBinding "viewer/{ns}" of ClusterRole "view" to ServiceAccount "{SA_NAME}/{ns}"'
     )
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "query", "expected"),
+    [
+        # (verb, namespace, group, resource, subresource, name) as requestinfo.go NewRequestInfo reads them
+        ("GET", "/api/v1/namespaces/a/pods", {}, ("list", "a", "", "pods", "", "")),
+        ("GET", "/api/v1/namespaces/a/pods", {"watch": "1"}, ("watch", "a", "", "pods", "", "")),
+        ("GET", "/api/v1/namespaces/a/pods", {"watch": "false"}, ("list", "a", "", "pods", "", "")),
+        ("GET", "/api/v1/namespaces/a/pods/p/log", {}, ("get", "a", "", "pods", "log", "p")),
+        (
+            "DELETE",
+            "/api/v1/namespaces/a/configmaps",
+            {},
+            ("deletecollection", "a", "", "configmaps", "", ""),
+        ),
+        ("PUT", "/api/v1/namespaces/a", {}, ("update", "a", "", "namespaces", "", "a")),
+        ("PATCH", "/api/v1/namespaces/a/status", {}, ("patch", "a", "", "namespaces", "status", "a")),
+        (
+            "GET",
+            "/apis/mindxdl.gitee.com/v1/ascendjobs",
+            {},
+            ("list", "", "mindxdl.gitee.com", "ascendjobs", "", ""),
+        ),
+        (
+            "GET",
+            "/apis/mindxdl.gitee.com/v1/namespaces/a/ascendjobs",
+            {"fieldSelector": "metadata.name=j"},
+            ("list", "a", "mindxdl.gitee.com", "ascendjobs", "", "j"),
+        ),
+        (
+            "POST",
+            "/api/v1/namespaces/a/serviceaccounts/sa/token",
+            {},
+            ("create", "a", "", "serviceaccounts", "token", "sa"),
+        ),
+    ],
+)
+def test_request_attributes_follow_requestinfo(
+    method: str, path: str, query: dict[str, str], expected: tuple[str, ...]
+) -> None:
+    attrs = rbac.request_attributes(method, path, query, ANONYMOUS)
+    assert attrs.resource_request
+    assert (
+        attrs.verb,
+        attrs.namespace,
+        attrs.api_group,
+        attrs.resource,
+        attrs.subresource,
+        attrs.name,
+    ) == expected
+
+
+@pytest.mark.parametrize(
+    "path", ["/api", "/apis", "/api/v1", "/apis/mindxdl.gitee.com/v1", "/healthz", "/openapi/v3"]
+)
+def test_discovery_paths_are_non_resource_requests(path: str) -> None:
+    attrs = rbac.request_attributes("GET", path, {}, ANONYMOUS)
+    assert not attrs.resource_request and attrs.verb == "get" and attrs.path == path
+
+
+def test_the_admin_is_system_masters_and_lists_cluster_admin_rules(api_client: client.ApiClient) -> None:
+    who = client.AuthenticationV1Api(api_client).create_self_subject_review({})
+    assert who.status.user_info.username == "simcluster-admin"
+    assert who.status.user_info.groups == ["system:masters", "system:authenticated"]
+    rules = client.AuthorizationV1Api(api_client).create_self_subject_rules_review(
+        {"spec": {"namespace": "default"}}
+    )
+    assert {"verbs": ["*"], "api_groups": ["*"], "resources": ["*"]}.items() <= rules.status.resource_rules[
+        0
+    ].to_dict().items()
+    assert rules.status.incomplete is False
