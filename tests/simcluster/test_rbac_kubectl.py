@@ -48,6 +48,7 @@ def can_i(kubeconfig: Path, verb: str, resource: str, ns: str) -> str:
     return answer
 
 
+@pytest.mark.slow(seconds=10)
 def test_create_token_apply_a_role_and_can_i_follow_the_grant(
     emulator: KubeApiEmulator, kubeconfig: Path, ns: str, tmp_path: Path
 ) -> None:
@@ -138,6 +139,7 @@ def _granted(
     )
 
 
+@pytest.mark.slow(seconds=6)
 def test_deploy_rbac_grants_exactly_what_it_lists(kubeconfig: Path, tmp_path: Path) -> None:
     manifests = [REPO_ROOT / "deploy" / "namespace.yaml", REPO_ROOT / "deploy" / "rbac.yaml"]
     for manifest in manifests:
