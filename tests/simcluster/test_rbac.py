@@ -237,11 +237,11 @@ def test_resource_names_allow_only_the_named_object_and_a_list_that_selects_it(
 
 
 def test_subresources_are_authorized_apart_from_their_resource(
+    ns: str,
+    as_robot: Callable[[], client.ApiClient],
     rbac_api: client.RbacAuthorizationV1Api,
     custom: client.CustomObjectsApi,
     core: client.CoreV1Api,
-    as_robot: Callable[[], client.ApiClient],
-    ns: str,
 ) -> None:
     custom.create_namespaced_custom_object(*ACJ, ns, "ascendjobs", ascendjob("j"))
     core.create_namespaced_pod(ns, pod("p"))
