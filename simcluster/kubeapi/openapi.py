@@ -30,9 +30,28 @@ _MODEL_ROOTS = {
     "ConfigMap": "V1ConfigMap",
     "Namespace": "V1Namespace",
     "MutatingWebhookConfiguration": "V1MutatingWebhookConfiguration",
+    "ServiceAccount": "V1ServiceAccount",
+    "TokenRequest": "AuthenticationV1TokenRequest",
+    "Role": "V1Role",
+    "ClusterRole": "V1ClusterRole",
+    "RoleBinding": "V1RoleBinding",
+    "ClusterRoleBinding": "V1ClusterRoleBinding",
+    "SelfSubjectAccessReview": "V1SelfSubjectAccessReview",
+    "SelfSubjectRulesReview": "V1SelfSubjectRulesReview",
+    "SelfSubjectReview": "V1SelfSubjectReview",
 }
 # API group of each served core-type kind ("" = the core group).
-_MODEL_GROUPS = {"MutatingWebhookConfiguration": "admissionregistration.k8s.io"}
+_MODEL_GROUPS = {
+    "MutatingWebhookConfiguration": "admissionregistration.k8s.io",
+    "TokenRequest": "authentication.k8s.io",
+    "Role": "rbac.authorization.k8s.io",
+    "ClusterRole": "rbac.authorization.k8s.io",
+    "RoleBinding": "rbac.authorization.k8s.io",
+    "ClusterRoleBinding": "rbac.authorization.k8s.io",
+    "SelfSubjectAccessReview": "authorization.k8s.io",
+    "SelfSubjectRulesReview": "authorization.k8s.io",
+    "SelfSubjectReview": "authentication.k8s.io",
+}
 # The CRD's ``required`` lists are published but not enforced: skeletal AscendJobs (no replicaSpecs)
 # must still reach the operator, whose InvalidSpecs path the product models.
 REQUIRED_CHECKED = False
@@ -198,7 +217,31 @@ def _paths(rt: ResourceType, section: str, v3: bool) -> dict[str, Any]:
         body["x-kubernetes-group-version-kind"] = gvk
         return body
 
+    if not rt.stored:  # reviews: create only
+        return {coll: {"post": op("create", "post", True)}}
+    paths: dict[str, Any] = {}
+    for sub in rt.subresources:
+        sub_ref = {"$ref": section + definition_name(_MODEL_ROOTS[sub.kind])}
+        answer: dict[str, Any] = {"description": "OK"}
+        if v3:
+            answer["content"] = {"application/json": {"schema": sub_ref}}
+        else:
+            answer["schema"] = sub_ref
+        paths[f"{coll}/{{name}}/{sub.name}"] = {
+            "post": {
+                "operationId": f"create{rt.kind}{sub.kind}",
+                "parameters": [_param("dryRun", "dry run", v3), _param("fieldManager", "field manager", v3)],
+                "responses": {"200": answer},
+                "x-kubernetes-action": "post",
+                "x-kubernetes-group-version-kind": {
+                    "group": sub.group,
+                    "kind": sub.kind,
+                    "version": sub.version,
+                },
+            }
+        }
     return {
+        **paths,
         coll: {"get": op("list", "list", False), "post": op("create", "post", True)},
         f"{coll}/{{name}}": {
             "get": op("read", "get", False),

@@ -10,9 +10,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 _STATUS_VERBS = ["get", "patch", "update"]
+_CREATE_ONLY = ("create",)
 _META_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
+
+
+@dataclass(frozen=True, slots=True)
+class Subresource:
+    """A subresource whose request and answer are another kind (``serviceaccounts/token``)."""
+
+    name: str
+    group: str
+    version: str
+    kind: str
+    verbs: tuple[str, ...] = _CREATE_ONLY
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +44,12 @@ class ResourceType:
     returns_deleted_object: bool = False
     # Built-in types get apiVersion/kind defaulted from the URL; custom resources must carry them.
     builtin: bool = True
+    # The verbs discovery lists; review types (SelfSubjectAccessReview...) are create-only and
+    # never stored: the server answers them from the request (``stored`` False).
+    verbs: tuple[str, ...] = _VERBS
+    stored: bool = True
+    # Subresources beyond ``status`` (``serviceaccounts/token``), each with its own kind and group.
+    subresources: tuple[Subresource, ...] = ()
 
     @property
     def api_version(self) -> str:
@@ -51,7 +69,7 @@ class ResourceType:
             "singularName": self.singular,
             "namespaced": self.namespaced,
             "kind": self.kind,
-            "verbs": _VERBS,
+            "verbs": list(self.verbs),
         }
         if self.short_names:
             doc["shortNames"] = list(self.short_names)
@@ -164,6 +182,59 @@ MUTATING_WEBHOOK_CONFIGURATIONS = ResourceType(
     has_generation=True,
 )
 
+# ServiceAccounts and their TokenRequest subresource (``kubectl create token``): see authn.py.
+SERVICEACCOUNTS = ResourceType(
+    "",
+    "v1",
+    "serviceaccounts",
+    "serviceaccount",
+    "ServiceAccount",
+    short_names=("sa",),
+    subresources=(Subresource("token", "authentication.k8s.io", "v1", "TokenRequest"),),
+)
+
+# RBAC (rbac.authorization.k8s.io/v1), evaluated on every request by rbac.py.
+_RBAC = "rbac.authorization.k8s.io"
+ROLES = ResourceType(_RBAC, "v1", "roles", "role", "Role")
+ROLEBINDINGS = ResourceType(_RBAC, "v1", "rolebindings", "rolebinding", "RoleBinding")
+CLUSTERROLES = ResourceType(_RBAC, "v1", "clusterroles", "clusterrole", "ClusterRole", namespaced=False)
+CLUSTERROLEBINDINGS = ResourceType(
+    _RBAC, "v1", "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", namespaced=False
+)
+
+# Reviews: answered from the request and the RBAC objects, never stored (``kubectl auth can-i``,
+# ``kubectl auth whoami``).
+SELF_SUBJECT_ACCESS_REVIEWS = ResourceType(
+    "authorization.k8s.io",
+    "v1",
+    "selfsubjectaccessreviews",
+    "selfsubjectaccessreview",
+    "SelfSubjectAccessReview",
+    namespaced=False,
+    verbs=_CREATE_ONLY,
+    stored=False,
+)
+SELF_SUBJECT_RULES_REVIEWS = ResourceType(
+    "authorization.k8s.io",
+    "v1",
+    "selfsubjectrulesreviews",
+    "selfsubjectrulesreview",
+    "SelfSubjectRulesReview",
+    namespaced=False,
+    verbs=_CREATE_ONLY,
+    stored=False,
+)
+SELF_SUBJECT_REVIEWS = ResourceType(
+    "authentication.k8s.io",
+    "v1",
+    "selfsubjectreviews",
+    "selfsubjectreview",
+    "SelfSubjectReview",
+    namespaced=False,
+    verbs=_CREATE_ONLY,
+    stored=False,
+)
+
 ALL: tuple[ResourceType, ...] = (
     NAMESPACES,
     PODS,
@@ -173,6 +244,14 @@ ALL: tuple[ResourceType, ...] = (
     PODGROUPS,
     QUEUES,
     MUTATING_WEBHOOK_CONFIGURATIONS,
+    SERVICEACCOUNTS,
+    ROLES,
+    ROLEBINDINGS,
+    CLUSTERROLES,
+    CLUSTERROLEBINDINGS,
+    SELF_SUBJECT_ACCESS_REVIEWS,
+    SELF_SUBJECT_RULES_REVIEWS,
+    SELF_SUBJECT_REVIEWS,
 )
 
 # (group, version) -> plural -> ResourceType; core is group "".
@@ -233,6 +312,18 @@ def resource_list(group: str, version: str) -> dict[str, Any] | None:
                     "namespaced": rt.namespaced,
                     "kind": rt.kind,
                     "verbs": _STATUS_VERBS,
+                }
+            )
+        for sub in rt.subresources:
+            resources.append(
+                {
+                    "name": f"{rt.plural}/{sub.name}",
+                    "singularName": "",
+                    "namespaced": rt.namespaced,
+                    "group": sub.group,
+                    "version": sub.version,
+                    "kind": sub.kind,
+                    "verbs": list(sub.verbs),
                 }
             )
     return {

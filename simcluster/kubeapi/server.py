@@ -24,19 +24,22 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from . import admission, errors, openapi, podlogs, printing, resources, ssa
+from . import admission, errors, openapi, podlogs, printing, rbac, rbac_objects, resources, reviews, ssa
+from .authn import ADMIN_TOKEN, TokenAuthority, UserInfo
 from .errors import ApiError
 from .faults import WRITE_METHODS, FaultInjector, WriteTally
 from .patch import PatchDecodeError, PatchError, json_patch, merge_patch
-from .protobuf import read_body
-from .resources import EVENTS, NAMESPACES, PODS, ResourceType
+from .protobuf import body_as_json, read_body
+from .resources import EVENTS, NAMESPACES, PODS, SERVICEACCOUNTS, ResourceType
 from .responses import error_response, json_response
 from .selectors import FieldSelector, LabelSelector, SelectorError, _check_key, _check_value
 from .store import ADDED, DELETED, MODIFIED, Store, Stored, decode_continue, dumps, encode_continue
+from .tls import ServingCertificate, serving_certificate
 from .watch import Watcher, error_line, run_watch
 
 log = logging.getLogger(__name__)
 
+SECURE_SERVER_EXTENSION = "simcluster.io/secure-server"
 MAX_BODY = 3 * 1024 * 1024  # the apiserver's default request size limit
 _META_PATHS = frozenset({"/version", "/healthz", "/readyz", "/livez"})
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -65,6 +68,26 @@ def parse_json(raw: bytes, what: str = "the body of the request") -> Any:
         return json.loads(raw, parse_constant=_reject_constant)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise errors.bad_request(f"{what} was in an unknown format; json parse error: {exc}") from None
+
+
+def decode_body(raw: bytes, content_type: str, api_version: str, kind: str) -> dict[str, Any]:
+    """The request body of a ``kind`` write as a JSON object: the one place a body is decoded for
+    the review and TokenRequest endpoints; a protobuf body (kubectl 1.33's ``create token`` and
+    ``auth can-i``) is decoded as ``kind`` first."""
+    raw = body_as_json(content_type, raw, None, api_version=api_version, kind=kind)
+    body = parse_json(raw) if raw.strip() else {}
+    if not isinstance(body, dict):
+        raise errors.bad_request(
+            f"the body of the request must be a JSON object ({kind}), got {type(body).__name__}"
+        )
+    for key, want in (("apiVersion", api_version), ("kind", kind)):
+        have = body.setdefault(key, want)
+        if have != want:
+            what = "API version" if key == "apiVersion" else "kind"
+            raise errors.bad_request(
+                f"the {what} in the data ({have}) does not match the expected {what} ({want})"
+            )
+    return body
 
 
 def _truthy(value: str | None) -> bool:
@@ -146,6 +169,7 @@ def parse_path(path: str, host: str) -> Target | dict[str, Any]:
         len(tail) == 2
         and not (tail[1] == "status" and rt.has_status)
         and not (tail[1] == "log" and rt is PODS)
+        and not any(tail[1] == sub.name for sub in rt.subresources)
     ):
         raise errors.path_not_found()
     return Target(rt, namespace, tail[0] if tail else None, tail[1] if len(tail) == 2 else None)
@@ -414,9 +438,13 @@ class ApiServer:
         self._manager = "unknown"
         # (namespace, pod name) → earlier incarnations of that pod, for ``logs --previous``.
         self.pod_history: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self.tokens = TokenAuthority(store)
+        self.authorizer = rbac.Authorizer(store)
         for ns in ("default", "kube-system", "mindx-dl"):
             self.store.commit(NAMESPACES, ADDED, self._new_namespace(ns))
         self.store.commit(resources.QUEUES, ADDED, _default_queue())
+        for rt, obj in rbac_objects.bootstrap_objects(now_rfc3339()):
+            self.store.commit(rt, ADDED, obj)
 
     @staticmethod
     def _new_namespace(name: str) -> dict[str, Any]:
@@ -457,9 +485,19 @@ class ApiServer:
             log.exception("kubeapi emulator internal error on %s %s", request.method, request.path)
             return error_response(ApiError(500, f"Internal error occurred: {type(exc).__name__}"))
 
+    def _authenticate_and_authorize(self, request: web.Request) -> UserInfo:
+        """401 for a bad token, 403 for a request RBAC does not allow - before anything is served,
+        so a watch is authorized before it streams (the apiserver's filter chain order)."""
+        user = self.tokens.authenticate(request.headers.get("Authorization"), secure=request.secure)
+        self.authorizer.require(rbac.request_attributes(request.method, request.path, request.query, user))
+        return user
+
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         path, method = request.path, request.method
-        if path.rstrip("/") in _META_PATHS or path.startswith("/_sim/"):
+        if path.startswith("/_sim/"):  # the emulator's own control endpoints, not Kubernetes
+            return await self._meta(request)
+        user = self._authenticate_and_authorize(request)
+        if path.rstrip("/") in _META_PATHS:
             return await self._meta(request)
         if path == "/openapi" or path.startswith("/openapi/"):
             return openapi_response(request)
@@ -495,7 +533,7 @@ class ApiServer:
             if method not in ("GET", "HEAD"):
                 raise errors.method_not_allowed()
             return json_response(200, dumps(target))
-        return await self._dispatch(request, target)
+        return await self._dispatch(request, target, user)
 
     async def _meta(self, request: web.Request) -> web.StreamResponse:
         path, method = request.path.rstrip("/") or "/", request.method
@@ -537,12 +575,24 @@ class ApiServer:
             )
         raise errors.path_not_found()
 
-    async def _dispatch(self, request: web.Request, t: Target) -> web.StreamResponse:
+    async def _dispatch(self, request: web.Request, t: Target, user: UserInfo) -> web.StreamResponse:
         method, query = request.method, request.query
         # Handlers run on one loop without awaiting between read and commit, so this is safe.
         self._manager = query.get("fieldManager") or ssa.manager_from_user_agent(
             request.headers.get("User-Agent")
         )
+        if not t.rt.stored:
+            if method != "POST":
+                raise errors.method_not_allowed()
+            body = decode_body(await request.read(), request.content_type, t.rt.api_version, t.rt.kind)
+            return json_response(201, dumps(reviews.answer(t.rt, self.authorizer, user, body)))
+        if t.sub is not None and t.rt is SERVICEACCOUNTS:
+            if method != "POST":
+                raise errors.method_not_allowed()
+            assert t.name is not None and t.namespace is not None
+            raw = await request.read()
+            body = decode_body(raw, request.content_type, "authentication.k8s.io/v1", "TokenRequest")
+            return json_response(201, dumps(self.tokens.token_request(t.namespace, t.name, body)))
         if t.name is None:
             if method in ("GET", "HEAD"):
                 if _truthy(query.get("watch")):
@@ -748,6 +798,7 @@ class ApiServer:
                     break
             meta["name"] = name
         validate_meta(rt, meta)
+        rbac_objects.validate(rt, body, None)
         name = meta["name"]
         if meta.get("resourceVersion"):
             raise errors.bad_request("resourceVersion should not be set on objects to be created")
@@ -925,6 +976,7 @@ class ApiServer:
                 else:
                     result.pop("status", None)
             validate_meta(rt, nm)
+            rbac_objects.validate(rt, result, old_obj)
             if rt.has_generation and result.get("spec") != old_obj.get("spec"):
                 nm["generation"] = int(om.get("generation", 1)) + 1
         result["metadata"]["resourceVersion"] = om["resourceVersion"]
@@ -1077,17 +1129,28 @@ class ApiServer:
 # --- running it ---------------------------------------------------------------------------------
 
 
-async def _start_site(api: ApiServer, host: str, port: int) -> tuple[web.AppRunner, int]:
+def _bound_port(site: web.TCPSite, asked: int) -> int:
+    server = site._server  # the asyncio server: the only place the port picked for 0 is known
+    sockets = getattr(server, "sockets", None) or []
+    for sock in sockets:
+        return int(sock.getsockname()[1])
+    return asked
+
+
+async def _start_site(
+    api: ApiServer, host: str, port: int, tls: ServingCertificate | None = None, secure_port: int = 0
+) -> tuple[web.AppRunner, int, int]:
+    """Serve ``api`` on HTTP ``port`` and, with ``tls``, on HTTPS ``secure_port``; the bound ports."""
     runner = web.AppRunner(api.app(), access_log=None, handler_cancellation=True, shutdown_timeout=2.0)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()
-    bound = port
-    for addr in runner.addresses:
-        if isinstance(addr, tuple):
-            bound = int(addr[1])
-            break
-    return runner, bound
+    bound_secure = 0
+    if tls is not None:
+        secure = web.TCPSite(runner, host, secure_port, ssl_context=tls.context)
+        await secure.start()
+        bound_secure = _bound_port(secure, secure_port)
+    return runner, _bound_port(site, port), bound_secure
 
 
 async def serve(
@@ -1099,7 +1162,7 @@ async def serve(
 ) -> None:
     """Run an emulator in the current event loop until cancelled (for a management command)."""
     api = ApiServer(Store(history_limit), FaultInjector(), bookmark_interval, watch_queue_limit)
-    runner, bound = await _start_site(api, host, port)
+    runner, bound, _ = await _start_site(api, host, port)
     log.info("kubeapi emulator listening on http://%s:%d", host, bound)
     try:
         await asyncio.Event().wait()
@@ -1125,6 +1188,8 @@ class KubeApiEmulator:
     ) -> None:
         self.host = host
         self.port = port
+        self.secure_port = 0
+        self.tls = serving_certificate(host)
         self.faults = FaultInjector()
         self.store = Store(history_limit)
         self.api = ApiServer(self.store, self.faults, bookmark_interval, watch_queue_limit)
@@ -1137,7 +1202,13 @@ class KubeApiEmulator:
 
     @property
     def url(self) -> str:
+        """The plain-HTTP port (no credentials = cluster-admin, like the old insecure port)."""
         return f"http://{self.host}:{self.port}"
+
+    @property
+    def secure_url(self) -> str:
+        """The HTTPS port (no credentials = ``system:anonymous``); its CA is ``tls.ca_data``."""
+        return f"https://{self.host}:{self.secure_port}"
 
     @property
     def stats(self) -> WriteTally:
@@ -1161,7 +1232,9 @@ class KubeApiEmulator:
         self._loop = loop
         asyncio.set_event_loop(loop)
         try:
-            self._runner, self.port = loop.run_until_complete(_start_site(self.api, self.host, self.port))
+            self._runner, self.port, self.secure_port = loop.run_until_complete(
+                _start_site(self.api, self.host, self.port, self.tls)
+            )
         except BaseException as exc:
             self._error = exc
             self._ready.set()
@@ -1217,28 +1290,83 @@ class KubeApiEmulator:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def write_kubeconfig(self, path: str | pathlib.Path, context: str = "simcluster") -> pathlib.Path:
-        """Write a kubeconfig pointing at this emulator (insecure, static token user)."""
-        path = pathlib.Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [
-                {"name": context, "cluster": {"server": self.url, "insecure-skip-tls-verify": True}}
-            ],
-            "users": [{"name": f"{context}-user", "user": {"token": "simcluster-token"}}],
-            "contexts": [
-                {
-                    "name": context,
-                    "context": {"cluster": context, "user": f"{context}-user", "namespace": "default"},
-                }
-            ],
-            "current-context": context,
-            "preferences": {},
-        }
-        path.write_text(yaml.safe_dump(config, sort_keys=False))
-        return path
+    def write_kubeconfig(
+        self,
+        path: str | pathlib.Path,
+        context: str = "simcluster",
+        token: str = ADMIN_TOKEN,
+        namespace: str = "default",
+    ) -> pathlib.Path:
+        """Write a kubeconfig pointing at this emulator: the cluster-admin token unless ``token``
+        (e.g. a ServiceAccount's from :meth:`service_account_token`) is given.
+
+        The admin kubeconfig names the plain-HTTP port (what every existing user expects); a
+        ServiceAccount's names the HTTPS port with the CA, so kubectl sends its token too. Both carry
+        the other port in the cluster's ``simcluster.io/secure-server`` extension."""
+        secure = {"server": self.secure_url, "certificate-authority-data": self.tls.ca_data}
+        if token == ADMIN_TOKEN:
+            return write_token_kubeconfig(
+                path, self.url, token, context=context, namespace=namespace, secure=secure
+            )
+        return write_token_kubeconfig(
+            path,
+            self.secure_url,
+            token,
+            context=context,
+            namespace=namespace,
+            ca_data=self.tls.ca_data,
+            secure=secure,
+        )
+
+    def service_account_token(self, namespace: str, name: str, expiration_seconds: int = 3600) -> str:
+        """A TokenRequest for an existing ServiceAccount, made in-process (no RBAC check): the token
+        authenticates as ``system:serviceaccount:NAMESPACE:NAME``. 404 ``ApiError`` if it is missing."""
+
+        def request() -> str:
+            body = {"spec": {"expirationSeconds": expiration_seconds}}
+            return str(self.api.tokens.token_request(namespace, name, body)["status"]["token"])
+
+        return str(self.call(request))
 
 
-__all__ = ["ApiServer", "KubeApiEmulator", "serve"]
+def write_token_kubeconfig(
+    path: str | pathlib.Path,
+    server: str,
+    token: str,
+    *,
+    context: str = "simcluster",
+    namespace: str = "default",
+    ca_data: str = "",
+    secure: dict[str, str] | None = None,
+) -> pathlib.Path:
+    """A kubeconfig with one cluster and one bearer-token user. With ``ca_data`` the server's
+    certificate is verified against it, else TLS verification is off; ``secure`` (the HTTPS
+    ``server`` and its ``certificate-authority-data``) is recorded as a cluster extension."""
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cluster: dict[str, Any] = {"server": server}
+    if ca_data:
+        cluster["certificate-authority-data"] = ca_data
+    else:
+        cluster["insecure-skip-tls-verify"] = True
+    if secure:
+        cluster["extensions"] = [{"name": SECURE_SERVER_EXTENSION, "extension": dict(secure)}]
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": context, "cluster": cluster}],
+        "users": [{"name": f"{context}-user", "user": {"token": token}}],
+        "contexts": [
+            {
+                "name": context,
+                "context": {"cluster": context, "user": f"{context}-user", "namespace": namespace},
+            }
+        ],
+        "current-context": context,
+        "preferences": {},
+    }
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+__all__ = ["ApiServer", "KubeApiEmulator", "serve", "write_token_kubeconfig"]

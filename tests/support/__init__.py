@@ -7,6 +7,7 @@ Submodules by topic (import the one you need):
 - ``cluster``: live jobs in the Kubernetes API emulator and a real Celery worker (the write path);
 - ``sim``: AscendJob manifests and helpers for the simulated MindCluster (``SimCluster``);
 - ``kubeapi``: bare objects for the Kubernetes API emulator's own tests;
+- ``kube_identity``: a ServiceAccount's token and kubeconfig (TokenRequest API), the admin header;
 - ``events``: what the ingester stored (gap-free sequences, incidents) and ``/ws/events/`` clients;
 - ``advice``: jobs with hand-computable fault histories;
 - ``policies``: a seed-shaped AscendJob for the renderer;

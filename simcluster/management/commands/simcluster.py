@@ -119,6 +119,9 @@ class Command(BaseCommand):
                 _advertise(Path(sim.kubeconfig_path), options["advertise_host"])
             _record_fault_endpoint(Path(sim.kubeconfig_path), sim.control_url)
             self.stdout.write(f"Kubernetes API   {sim.api_url}")
+            # kubectl sends a ServiceAccount's token over TLS only; its kubeconfig names this port.
+            if sim.emulator is not None:
+                self.stdout.write(f"  TLS (RBAC)     {sim.emulator.secure_url}")
             self.stdout.write(f"kubeconfig       {Path(sim.kubeconfig_path).resolve()}")
             self.stdout.write(f"ClusterD gRPC    {sim.grpc_address}")
             self.stdout.write(f"fault injection  {sim.control_url}/faults")
