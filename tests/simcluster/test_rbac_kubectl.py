@@ -1,8 +1,8 @@
-"""Issue 23 item 1 through kubectl 1.27 (JSON bodies): ``kubectl create token``, ``kubectl apply`` of
+"""Issue 23 item 1 through kubectl 1.27 (JSON bodies) and 1.33 (protobuf bodies): ``kubectl create token``, ``kubectl apply`` of
 RBAC objects, ``kubectl auth can-i`` (a SelfSubjectAccessReview) and ``--list`` (a
 SelfSubjectRulesReview) as a ServiceAccount, and the product's own ``deploy/rbac.yaml`` granting
-exactly the verbs it lists. (kubectl 1.33 sends protobuf bodies for these built-in types; that
-decoding is another change.)
+exactly the verbs it lists. kubectl 1.33 sends the TokenRequest and the reviews as protobuf
+(``simcluster/kubeapi/protobuf.py`` decodes them).
 
 kubectl sends a kubeconfig's token only over TLS (client-go tools/clientcmd/client_config.go
 ``ClientConfig``, gated on ``IsConfigTransportTLS``): ServiceAccount kubeconfigs name the
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +26,19 @@ from tests.support import REPO_ROOT
 from tests.support.kube_identity import service_account_kubeconfig
 from tests.support.sim import make_job
 
-KUBECTL = Path("/usr/lib/google-cloud-sdk/bin/kubectl.1.27")
-pytestmark = pytest.mark.skipif(not KUBECTL.exists(), reason=f"{KUBECTL} is not installed")
+KUBECTL_DIR = Path("/usr/lib/google-cloud-sdk/bin")
+KUBECTL = KUBECTL_DIR / "kubectl.1.27"
 VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
+
+
+@pytest.fixture(autouse=True, params=["1.27", "1.33"])
+def kubectl_version(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs with the oldest and the newest kubectl we claim."""
+    binary = KUBECTL_DIR / f"kubectl.{request.param}"
+    if not binary.exists():
+        pytest.skip(f"{binary} is not installed")
+    monkeypatch.setattr(sys.modules[__name__], "KUBECTL", binary)
+    return str(request.param)
 
 
 def kubectl(kubeconfig: Path, *args: str, ok: bool | None = True) -> subprocess.CompletedProcess[str]:
