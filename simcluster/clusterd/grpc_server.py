@@ -105,7 +105,7 @@ class _RateLimiter:
             return True
 
 
-class FaultService(fault_pb2_grpc.FaultServicer):
+class FaultService:
     """``fault.Fault``: full state on subscribe, then changes only."""
 
     def __init__(self, clusterd: ClusterD, stop: threading.Event) -> None:
@@ -162,7 +162,7 @@ class FaultService(fault_pb2_grpc.FaultServicer):
         return fault_pb2.FaultQueryResult(code=QUERY_OK, info="ok", faultSignal=signal)
 
 
-class JobService(job_pb2_grpc.JobServicer):
+class JobService:
     """``job.Job``: registration by role, then job summaries (current jobs first, then changes)."""
 
     def __init__(self, clusterd: ClusterD, stop: threading.Event) -> None:
@@ -212,7 +212,7 @@ class JobService(job_pb2_grpc.JobServicer):
             sub.close()
 
 
-class PubFaultService(pubfault_pb2_grpc.PubFaultServicer):
+class PubFaultService:
     """``PubFault/SendPublicFault``: a public fault on a node hits every job with a pod there."""
 
     def __init__(self, clusterd: ClusterD) -> None:
@@ -257,7 +257,7 @@ class PubFaultService(pubfault_pb2_grpc.PubFaultServicer):
         )
 
 
-class RecoverService(recover_pb2_grpc.RecoverServicer):
+class RecoverService:
     """``Recover``: the TaskD side of process-level recovery (codes of mindcluster.md §6.2)."""
 
     def __init__(self, clusterd: ClusterD, stop: threading.Event) -> None:
