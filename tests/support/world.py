@@ -93,17 +93,15 @@ def grant(
 
 
 def training_job(cluster: Cluster, name: str, namespace: str = NAMESPACE, **fields: Any) -> TrainingJob:
-    """A TrainingJob row (2 pods x 8 NPUs), as if the ingester had adopted it; ``fields``: e.g. ``uid``."""
-    return TrainingJob.objects.create(
-        cluster=cluster,
-        namespace=namespace,
-        name=name,
-        framework="pytorch",
-        replicas={"Master": 1, "Worker": 1},
-        npus_per_pod=8,
-        mindcluster_version="26.1",
-        **fields,
-    )
+    """A TrainingJob row (2 pods x 8 NPUs of a 26.1 PyTorch job), as if the ingester had adopted it;
+    ``fields`` add to or replace those (e.g. ``uid``, ``replicas``)."""
+    row: dict[str, Any] = {
+        "framework": "pytorch",
+        "replicas": {"Master": 1, "Worker": 1},
+        "npus_per_pod": 8,
+        "mindcluster_version": "26.1",
+    }
+    return TrainingJob.objects.create(cluster=cluster, namespace=namespace, name=name, **{**row, **fields})
 
 
 def operator_podgroup(
