@@ -20,14 +20,11 @@ import grpc
 from mindcluster import faults as vocab
 from mindcluster import keys as k
 from mindcluster.clusterd import UNHEALTHY_LEVELS
-from mindcluster.wire.grpc_gen import (
-    fault_pb2,
+from mindcluster.wire.grpc_gen import fault_pb2, job_pb2, pubfault_pb2, recover_pb2
+from mindcluster.wire.grpc_gen.services import (
     fault_pb2_grpc,
-    job_pb2,
     job_pb2_grpc,
-    pubfault_pb2,
     pubfault_pb2_grpc,
-    recover_pb2,
     recover_pb2_grpc,
 )
 from simcluster.clusterd.controller import TOPIC_FAULT, TOPIC_JOB, ActiveFault, ClusterD, topic_process

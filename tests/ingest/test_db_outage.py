@@ -20,7 +20,7 @@ from apps.events.models import Incident, IngestCursor, JobEvent
 from apps.jobs.models import Cluster, TrainingJob
 from simcluster.runtime import SimCluster
 from tests.support import wait_for
-from tests.support.events import assert_gap_free, dump
+from tests.support.events import assert_gap_free, dump, wait_all_recovered
 from tests.support.ingest_procs import INGEST_APP_NAME, IngestProcess, cluster_with_jobs
 from tests.support.tcp_proxy import TcpProxy
 
@@ -87,17 +87,7 @@ def test_thirty_second_database_outage_mid_burst_loses_nothing(
         assert JobEvent.objects.filter(job__cluster=cluster).count() == stored_at_cut  # nothing got through
         db_proxy.restore()
         assert slow_sim.wait_idle(60)
-        try:
-            wait_for(
-                lambda: (
-                    Incident.objects.filter(job__cluster=cluster, outcome=Incident.Outcome.RECOVERED).count()
-                    == injected
-                ),
-                60,
-                "every fault's incident recovered",
-            )
-        except AssertionError:
-            pytest.fail(dump(cluster) + "\n" + ingester.output()[-3000:])
+        wait_all_recovered(cluster, injected, 60, ingester.output)
         time.sleep(1.0)  # stragglers must not add events
     finally:
         ingester.stop()

@@ -14,7 +14,7 @@ from apps.events.models import Incident, IngestCursor, JobEvent
 from apps.jobs.models import TrainingJob
 from simcluster.runtime import SimCluster
 from tests.support import wait_for
-from tests.support.events import assert_gap_free, dump
+from tests.support.events import assert_gap_free, dump, wait_all_recovered
 from tests.support.ingest_procs import IngestProcess, cluster_with_jobs
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow(seconds=25)]
@@ -54,17 +54,7 @@ def test_sigkill_mid_burst_loses_and_duplicates_nothing(slow_sim: SimCluster, tr
         first.start()
         assert slow_sim.wait_idle(60)
         faults = JOBS * FAULTS_PER_JOB
-        try:
-            wait_for(
-                lambda: (
-                    Incident.objects.filter(job__cluster=cluster, outcome=Incident.Outcome.RECOVERED).count()
-                    == faults
-                ),
-                30,
-                "every fault's incident recovered",
-            )
-        except AssertionError:
-            pytest.fail(dump(cluster))
+        wait_all_recovered(cluster, faults, 30)
         time.sleep(1.0)  # let stragglers (late copies from other sources) arrive: they must not add events
     finally:
         first.stop()

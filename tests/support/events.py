@@ -8,9 +8,11 @@ The simulated cluster, the in-process ingester and private brokers are fixtures 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+import pytest
 from django.utils import timezone
 
 from apps.events.models import Incident, JobEvent
@@ -79,3 +81,19 @@ def dump(cluster: Cluster) -> str:
             for e in JobEvent.objects.filter(job=job).order_by("seq")
         ]
     return "\n".join(lines)
+
+
+def wait_all_recovered(cluster: Cluster, faults: int, timeout: float, log: Callable[[], str] = str) -> None:
+    """Wait until ``faults`` incidents of ``cluster`` are recovered; else fail with the events stored
+    (and the tail of ``log()``, e.g. the ingester's output)."""
+    try:
+        wait_for(
+            lambda: (
+                Incident.objects.filter(job__cluster=cluster, outcome=Incident.Outcome.RECOVERED).count()
+                == faults
+            ),
+            timeout,
+            "every fault's incident recovered",
+        )
+    except AssertionError:
+        pytest.fail(f"{dump(cluster)}\n{log()[-3000:]}")
