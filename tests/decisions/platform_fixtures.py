@@ -133,6 +133,13 @@ class Platform:
     decide: Callable[[], None]
     start_worker: Callable[..., Worker]
 
+    def running_job(self, policy: dict[str, Any] | None = None) -> TrainingJob:
+        """The usual start: the worker, one job from ``policy`` (``POLICY``), then the decider."""
+        self.start_worker()
+        job = self.job(policy)
+        self.decide()
+        return job
+
 
 @pytest.fixture
 def platform(sim: SimCluster, worker_factory: Callable[..., Worker]) -> Iterator[Platform]:

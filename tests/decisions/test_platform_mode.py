@@ -44,9 +44,7 @@ def test_rule_based_decision_for_each_fault_type(
     strategy: str,
     decided_by: str,
 ) -> None:
-    platform.start_worker()
-    job = platform.job()
-    platform.decide()
+    job = platform.running_job()
     sim.inject_fault("default", job.name, rank=rank, fault_type=fault_type, recovers=True)
     decision = decision_for(job, {"completed"})
     assert decision.strategy == strategy
@@ -85,9 +83,7 @@ def test_a_person_answers_in_the_inbox_before_the_deadline(sim: SimCluster, plat
 def test_no_answer_means_the_default_at_the_deadline_and_clusterd_proceeds(
     sim: SimCluster, platform: Platform
 ) -> None:
-    platform.start_worker()
-    job = platform.job()  # decision_timeout_s = 3, well inside ClusterD's 300 s
-    platform.decide()
+    job = platform.running_job()  # decision_timeout_s = 3, well inside ClusterD's 300 s
     # At this module's 50x ClusterD's 300 s are 6 s, only 3 s more than the deadline: a loaded
     # machine ate them. At 20x they are 15 s (the deadline is 60 simulated s: still well inside).
     with clock_speed(sim, 20):

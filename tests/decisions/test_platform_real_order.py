@@ -93,9 +93,7 @@ def test_the_standing_answer_is_rendered_and_on_the_podgroup_from_creation(
 def test_rules_answer_in_the_real_order_and_the_standing_answer_comes_back(
     sim: SimCluster, platform: Platform
 ) -> None:
-    platform.start_worker()
-    job = platform.job()
-    platform.decide()
+    job = platform.running_job()
     sim.inject_fault("default", job.name, rank=1, fault_type="uce", recovers=True)
     decision = decision_for(job, {"completed"})
     assert (decision.strategy, decision.decided_by) == ("retry", "rule:0")
@@ -116,9 +114,7 @@ def test_rules_answer_in_the_real_order_and_the_standing_answer_comes_back(
 def test_a_node_fault_asks_about_every_rank_of_the_pod_and_the_answer_repeats_them_all(
     sim: SimCluster, platform: Platform
 ) -> None:
-    platform.start_worker()
-    job = platform.job()
-    platform.decide()
+    job = platform.running_job()
     sim.inject_fault("default", job.name, rank=2, fault_type="node", recovers=True)
     decision = decision_for(job, {"completed"})
     assert decision.strategy == "dump" and decision.decided_by == "rule:1"
@@ -153,9 +149,7 @@ def test_a_person_answers_through_the_api_and_clusterd_uses_it(
     platform: Platform,
     superuser_client: APIClient,
 ) -> None:
-    platform.start_worker()
-    job = platform.job({**POLICY, "decision_timeout_s": 60})
-    platform.decide()
+    job = platform.running_job({**POLICY, "decision_timeout_s": 60})
     sim.inject_fault("default", job.name, rank=0, fault_type="normal", recovers=True)  # rank 0 → ask
     pending = decision_for(job, {"pending"})
     # While a person decides, the standing answer stays and ClusterD waits for the result key.
