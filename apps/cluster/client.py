@@ -149,36 +149,60 @@ def _to_dict(ref: ClusterRef, obj: Any) -> dict[str, Any]:
 
 
 # --- AscendJobs and PodGroups ------------------------------------------------------------------------
-def get_ascendjob(ref: ClusterRef, namespace: str, name: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _CustomKind:
+    """Where a custom resource lives in the API: its kind (for error messages), group, version, plural."""
+
+    kind: str
+    group: str
+    version: str
+    plural: str
+
+
+_ASCENDJOB = _CustomKind("AscendJob", c.ASCENDJOB_GROUP, c.ASCENDJOB_VERSION, c.ASCENDJOB_PLURAL)
+_PODGROUP = _CustomKind("PodGroup", c.PODGROUP_GROUP, c.PODGROUP_VERSION, c.PODGROUP_PLURAL)
+
+
+def _get_custom(ref: ClusterRef, kind: _CustomKind, namespace: str, name: str) -> dict[str, Any]:
     return dict(
         _call(
-            f"get AscendJob {namespace}/{name}",
+            f"get {kind.kind} {namespace}/{name}",
             _custom(ref).get_namespaced_custom_object,
-            c.ASCENDJOB_GROUP,
-            c.ASCENDJOB_VERSION,
+            kind.group,
+            kind.version,
             namespace,
-            c.ASCENDJOB_PLURAL,
+            kind.plural,
             name,
         )
     )
 
 
-def patch_ascendjob(ref: ClusterRef, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
-    """JSON merge patch; put ``metadata.resourceVersion`` in ``body`` to make it conditional."""
+def _merge_patch_custom(
+    ref: ClusterRef, kind: _CustomKind, namespace: str, name: str, body: dict[str, Any]
+) -> dict[str, Any]:
     return dict(
         _call(
-            f"patch AscendJob {namespace}/{name}",
+            f"patch {kind.kind} {namespace}/{name}",
             _custom(ref).patch_namespaced_custom_object,
-            c.ASCENDJOB_GROUP,
-            c.ASCENDJOB_VERSION,
+            kind.group,
+            kind.version,
             namespace,
-            c.ASCENDJOB_PLURAL,
+            kind.plural,
             name,
             body,
             field_manager=FIELD_MANAGER,
             _content_type=MERGE_PATCH,
         )
     )
+
+
+def get_ascendjob(ref: ClusterRef, namespace: str, name: str) -> dict[str, Any]:
+    return _get_custom(ref, _ASCENDJOB, namespace, name)
+
+
+def patch_ascendjob(ref: ClusterRef, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
+    """JSON merge patch; put ``metadata.resourceVersion`` in ``body`` to make it conditional."""
+    return _merge_patch_custom(ref, _ASCENDJOB, namespace, name, body)
 
 
 def create_ascendjob(ref: ClusterRef, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -255,34 +279,12 @@ def podgroup_name(job_name: str, job_uid: str) -> str:
 
 
 def get_podgroup(ref: ClusterRef, namespace: str, name: str) -> dict[str, Any]:
-    return dict(
-        _call(
-            f"get PodGroup {namespace}/{name}",
-            _custom(ref).get_namespaced_custom_object,
-            c.PODGROUP_GROUP,
-            c.PODGROUP_VERSION,
-            namespace,
-            c.PODGROUP_PLURAL,
-            name,
-        )
-    )
+    return _get_custom(ref, _PODGROUP, namespace, name)
 
 
 def patch_podgroup(ref: ClusterRef, namespace: str, name: str, body: dict[str, Any]) -> dict[str, Any]:
-    return dict(
-        _call(
-            f"patch PodGroup {namespace}/{name}",
-            _custom(ref).patch_namespaced_custom_object,
-            c.PODGROUP_GROUP,
-            c.PODGROUP_VERSION,
-            namespace,
-            c.PODGROUP_PLURAL,
-            name,
-            body,
-            field_manager=FIELD_MANAGER,
-            _content_type=MERGE_PATCH,
-        )
-    )
+    """JSON merge patch, like ``patch_ascendjob``."""
+    return _merge_patch_custom(ref, _PODGROUP, namespace, name, body)
 
 
 # --- ConfigMaps ------------------------------------------------------------------------------------

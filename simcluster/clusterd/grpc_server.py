@@ -20,14 +20,11 @@ import grpc
 from mindcluster import faults as vocab
 from mindcluster import keys as k
 from mindcluster.clusterd import UNHEALTHY_LEVELS
-from mindcluster.wire.grpc_gen import (
-    fault_pb2,
+from mindcluster.wire.grpc_gen import fault_pb2, job_pb2, pubfault_pb2, recover_pb2
+from mindcluster.wire.grpc_gen.services import (
     fault_pb2_grpc,
-    job_pb2,
     job_pb2_grpc,
-    pubfault_pb2,
     pubfault_pb2_grpc,
-    recover_pb2,
     recover_pb2_grpc,
 )
 from simcluster.clusterd.controller import TOPIC_FAULT, TOPIC_JOB, ActiveFault, ClusterD, topic_process
@@ -105,7 +102,7 @@ class _RateLimiter:
             return True
 
 
-class FaultService(fault_pb2_grpc.FaultServicer):
+class FaultService:
     """``fault.Fault``: full state on subscribe, then changes only."""
 
     def __init__(self, clusterd: ClusterD, stop: threading.Event) -> None:
@@ -162,7 +159,7 @@ class FaultService(fault_pb2_grpc.FaultServicer):
         return fault_pb2.FaultQueryResult(code=QUERY_OK, info="ok", faultSignal=signal)
 
 
-class JobService(job_pb2_grpc.JobServicer):
+class JobService:
     """``job.Job``: registration by role, then job summaries (current jobs first, then changes)."""
 
     def __init__(self, clusterd: ClusterD, stop: threading.Event) -> None:
@@ -212,7 +209,7 @@ class JobService(job_pb2_grpc.JobServicer):
             sub.close()
 
 
-class PubFaultService(pubfault_pb2_grpc.PubFaultServicer):
+class PubFaultService:
     """``PubFault/SendPublicFault``: a public fault on a node hits every job with a pod there."""
 
     def __init__(self, clusterd: ClusterD) -> None:
@@ -257,7 +254,7 @@ class PubFaultService(pubfault_pb2_grpc.PubFaultServicer):
         )
 
 
-class RecoverService(recover_pb2_grpc.RecoverServicer):
+class RecoverService:
     """``Recover``: the TaskD side of process-level recovery (codes of mindcluster.md §6.2)."""
 
     def __init__(self, clusterd: ClusterD, stop: threading.Event) -> None:

@@ -31,6 +31,7 @@ from mindcluster import keys as c
 from simcluster.kubeapi import KubeApiEmulator
 from tests.support import REPO_ROOT
 from tests.support.cluster import create_live_job
+from tests.support.world import training_job
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -60,16 +61,8 @@ def test_pipeline_validates_renders_and_applies(live_server: Any, emulator: Any,
     namespace, name = f"ns-{uuid.uuid4().hex[:6]}", "llama-7b"
     live = create_live_job(api, namespace, name)
     cluster = Cluster.objects.create(name="sim", kubeconfig_path=str(kubeconfig))
-    job = TrainingJob.objects.create(
-        cluster=cluster,
-        namespace=namespace,
-        name=name,
-        uid=live["metadata"]["uid"],
-        framework="pytorch",
-        replicas={"Master": 1, "Worker": 1},
-        npus_per_pod=8,
-        mindcluster_version="26.1",
-        source=TrainingJob.Source.ADOPTED,
+    job = training_job(
+        cluster, name, namespace, uid=live["metadata"]["uid"], source=TrainingJob.Source.ADOPTED
     )
     user = User.objects.create_user("ci-bot")
     NamespaceGrant.objects.create(role=Role.EDITOR, user=user, cluster=cluster, namespace=namespace)

@@ -11,6 +11,8 @@ import copy
 import threading
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -26,8 +28,8 @@ from apps.policies.services import policy_revision_create
 from apps.policies.validation import validate_policy
 from mindcluster import keys as c
 from simcluster.runtime import SimCluster
-from tests.support import RedisServer, wait_for
-from tests.support.cluster import BASE_JOB, purge_queues
+from tests.support import wait_for
+from tests.support.cluster import BASE_JOB, Worker
 
 POLICY: dict[str, Any] = {
     "mindcluster_version": "26.1",
@@ -53,8 +55,9 @@ def sim() -> Iterator[SimCluster]:
     cluster.stop()
 
 
-@pytest.fixture
-def platform_job(sim: SimCluster) -> Callable[..., TrainingJob]:
+def _job_maker(sim: SimCluster) -> Callable[..., TrainingJob]:
+    """Jobs created in ``sim`` from the rendered platform-mode policy (``POLICY`` unless given), on a
+    Cluster row of their own, returned once they run."""
     api = k8s_config.new_client_from_config(config_file=sim.kubeconfig_path)
     cluster = Cluster.objects.create(name=f"sim-{uuid.uuid4().hex[:6]}", kubeconfig_path=sim.kubeconfig_path)
 
@@ -97,8 +100,8 @@ def _running(custom: k8s.CustomObjectsApi, name: str) -> bool:
     return bool(conditions) and conditions[-1].get("type") == "Running"
 
 
-@pytest.fixture
-def decider(sim: SimCluster) -> Iterator[Callable[[], None]]:
+@contextmanager
+def _decider() -> Iterator[Callable[[], None]]:
     """The PodGroup watcher of ``manage.py decide``, in threads; call it once the jobs exist."""
     watchers: list[PodGroupWatcher] = []
     threads: list[threading.Thread] = []
@@ -111,16 +114,38 @@ def decider(sim: SimCluster) -> Iterator[Callable[[], None]]:
             threads.append(thread)
             thread.start()
 
-    yield start
-    for watcher in watchers:
-        watcher.stop()
-    for thread in threads:
-        thread.join(10)
+    try:
+        yield start
+    finally:
+        for watcher in watchers:
+            watcher.stop()
+        for thread in threads:
+            thread.join(10)
 
 
-@pytest.fixture(autouse=True)
-def _clean(broker: RedisServer) -> None:
-    purge_queues()
+@dataclass(frozen=True)
+class Platform:
+    """What a platform-mode test drives: ``job()`` creates a running job from the rendered policy,
+    ``decide()`` starts the decider's watchers (once the jobs exist), ``start_worker()`` the Celery
+    worker that writes the answers."""
+
+    job: Callable[..., TrainingJob]
+    decide: Callable[[], None]
+    start_worker: Callable[..., Worker]
+
+    def running_job(self, policy: dict[str, Any] | None = None) -> TrainingJob:
+        """The usual start: the worker, one job from ``policy`` (``POLICY``), then the decider."""
+        self.start_worker()
+        job = self.job(policy)
+        self.decide()
+        return job
+
+
+@pytest.fixture
+def platform(sim: SimCluster, worker_factory: Callable[..., Worker]) -> Iterator[Platform]:
+    # worker_factory's broker fixture purges the queues: no task of an earlier test reaches this one.
+    with _decider() as decide:
+        yield Platform(job=_job_maker(sim), decide=decide, start_worker=worker_factory)
 
 
 def decision_for(job: TrainingJob, states: set[str], timeout: float = 20) -> Decision:
@@ -135,4 +160,18 @@ def podgroup_of(sim: SimCluster, job: TrainingJob) -> dict[str, Any]:
     api = k8s_config.new_client_from_config(config_file=sim.kubeconfig_path)
     return k8s.CustomObjectsApi(api).get_namespaced_custom_object(
         c.PODGROUP_GROUP, c.PODGROUP_VERSION, job.namespace, c.PODGROUP_PLURAL, f"{job.name}-{job.uid}"
+    )
+
+
+def annotate_podgroup(sim: SimCluster, job: TrainingJob, annotations: dict[str, str]) -> None:
+    """Merge ``annotations`` into the job's PodGroup, as another writer (an older render, a crashed
+    decider) would have left them."""
+    api = k8s_config.new_client_from_config(config_file=sim.kubeconfig_path)
+    k8s.CustomObjectsApi(api).patch_namespaced_custom_object(
+        c.PODGROUP_GROUP,
+        c.PODGROUP_VERSION,
+        job.namespace,
+        c.PODGROUP_PLURAL,
+        f"{job.name}-{job.uid}",
+        {"metadata": {"annotations": annotations}},
     )

@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 from django.db import connection
@@ -25,11 +25,10 @@ from apps.decisions.models import Decision
 from apps.jobs.models import TrainingJob
 from mindcluster import keys as c
 from simcluster.runtime import SimCluster
-from tests.decisions.platform_fixtures import _clean, decider, platform_job
+from tests.decisions.platform_fixtures import Platform, platform
 from tests.support import wait_for
-from tests.support.cluster import Worker
 
-__all__ = ["_clean", "decider", "platform_job"]  # fixtures used by name
+__all__ = ["platform"]  # fixtures used by name
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -75,15 +74,10 @@ class Sampler:
                 self.seen[annotations.get(c.ANNOTATION_PLATFORM_STRATEGY, "<absent>")] += 1
 
 
-def test_fifty_faults_never_wait_for_a_standing_answer(
-    sim: SimCluster,
-    platform_job: Callable[..., TrainingJob],
-    decider: Callable[[], None],
-    worker_factory: Callable[..., Worker],
-) -> None:
-    worker_factory()
-    jobs = [platform_job() for _ in range(JOBS)]
-    decider()
+def test_fifty_faults_never_wait_for_a_standing_answer(sim: SimCluster, platform: Platform) -> None:
+    platform.start_worker()
+    jobs = [platform.job() for _ in range(JOBS)]
+    platform.decide()
     sampler = Sampler(sim, jobs)
     sampler.thread.start()
     started = time.monotonic()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Callable
 
 import pytest
 from django.contrib.auth.models import User
@@ -17,23 +16,13 @@ from django.contrib.auth.models import User
 from apps.audit.models import AuditEntry
 from apps.decisions.services import decision_answer, decisions_sweep
 from apps.events.models import JobEvent
-from apps.jobs.models import TrainingJob
 from mindcluster import keys as c
 from simcluster.runtime import SimCluster
-from tests.decisions.platform_fixtures import (
-    POLICY,
-    _clean,
-    decider,
-    decision_for,
-    platform_job,
-    podgroup_of,
-    sim,
-)
+from tests.decisions.platform_fixtures import POLICY, Platform, decision_for, platform, podgroup_of, sim
 from tests.support import wait_for
-from tests.support.cluster import Worker
 from tests.support.sim import clock_speed
 
-__all__ = ["POLICY", "_clean", "decider", "platform_job", "sim"]  # fixtures used by name
+__all__ = ["POLICY", "platform", "sim"]  # fixtures used by name
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -49,17 +38,13 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 )
 def test_rule_based_decision_for_each_fault_type(
     sim: SimCluster,
-    platform_job: Callable[..., TrainingJob],
-    decider: Callable[[], None],
-    worker_factory: Callable[..., Worker],
+    platform: Platform,
     fault_type: str,
     rank: int,
     strategy: str,
     decided_by: str,
 ) -> None:
-    worker_factory()
-    job = platform_job()
-    decider()
+    job = platform.running_job()
     sim.inject_fault("default", job.name, rank=rank, fault_type=fault_type, recovers=True)
     decision = decision_for(job, {"completed"})
     assert decision.strategy == strategy
@@ -80,16 +65,11 @@ def test_rule_based_decision_for_each_fault_type(
     assert c.ANNOTATION_PLATFORM_STRATEGY in annotations
 
 
-def test_a_person_answers_in_the_inbox_before_the_deadline(
-    sim: SimCluster,
-    platform_job: Callable[..., TrainingJob],
-    decider: Callable[[], None],
-    worker_factory: Callable[..., Worker],
-) -> None:
-    worker_factory()
+def test_a_person_answers_in_the_inbox_before_the_deadline(sim: SimCluster, platform: Platform) -> None:
+    platform.start_worker()
     operator = User.objects.create_user("oncall")
-    job = platform_job({**POLICY, "decision_timeout_s": 60})
-    decider()
+    job = platform.job({**POLICY, "decision_timeout_s": 60})
+    platform.decide()
     sim.inject_fault("default", job.name, rank=0, fault_type="normal", recovers=True)  # global rank 0 → ask
     pending = decision_for(job, {"pending"})
     assert pending.deadline_at is not None
@@ -101,14 +81,9 @@ def test_a_person_answers_in_the_inbox_before_the_deadline(
 
 
 def test_no_answer_means_the_default_at_the_deadline_and_clusterd_proceeds(
-    sim: SimCluster,
-    platform_job: Callable[..., TrainingJob],
-    decider: Callable[[], None],
-    worker_factory: Callable[..., Worker],
+    sim: SimCluster, platform: Platform
 ) -> None:
-    worker_factory()
-    job = platform_job()  # decision_timeout_s = 3, well inside ClusterD's 300 s
-    decider()
+    job = platform.running_job()  # decision_timeout_s = 3, well inside ClusterD's 300 s
     # At this module's 50x ClusterD's 300 s are 6 s, only 3 s more than the deadline: a loaded
     # machine ate them. At 20x they are 15 s (the deadline is 60 simulated s: still well inside).
     with clock_speed(sim, 20):
@@ -120,15 +95,10 @@ def test_no_answer_means_the_default_at_the_deadline_and_clusterd_proceeds(
     assert done.outcome.startswith("recover")
 
 
-def test_two_jobs_faulting_at_once_get_independent_decisions(
-    sim: SimCluster,
-    platform_job: Callable[..., TrainingJob],
-    decider: Callable[[], None],
-    worker_factory: Callable[..., Worker],
-) -> None:
-    worker_factory()
-    first, second = platform_job(), platform_job()
-    decider()
+def test_two_jobs_faulting_at_once_get_independent_decisions(sim: SimCluster, platform: Platform) -> None:
+    platform.start_worker()
+    first, second = platform.job(), platform.job()
+    platform.decide()
     sim.inject_fault("default", first.name, rank=1, fault_type="uce", recovers=True)
     sim.inject_fault("default", second.name, rank=2, fault_type="node", recovers=True)
     a = decision_for(first, {"completed"})
@@ -137,15 +107,10 @@ def test_two_jobs_faulting_at_once_get_independent_decisions(
     assert a.faults != b.faults
 
 
-def test_a_decision_survives_a_restart_of_the_worker(
-    sim: SimCluster,
-    platform_job: Callable[..., TrainingJob],
-    decider: Callable[[], None],
-    worker_factory: Callable[..., Worker],
-) -> None:
-    worker = worker_factory(private=True)  # killed below: a process of this test's own
-    job = platform_job()
-    decider()
+def test_a_decision_survives_a_restart_of_the_worker(sim: SimCluster, platform: Platform) -> None:
+    worker = platform.start_worker(private=True)  # killed below: a process of this test's own
+    job = platform.job()
+    platform.decide()
     # Starting the new worker takes real seconds (more on a loaded machine) while ClusterD waits for
     # the answer (300 simulated s, 6 s at this module's 50x): at 10x it waits 30 s.
     with clock_speed(sim, 10):
@@ -155,7 +120,7 @@ def test_a_decision_survives_a_restart_of_the_worker(
         os.killpg(worker.proc.pid, signal.SIGKILL)  # the countdown message it held is gone with it
         worker.proc.wait(10)
         worker.proc = None
-        worker_factory(private=True)  # a new worker process
+        platform.start_worker(private=True)  # a new worker process
         time.sleep(max(0.0, (pending.deadline_at.timestamp() - time.time())) + 0.2)  # type: ignore[union-attr]
         decisions_sweep()  # what beat runs every few seconds
         done = decision_for(job, {"completed"}, timeout=30)

@@ -10,7 +10,6 @@ the rendered manifest, the decider's PodGroup watch, the decision service, the R
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -27,17 +26,16 @@ from mindcluster import keys as c
 from simcluster.runtime import SimCluster
 from tests.decisions.platform_fixtures import (
     POLICY,
-    _clean,
-    decider,
+    Platform,
+    annotate_podgroup,
     decision_for,
-    platform_job,
+    platform,
     podgroup_of,
     sim,
 )
 from tests.support import wait_for
-from tests.support.cluster import Worker
 
-__all__ = ["_clean", "decider", "platform_job", "sim"]  # fixtures used by name
+__all__ = ["platform", "sim"]  # fixtures used by name
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -80,9 +78,9 @@ def settled(sim: SimCluster, job: TrainingJob) -> dict[str, str]:
 
 
 def test_the_standing_answer_is_rendered_and_on_the_podgroup_from_creation(
-    sim: SimCluster, platform_job: Callable[..., TrainingJob]
+    sim: SimCluster, platform: Platform
 ) -> None:
-    job = platform_job({**POLICY, "default_strategy": "dump"})  # no decider running yet
+    job = platform.job({**POLICY, "default_strategy": "dump"})  # no decider running yet
     api = k8s_config.new_client_from_config(config_file=sim.kubeconfig_path)
     ascendjob = k8s.CustomObjectsApi(api).get_namespaced_custom_object(
         c.ASCENDJOB_GROUP, c.ASCENDJOB_VERSION, job.namespace, c.ASCENDJOB_PLURAL, job.name
@@ -93,14 +91,9 @@ def test_the_standing_answer_is_rendered_and_on_the_podgroup_from_creation(
 
 
 def test_rules_answer_in_the_real_order_and_the_standing_answer_comes_back(
-    sim: SimCluster,
-    platform_job: Callable[..., TrainingJob],
-    decider: Callable[[], None],
-    worker_factory: Callable[..., Worker],
+    sim: SimCluster, platform: Platform
 ) -> None:
-    worker_factory()
-    job = platform_job()
-    decider()
+    job = platform.running_job()
     sim.inject_fault("default", job.name, rank=1, fault_type="uce", recovers=True)
     decision = decision_for(job, {"completed"})
     assert (decision.strategy, decision.decided_by) == ("retry", "rule:0")
@@ -119,14 +112,9 @@ def test_rules_answer_in_the_real_order_and_the_standing_answer_comes_back(
 
 
 def test_a_node_fault_asks_about_every_rank_of_the_pod_and_the_answer_repeats_them_all(
-    sim: SimCluster,
-    platform_job: Callable[..., TrainingJob],
-    decider: Callable[[], None],
-    worker_factory: Callable[..., Worker],
+    sim: SimCluster, platform: Platform
 ) -> None:
-    worker_factory()
-    job = platform_job()
-    decider()
+    job = platform.running_job()
     sim.inject_fault("default", job.name, rank=2, fault_type="node", recovers=True)
     decision = decision_for(job, {"completed"})
     assert decision.strategy == "dump" and decision.decided_by == "rule:1"
@@ -137,24 +125,13 @@ def test_a_node_fault_asks_about_every_rank_of_the_pod_and_the_answer_repeats_th
 
 
 def test_the_decider_writes_a_standing_answer_where_it_is_missing(
-    sim: SimCluster,
-    platform_job: Callable[..., TrainingJob],
-    decider: Callable[[], None],
-    worker_factory: Callable[..., Worker],
+    sim: SimCluster, platform: Platform
 ) -> None:
-    worker_factory()
-    job = platform_job()
+    platform.start_worker()
+    job = platform.job()
     # A PodGroup from an older render (ProcessRecoverStrategy=""): ClusterD would wait 300 s → 508.
-    api = k8s_config.new_client_from_config(config_file=sim.kubeconfig_path)
-    k8s.CustomObjectsApi(api).patch_namespaced_custom_object(
-        c.PODGROUP_GROUP,
-        c.PODGROUP_VERSION,
-        job.namespace,
-        c.PODGROUP_PLURAL,
-        f"{job.name}-{job.uid}",
-        {"metadata": {"annotations": {c.ANNOTATION_PLATFORM_STRATEGY: ""}}},
-    )
-    decider()
+    annotate_podgroup(sim, job, {c.ANNOTATION_PLATFORM_STRATEGY: ""})
+    platform.decide()
     wait_for(
         lambda: annotations_of(sim, job).get(c.ANNOTATION_PLATFORM_STRATEGY) == "recover",
         10,
@@ -169,14 +146,10 @@ def test_the_decider_writes_a_standing_answer_where_it_is_missing(
 
 def test_a_person_answers_through_the_api_and_clusterd_uses_it(
     sim: SimCluster,
-    platform_job: Callable[..., TrainingJob],
-    decider: Callable[[], None],
-    worker_factory: Callable[..., Worker],
+    platform: Platform,
     superuser_client: APIClient,
 ) -> None:
-    worker_factory()
-    job = platform_job({**POLICY, "decision_timeout_s": 60})
-    decider()
+    job = platform.running_job({**POLICY, "decision_timeout_s": 60})
     sim.inject_fault("default", job.name, rank=0, fault_type="normal", recovers=True)  # rank 0 → ask
     pending = decision_for(job, {"pending"})
     # While a person decides, the standing answer stays and ClusterD waits for the result key.
@@ -196,14 +169,13 @@ def test_a_person_answers_through_the_api_and_clusterd_uses_it(
 
 def test_a_late_answer_is_refused_with_409_and_the_default_goes_out(
     sim: SimCluster,
-    platform_job: Callable[..., TrainingJob],
-    decider: Callable[[], None],
+    platform: Platform,
     superuser_client: APIClient,
 ) -> None:
     # No Celery worker: nothing expires the question on time, so it is still pending when the
     # person answers after the deadline; the API must refuse and write the default itself.
-    job = platform_job({**POLICY, "decision_timeout_s": 1})
-    decider()
+    job = platform.job({**POLICY, "decision_timeout_s": 1})
+    platform.decide()
     sim.inject_fault("default", job.name, rank=0, fault_type="normal", recovers=True)
     pending = decision_for(job, {"pending"})
     assert pending.deadline_at is not None
@@ -221,28 +193,18 @@ def test_a_late_answer_is_refused_with_409_and_the_default_goes_out(
     assert not GAVE_UP & set(clusterd_reasons(sim, job))
 
 
-def test_an_answer_clusterd_never_used_is_cleared_by_the_sweep(
-    sim: SimCluster, platform_job: Callable[..., TrainingJob]
-) -> None:
+def test_an_answer_clusterd_never_used_is_cleared_by_the_sweep(sim: SimCluster, platform: Platform) -> None:
     # The decider was down for more than 300 s: ClusterD gave up (509) and its question stayed on the
     # PodGroup; the answer written on restart is never reported on. Left alone, ClusterD would refuse
     # every later question (fault_recover_platform_plugin.go:69-72).
-    job = platform_job()
-    api = k8s_config.new_client_from_config(config_file=sim.kubeconfig_path)
-    k8s.CustomObjectsApi(api).patch_namespaced_custom_object(
-        c.PODGROUP_GROUP,
-        c.PODGROUP_VERSION,
-        job.namespace,
-        c.PODGROUP_PLURAL,
-        f"{job.name}-{job.uid}",
+    job = platform.job()
+    annotate_podgroup(
+        sim,
+        job,
         {
-            "metadata": {
-                "annotations": {
-                    c.ANNOTATION_CONFIRM_FAULT: "8:1",
-                    c.ANNOTATION_RESULT_FAULT: "8:1",
-                    c.ANNOTATION_PLATFORM_STRATEGY: "exit",
-                }
-            }
+            c.ANNOTATION_CONFIRM_FAULT: "8:1",
+            c.ANNOTATION_RESULT_FAULT: "8:1",
+            c.ANNOTATION_PLATFORM_STRATEGY: "exit",
         },
     )
     old = timezone.now() - timedelta(seconds=ABANDONED_AFTER_S + 1)

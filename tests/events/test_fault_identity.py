@@ -17,10 +17,10 @@ from django.utils import timezone
 
 from apps.events import kinds
 from apps.events.models import Incident, JobEvent
-from apps.ingest.observation import JobRef, Observation
 from apps.ingest.store import IngestStore
 from apps.jobs.models import Cluster, TrainingJob
 from tests.support.events import assert_gap_free
+from tests.support.events import observe as record
 
 pytestmark = pytest.mark.django_db
 CODE = "80E01801"  # one code for every fault: only the fault id tells them apart, as in the soak
@@ -35,17 +35,8 @@ def job() -> TrainingJob:
 
 
 def observe(store: IngestStore, job: TrainingJob, kind: str, at: datetime, source: str, **data: Any) -> None:
-    store.record(
-        Observation(
-            job=JobRef(job.namespace, job.name, job.uid),
-            kind=kind,
-            message=kind,
-            source=source,
-            data=data,
-            dedupe_key=f"{source}:{uuid.uuid4()}",  # a new source identity: the replay is not a byte copy
-            occurred_at=at,
-        )
-    )
+    # Each with a new source identity (dedupe key): the replay is not a byte copy.
+    record(store, job, kind, source=source, at=at, **data)
 
 
 def clusterd_fault(store: IngestStore, job: TrainingJob, fault_id: str, at: datetime) -> None:

@@ -25,10 +25,10 @@ from apps.clusterd.client import DeviceFault, FaultSignal, NodeFault
 from apps.events import kinds
 from apps.events.models import Incident, JobEvent, RestartBudget, Webhook, WebhookDelivery
 from apps.events.webhooks import verify, webhooks_dispatch
-from apps.ingest.observation import JobRef, Observation
 from apps.ingest.store import IngestStore
 from apps.jobs.models import Cluster, TrainingJob
 from controlplane.celery import app as celery_app
+from tests.support.events import observe
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -52,22 +52,6 @@ def world() -> dict[str, Any]:
     viewer = get_user_model().objects.create_user(f"viewer-{uuid.uuid4().hex[:6]}", password="x")
     NamespaceGrant.objects.create(user=viewer, role=Role.VIEWER, cluster=cluster, namespace="team-a")
     return {"cluster": cluster, "jobs": jobs, "viewer": viewer}
-
-
-def observe(
-    store: IngestStore, job: TrainingJob, kind: str, source: str = "test", **data: Any
-) -> JobEvent | None:
-    return store.record(
-        Observation(
-            job=JobRef(job.namespace, job.name, job.uid),
-            kind=kind,
-            message=kind,
-            source=source,
-            data=data,
-            dedupe_key=f"{source}:{uuid.uuid4()}",
-            occurred_at=timezone.now(),
-        )
-    )
 
 
 def run_incident(store: IngestStore, job: TrainingJob) -> None:

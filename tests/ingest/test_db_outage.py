@@ -10,7 +10,6 @@ during the outage; at the end every fault is stored exactly once and ``seq`` is 
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -19,12 +18,10 @@ from django.db import connection
 from apps.events import kinds
 from apps.events.models import Incident, IngestCursor, JobEvent
 from apps.jobs.models import Cluster, TrainingJob
-from simcluster.kube import Kube
 from simcluster.runtime import SimCluster
 from tests.support import wait_for
-from tests.support.events import assert_gap_free, dump
-from tests.support.ingest_procs import INGEST_APP_NAME, IngestProcess
-from tests.support.sim import create_job, make_job
+from tests.support.events import assert_gap_free, dump, wait_all_recovered
+from tests.support.ingest_procs import INGEST_APP_NAME, IngestProcess, cluster_with_jobs
 from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow(seconds=50)]
@@ -67,18 +64,7 @@ def faults_detected(cluster: Cluster) -> int:
 def test_thirty_second_database_outage_mid_burst_loses_nothing(
     slow_sim: SimCluster, db_proxy: TcpProxy
 ) -> None:
-    kube = Kube(slow_sim.kubeconfig_path)
-    namespace = f"dbout-{uuid.uuid4().hex[:6]}"
-    kube.ensure_namespace(namespace)
-    names = [f"job{i}" for i in range(JOBS)]
-    for name in names:
-        create_job(kube, make_job(name, namespace=namespace, strategies="retry,recover"))
-    cluster = Cluster.objects.create(
-        name=f"dbout-{uuid.uuid4().hex[:6]}",
-        kubeconfig_path=slow_sim.kubeconfig_path,
-        clusterd_address=slow_sim.grpc_address,
-        namespaces=[namespace],
-    )
+    cluster, namespace, names = cluster_with_jobs(slow_sim, "dbout", JOBS)
     ingester = IngestProcess(cluster.name, db_port=db_proxy.port, EVENTS_INGEST_DB_RETRY_MAX_SECONDS="2")
     injected = 0
     try:
@@ -101,21 +87,10 @@ def test_thirty_second_database_outage_mid_burst_loses_nothing(
         assert JobEvent.objects.filter(job__cluster=cluster).count() == stored_at_cut  # nothing got through
         db_proxy.restore()
         assert slow_sim.wait_idle(60)
-        try:
-            wait_for(
-                lambda: (
-                    Incident.objects.filter(job__cluster=cluster, outcome=Incident.Outcome.RECOVERED).count()
-                    == injected
-                ),
-                60,
-                "every fault's incident recovered",
-            )
-        except AssertionError:
-            pytest.fail(dump(cluster) + "\n" + ingester.output()[-3000:])
+        wait_all_recovered(cluster, injected, 60, ingester.output)
         time.sleep(1.0)  # stragglers must not add events
     finally:
         ingester.stop()
-        kube.close()
     output = ingester.output()
     assert "database unreachable" in output or "cannot check the lease" in output  # the outage was seen
     assert "giving up" not in output, output[-3000:]

@@ -4,67 +4,22 @@ all along: nothing lost, nothing stored twice, ``seq`` gap-free per job.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
-import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from apps.events import kinds
 from apps.events.models import Incident, IngestCursor, JobEvent
-from apps.jobs.models import Cluster, TrainingJob
-from simcluster.kube import Kube
+from apps.jobs.models import TrainingJob
 from simcluster.runtime import SimCluster
-from tests.support import REPO_ROOT as REPO
 from tests.support import wait_for
-from tests.support.events import assert_gap_free, dump
-from tests.support.processes import server_env
-from tests.support.sim import create_job, make_job
+from tests.support.events import assert_gap_free, dump, wait_all_recovered
+from tests.support.ingest_procs import IngestProcess, cluster_with_jobs
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow(seconds=25)]
 JOBS = 4
 FAULTS_PER_JOB = 3
-
-
-class Ingester:
-    """``python manage.py ingest`` as a subprocess on the test database."""
-
-    def __init__(self, cluster: str) -> None:
-        self.cluster = cluster
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.log = Path(f"/tmp/events-ingest-{uuid.uuid4().hex[:8]}.log")
-
-    def start(self) -> None:
-        redis = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/13")
-        self.proc = subprocess.Popen(
-            [sys.executable, "manage.py", "ingest", "--cluster", self.cluster],
-            cwd=REPO,
-            env=server_env(redis, EVENTS_WATCH_TIMEOUT_SECONDS="5"),
-            stdout=self.log.open("ab"),
-            stderr=subprocess.STDOUT,
-        )
-        wait_for(lambda: "ingesting" in self.log.read_text(errors="replace"), 30, "ingester started")
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
-        self.proc = None
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-            self.proc = None
 
 
 @pytest.fixture
@@ -77,19 +32,8 @@ def slow_sim() -> Iterator[SimCluster]:
 
 
 def test_sigkill_mid_burst_loses_and_duplicates_nothing(slow_sim: SimCluster, transactional_db: None) -> None:
-    kube = Kube(slow_sim.kubeconfig_path)
-    namespace = f"kill-{uuid.uuid4().hex[:6]}"
-    kube.ensure_namespace(namespace)
-    names = [f"job{i}" for i in range(JOBS)]
-    for name in names:
-        create_job(kube, make_job(name, namespace=namespace, strategies="retry,recover"))
-    cluster = Cluster.objects.create(
-        name=f"kill-{uuid.uuid4().hex[:6]}",
-        kubeconfig_path=slow_sim.kubeconfig_path,
-        clusterd_address=slow_sim.grpc_address,
-        namespaces=[namespace],
-    )
-    first, second = Ingester(cluster.name), Ingester(cluster.name)
+    cluster, namespace, names = cluster_with_jobs(slow_sim, "kill", JOBS)
+    first, second = IngestProcess(cluster.name), IngestProcess(cluster.name)
     try:
         first.start()
         second.start()  # two ingesters at once: the store must serialise them per object and per job
@@ -110,22 +54,11 @@ def test_sigkill_mid_burst_loses_and_duplicates_nothing(slow_sim: SimCluster, tr
         first.start()
         assert slow_sim.wait_idle(60)
         faults = JOBS * FAULTS_PER_JOB
-        try:
-            wait_for(
-                lambda: (
-                    Incident.objects.filter(job__cluster=cluster, outcome=Incident.Outcome.RECOVERED).count()
-                    == faults
-                ),
-                30,
-                "every fault's incident recovered",
-            )
-        except AssertionError:
-            pytest.fail(dump(cluster))
+        wait_all_recovered(cluster, faults, 30)
         time.sleep(1.0)  # let stragglers (late copies from other sources) arrive: they must not add events
     finally:
         first.stop()
         second.stop()
-        kube.close()
     assert stored_at_kill < JobEvent.objects.filter(job__cluster=cluster).count()
     for job in TrainingJob.objects.filter(cluster=cluster):
         assert_gap_free(job)

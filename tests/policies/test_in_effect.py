@@ -27,6 +27,7 @@ from apps.policies.rendering.when import key_when
 from apps.policies.services import policy_revision_create
 from apps.policies.validation import validate_policy
 from mindcluster import keys as c
+from tests.support.world import operator_podgroup, training_job
 
 pytestmark = pytest.mark.django_db
 ADMIN = Actor(name="test")
@@ -107,35 +108,9 @@ def test_desired_state_stamps_the_revision_and_knows_each_keys_when() -> None:
 # --- in_effect ---------------------------------------------------------------------------------------
 @pytest.fixture
 def job() -> TrainingJob:
-    cluster = Cluster.objects.create(name=f"sim-{uuid.uuid4().hex[:6]}")
-    return TrainingJob.objects.create(
-        cluster=cluster,
-        namespace="team-a",
-        name="llama",
-        uid=str(uuid.uuid4()),
-        framework="pytorch",
-        replicas={"Master": 1, "Worker": 1},
-        npus_per_pod=8,
-        mindcluster_version="26.1",
+    return training_job(
+        Cluster.objects.create(name=f"sim-{uuid.uuid4().hex[:6]}"), "llama", uid=str(uuid.uuid4())
     )
-
-
-def podgroup(job: TrainingJob, labels: dict[str, str], annotations: dict[str, str]) -> dict[str, Any]:
-    """A PodGroup as the operator creates it: the job's keys copied, recover-strategy → enable=on."""
-    labels = dict(labels)
-    if c.ANNOTATION_RECOVER_STRATEGY in annotations:
-        labels[c.LABEL_PROCESS_RECOVER_ENABLE] = "on"  # job.go:479-491
-    return {
-        "metadata": {
-            "name": f"{job.name}-{job.uid}",
-            "namespace": job.namespace,
-            "uid": str(uuid.uuid4()),
-            "creationTimestamp": "2026-08-21T10:00:00Z",
-            "labels": labels,
-            "annotations": annotations,
-            "ownerReferences": [{"kind": "AscendJob", "name": job.name, "uid": job.uid}],
-        }
-    }
 
 
 def applied(job: TrainingJob, number: int) -> None:
@@ -152,7 +127,7 @@ def test_unknown_before_the_podgroup_is_seen(job: TrainingJob) -> None:
 
 def test_created_with_our_revision_annotation(job: TrainingJob) -> None:
     policy_revision_create(job=job, spec={"strategies": ["retry", "dump"]}, actor=ADMIN)
-    pg = podgroup(
+    pg = operator_podgroup(
         job,
         {"fault-scheduling": "grace"},
         {"recover-strategy": "retry,dump", c.ANNOTATION_POLICY_REVISION: "1"},
@@ -169,7 +144,7 @@ def test_admission_basis(job: TrainingJob) -> None:
     policy_revision_create(
         job=job, spec={"strategies": ["recover"]}, actor=ADMIN, source=PolicyRevision.Source.ADMISSION
     )
-    pg = podgroup(
+    pg = operator_podgroup(
         job, {"fault-scheduling": "grace"}, {"recover-strategy": "recover", c.ANNOTATION_POLICY_REVISION: "1"}
     )
     incarnation_observe_podgroup(job, pg, "ingester")
@@ -180,7 +155,7 @@ def test_newer_revision_on_a_running_job_waits_for_recreate(job: TrainingJob) ->
     policy_revision_create(job=job, spec={"strategies": ["retry", "dump"]}, actor=ADMIN)
     incarnation_observe_podgroup(
         job,
-        podgroup(
+        operator_podgroup(
             job,
             {"fault-scheduling": "grace"},
             {"recover-strategy": "retry,dump", c.ANNOTATION_POLICY_REVISION: "1"},
@@ -194,7 +169,7 @@ def test_newer_revision_on_a_running_job_waits_for_recreate(job: TrainingJob) ->
     )
     applied(job, 2)
     # The push writes the new keys to the PodGroup afterwards: a later sight does not change history.
-    later = podgroup(job, {"fault-scheduling": "grace"}, {"recover-strategy": "retry,recover,dump"})
+    later = operator_podgroup(job, {"fault-scheduling": "grace"}, {"recover-strategy": "retry,recover,dump"})
     later["metadata"]["uid"] = str(job.incarnations.get().podgroup_uid)
     assert not incarnation_observe_podgroup(job, later, "push")
     view = in_effect(job)
@@ -212,7 +187,7 @@ def test_platform_mode_switch_waits_for_recreate(job: TrainingJob) -> None:
     policy_revision_create(job=job, spec={"strategies": ["retry", "recover", "dump"]}, actor=ADMIN)
     incarnation_observe_podgroup(
         job,
-        podgroup(job, {"fault-scheduling": "grace"}, {"recover-strategy": "retry,recover,dump"}),
+        operator_podgroup(job, {"fault-scheduling": "grace"}, {"recover-strategy": "retry,recover,dump"}),
         "ingester",
     )
     policy_revision_create(
@@ -250,7 +225,7 @@ def test_adopted_without_recover_strategy_says_process_recovery_is_off_even_afte
     job, created = job_adopt(cluster=cluster, manifest=adopted_manifest("old", "team-b", uid, {}))
     assert created and job.current_revision.source == PolicyRevision.Source.OBSERVED
     # The operator created its PodGroup from a job without recover-strategy: no process-recover-enable.
-    incarnation_observe_podgroup(job, podgroup(job, {"fault-scheduling": "grace"}, {}), "ingester")
+    incarnation_observe_podgroup(job, operator_podgroup(job, {"fault-scheduling": "grace"}, {}), "ingester")
     view = in_effect(job)
     assert (view["revision"], view["basis"]) == (1, "observed")
     assert view["process_recovery"]["on"] is False
@@ -269,7 +244,7 @@ def test_adopted_without_recover_strategy_says_process_recovery_is_off_even_afte
 def test_keys_no_revision_has_are_observed_without_a_revision(job: TrainingJob) -> None:
     policy_revision_create(job=job, spec={"strategies": ["retry"]}, actor=ADMIN)
     grace = {"fault-scheduling": "grace"}
-    incarnation_observe_podgroup(job, podgroup(job, grace, {"recover-strategy": "dump"}), "ingester")
+    incarnation_observe_podgroup(job, operator_podgroup(job, grace, {"recover-strategy": "dump"}), "ingester")
     view = in_effect(job)
     assert view["revision"] is None and view["basis"] == "observed"
     assert view["config"]["recover-strategy"] == "dump"
@@ -279,7 +254,7 @@ def test_clusterd_init_snapshot_wins_over_the_podgroup(job: TrainingJob) -> None
     policy_revision_create(job=job, spec={"strategies": ["retry"]}, actor=ADMIN)
     policy_revision_create(job=job, spec={"strategies": ["recover"]}, actor=ADMIN)
     grace = {"fault-scheduling": "grace"}
-    incarnation_observe_podgroup(job, podgroup(job, grace, {"recover-strategy": "recover"}), "push")
+    incarnation_observe_podgroup(job, operator_podgroup(job, grace, {"recover-strategy": "recover"}), "push")
     assert in_effect(job)["revision"] == 2
     incarnation_observe_init(
         job,

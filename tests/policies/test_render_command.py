@@ -7,16 +7,14 @@ would fail, so passing tests prove the command needs no database.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.support.policies import seed_job
+from tests.support.policies import manage_without_database, seed_job
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLES_DIR = REPO_ROOT / "tests" / "fixtures" / "reference" / "samples"
@@ -24,20 +22,7 @@ DUMP_73 = {"mindcluster_version": "7.3", "strategies": ["dump"]}
 
 
 def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "DATABASE_URL": "postgres://nobody@127.0.0.1:1/none",
-        "DJANGO_SETTINGS_MODULE": "controlplane.settings.base",
-    }
-    return subprocess.run(
-        [sys.executable, str(REPO_ROOT / "manage.py"), "render_policy", *map(str, args)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO_ROOT,
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
+    return manage_without_database("render_policy", *args)
 
 
 def write(path: Path, data: Any) -> Path:

@@ -15,6 +15,7 @@ from apps.policies.services import (
     policy_revision_restore,
     presets_sync_builtin,
 )
+from tests.support.world import training_job
 
 pytestmark = pytest.mark.django_db
 
@@ -26,16 +27,7 @@ def owner() -> User:
 
 @pytest.fixture
 def job() -> TrainingJob:
-    cluster = Cluster.objects.create(name="sim")
-    return TrainingJob.objects.create(
-        cluster=cluster,
-        namespace="team-a",
-        name="llama",
-        framework="pytorch",
-        replicas={"Master": 1, "Worker": 3},
-        npus_per_pod=8,
-        mindcluster_version="26.1",
-    )
+    return training_job(Cluster.objects.create(name="sim"), "llama", replicas={"Master": 1, "Worker": 3})
 
 
 def test_revisions_are_numbered_and_point_to_current(job: TrainingJob, owner: User) -> None:

@@ -7,33 +7,20 @@ would fail, so passing tests prove the command works without a database.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.support.policies import manage_without_database
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ("reference", "samples")
 
 
 def run(*args: str | Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "DATABASE_URL": "postgres://nobody@127.0.0.1:1/none",
-        "DJANGO_SETTINGS_MODULE": "controlplane.settings.base",
-    }
-    return subprocess.run(
-        [sys.executable, str(REPO_ROOT / "manage.py"), "validate_policy", *map(str, args)],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=REPO_ROOT,
-        timeout=120,
-    )
+    return manage_without_database("validate_policy", *args, stdin=stdin)
 
 
 def write_json(path: Path, data: Any) -> Path:

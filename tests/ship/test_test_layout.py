@@ -10,25 +10,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tests.support.imports import imported_modules
+
 TESTS = Path(__file__).resolve().parents[1]
-
-
-def _imported_modules(tree: ast.AST, package: str) -> list[tuple[int, str]]:
-    """Every module an ``import``/``from … import`` names, relative imports resolved against ``package``
-    (``from x import y`` also yields ``x.y``: ``y`` may be a submodule)."""
-    found: list[tuple[int, str]] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                parent = ".".join(parts[: len(parts) - node.level + 1])
-                base = f"{parent}.{base}" if base else parent
-            found.append((node.lineno, base))
-            found += [(node.lineno, f"{base}.{alias.name}") for alias in node.names]
-    return found
 
 
 def _forbidden(module: str) -> str | None:
@@ -48,7 +32,7 @@ def _offences(path: Path) -> list[str]:
     package = ".".join(relative.parent.parts)
     tree = ast.parse(path.read_text(), filename=str(path))
     bad = []
-    for line, module in _imported_modules(tree, package):
+    for line, module in imported_modules(tree, package, names=True):
         kind = _forbidden(module)
         if kind is not None:
             bad.append(f"{relative}:{line} imports {kind} ({module})")
@@ -75,7 +59,8 @@ def test_the_check_sees_each_kind_of_offence() -> None:
         "from tests.support.world import World\n"
     )
     found = {
-        module: _forbidden(module) for _, module in _imported_modules(ast.parse(source), "tests.simcluster")
+        module: _forbidden(module)
+        for _, module in imported_modules(ast.parse(source), "tests.simcluster", names=True)
     }
     flagged = {module: kind for module, kind in found.items() if kind}
     assert flagged == {

@@ -9,14 +9,11 @@ from collections.abc import Iterator
 import grpc
 import pytest
 
-from mindcluster.wire.grpc_gen import (
-    fault_pb2,
+from mindcluster.wire.grpc_gen import fault_pb2, job_pb2, pubfault_pb2, recover_pb2
+from mindcluster.wire.grpc_gen.services import (
     fault_pb2_grpc,
-    job_pb2,
     job_pb2_grpc,
-    pubfault_pb2,
     pubfault_pb2_grpc,
-    recover_pb2,
     recover_pb2_grpc,
 )
 from simcluster.kube import Kube

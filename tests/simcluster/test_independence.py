@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from tests.support.imports import imported_modules
+
 SIMCLUSTER = Path(__file__).resolve().parents[2] / "simcluster"
 PRODUCT = ("apps", "controlplane")
 
@@ -18,18 +20,7 @@ def _imported(path: Path, root: Path = SIMCLUSTER.parent) -> list[tuple[int, str
     """(line, module) for every import statement anywhere in the file; relative ones resolved
     against the file's package under ``root``."""
     package = ".".join(path.relative_to(root).parent.parts)
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            module = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                parent = ".".join(parts[: len(parts) - node.level + 1])
-                module = f"{parent}.{module}" if module else parent
-            found.append((node.lineno, module))
-    return found
+    return imported_modules(ast.parse(path.read_text(), filename=str(path)), package)
 
 
 def _is_product(module: str) -> bool:

@@ -18,22 +18,14 @@ from apps.policies.models import PolicyRevision, PolicySync
 from apps.policies.spec import PolicySpec
 from apps.policies.validation import validate_policy
 from mindcluster import keys as c
+from tests.support.world import operator_podgroup, training_job
 
 NPUS = 16
 
 
 def month_old_training_job(cluster: Cluster, name: str = "llama", namespace: str = "team-a") -> TrainingJob:
     """A TrainingJob row of 2 pods x 8 NPUs with a uid, created 30 days ago (advice prices per month)."""
-    job = TrainingJob.objects.create(
-        cluster=cluster,
-        namespace=namespace,
-        name=name,
-        framework="pytorch",
-        replicas={"Master": 1, "Worker": 1},
-        npus_per_pod=8,
-        mindcluster_version="26.1",
-        uid=str(uuid.uuid4()),
-    )
+    job = training_job(cluster, name, namespace, uid=str(uuid.uuid4()))
     TrainingJob.objects.filter(pk=job.pk).update(created_at=timezone.now() - timedelta(days=30))
     job.refresh_from_db()
     return job
@@ -66,21 +58,7 @@ def _observe_created_with(job: TrainingJob, spec: PolicySpec, number: int) -> No
         "spec": {"replicaSpecs": {}},
     }
     meta = desired_state(manifest, spec, number).manifest["metadata"]
-    labels = dict(meta.get("labels") or {})
-    annotations = dict(meta.get("annotations") or {})
-    if c.ANNOTATION_RECOVER_STRATEGY in annotations:
-        labels[c.LABEL_PROCESS_RECOVER_ENABLE] = "on"  # ascend-operator job.go:479-491
-    podgroup = {
-        "metadata": {
-            "name": f"{job.name}-{job.uid}",
-            "namespace": job.namespace,
-            "uid": str(uuid.uuid4()),
-            "creationTimestamp": "2026-08-21T10:00:00Z",
-            "labels": labels,
-            "annotations": annotations,
-            "ownerReferences": [{"kind": c.ASCENDJOB_KIND, "name": job.name, "uid": job.uid}],
-        }
-    }
+    podgroup = operator_podgroup(job, dict(meta.get("labels") or {}), dict(meta.get("annotations") or {}))
     assert incarnation_observe_podgroup(job, podgroup, "ingester")
 
 

@@ -7,9 +7,42 @@ The simulated cluster, the in-process ingester and private brokers are fixtures 
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
 from apps.events.models import Incident, JobEvent
+from apps.ingest.observation import JobRef, Observation
+from apps.ingest.store import IngestStore
 from apps.jobs.models import Cluster, TrainingJob
 from tests.support.processes import wait_for
+
+
+def observe(
+    store: IngestStore,
+    job: TrainingJob,
+    kind: str,
+    *,
+    source: str = "test",
+    at: datetime | None = None,
+    **data: Any,
+) -> JobEvent | None:
+    """Record one observation of ``job`` as ``source`` would; each has a new source identity (dedupe key)."""
+    return store.record(
+        Observation(
+            job=JobRef(job.namespace, job.name, job.uid),
+            kind=kind,
+            message=kind,
+            source=source,
+            data=data,
+            dedupe_key=f"{source}:{uuid.uuid4()}",
+            occurred_at=at or timezone.now(),
+        )
+    )
 
 
 def job_row(cluster: Cluster, namespace: str, name: str, timeout: float = 15) -> TrainingJob:
@@ -48,3 +81,19 @@ def dump(cluster: Cluster) -> str:
             for e in JobEvent.objects.filter(job=job).order_by("seq")
         ]
     return "\n".join(lines)
+
+
+def wait_all_recovered(cluster: Cluster, faults: int, timeout: float, log: Callable[[], str] = str) -> None:
+    """Wait until ``faults`` incidents of ``cluster`` are recovered; else fail with the events stored
+    (and the tail of ``log()``, e.g. the ingester's output)."""
+    try:
+        wait_for(
+            lambda: (
+                Incident.objects.filter(job__cluster=cluster, outcome=Incident.Outcome.RECOVERED).count()
+                == faults
+            ),
+            timeout,
+            "every fault's incident recovered",
+        )
+    except AssertionError:
+        pytest.fail(f"{dump(cluster)}\n{log()[-3000:]}")

@@ -9,14 +9,20 @@ import sys
 import uuid
 from pathlib import Path
 
+from apps.jobs.models import Cluster
+from simcluster.kube import Kube
+from simcluster.runtime import SimCluster
 from tests.support import REPO_ROOT as REPO
 from tests.support import wait_for
-from tests.support.processes import server_env, test_database_url
+from tests.support.processes import server_env, stop_process, test_database_url
+from tests.support.sim import create_job, make_job
 
 INGEST_APP_NAME = "ingest-under-test"
 
 
 class IngestProcess:
+    """``python manage.py ingest --cluster NAME`` on the test database (``db_port``: through a proxy)."""
+
     def __init__(self, cluster: str, db_port: int | None = None, **env: str) -> None:
         self.cluster = cluster
         redis = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/13")
@@ -47,11 +53,26 @@ class IngestProcess:
             self.proc = None
 
     def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-            self.proc = None
+        stop_process(self.proc, grace=15)
+        self.proc = None
+
+
+def cluster_with_jobs(sim: SimCluster, prefix: str, count: int) -> tuple[Cluster, str, list[str]]:
+    """``count`` running jobs (retry, then recover) in a new namespace, and a Cluster row that watches
+    only that namespace: (cluster, namespace, job names)."""
+    kube = Kube(sim.kubeconfig_path)
+    namespace = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    names = [f"job{i}" for i in range(count)]
+    try:
+        kube.ensure_namespace(namespace)
+        for name in names:
+            create_job(kube, make_job(name, namespace=namespace, strategies="retry,recover"))
+    finally:
+        kube.close()
+    cluster = Cluster.objects.create(
+        name=f"{prefix}-{uuid.uuid4().hex[:6]}",
+        kubeconfig_path=sim.kubeconfig_path,
+        clusterd_address=sim.grpc_address,
+        namespaces=[namespace],
+    )
+    return cluster, namespace, names

@@ -1,8 +1,37 @@
-"""An AscendJob shaped like the seed documents, for the renderer's tests."""
+"""An AscendJob shaped like the seed documents, for the renderer's tests; the policy commands run
+as a CI job would run them."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def manage_without_database(
+    command: str, *args: str | Path, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``manage.py <command> <args>`` in a subprocess whose database cannot be reached and whose
+    settings are the base ones: the offline tools must work like that in a CI job."""
+    env = {
+        **os.environ,
+        "DATABASE_URL": "postgres://nobody@127.0.0.1:1/none",
+        "DJANGO_SETTINGS_MODULE": "controlplane.settings.base",
+    }
+    return subprocess.run(
+        [sys.executable, str(REPO_ROOT / "manage.py"), command, *map(str, args)],
+        input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO_ROOT,
+        timeout=120,
+    )
 
 
 def seed_job(

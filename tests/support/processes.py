@@ -106,6 +106,18 @@ def test_database_url(port: int | None = None) -> str:
     return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{port or db['PORT'] or 5432}/{db['NAME']}"
 
 
+def stop_process(proc: subprocess.Popen[bytes] | None, grace: float) -> None:
+    """SIGTERM, ``grace`` seconds to exit, then SIGKILL (``None``: nothing running, nothing to do)."""
+    if proc is None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
 test_database_url.__test__ = False  # type: ignore[attr-defined]  # a helper, not a test
 
 
@@ -169,11 +181,5 @@ class AsgiServer:
             raise AssertionError(f"uvicorn exited: {self.log.read_text()[-2000:]}")
 
     def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-            self.proc = None
+        stop_process(self.proc, grace=10)
+        self.proc = None

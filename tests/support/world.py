@@ -11,6 +11,7 @@ Every persona talks to the API with its own token, as a pipeline would. The ``wo
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from apps.jobs.models import Cluster, TrainingJob
 from apps.policies.builtin_presets import BUILTIN_PRESETS
 from apps.policies.models import Preset
 from apps.policies.services import policy_revision_create
+from mindcluster import keys as c
 
 NAMESPACE = "team-a"
 SPEC: dict[str, Any] = {"mindcluster_version": "26.1", "strategies": ["retry", "recover", "dump"]}
@@ -90,17 +92,36 @@ def grant(
     )
 
 
-def training_job(cluster: Cluster, name: str, namespace: str = NAMESPACE) -> TrainingJob:
-    """A TrainingJob row (2 pods x 8 NPUs), as if the ingester had adopted it."""
-    return TrainingJob.objects.create(
-        cluster=cluster,
-        namespace=namespace,
-        name=name,
-        framework="pytorch",
-        replicas={"Master": 1, "Worker": 1},
-        npus_per_pod=8,
-        mindcluster_version="26.1",
-    )
+def training_job(cluster: Cluster, name: str, namespace: str = NAMESPACE, **fields: Any) -> TrainingJob:
+    """A TrainingJob row (2 pods x 8 NPUs of a 26.1 PyTorch job), as if the ingester had adopted it;
+    ``fields`` add to or replace those (e.g. ``uid``, ``replicas``)."""
+    row: dict[str, Any] = {
+        "framework": "pytorch",
+        "replicas": {"Master": 1, "Worker": 1},
+        "npus_per_pod": 8,
+        "mindcluster_version": "26.1",
+    }
+    return TrainingJob.objects.create(cluster=cluster, namespace=namespace, name=name, **{**row, **fields})
+
+
+def operator_podgroup(
+    job: TrainingJob, labels: dict[str, str], annotations: dict[str, str]
+) -> dict[str, Any]:
+    """A PodGroup as the operator creates it: the job's keys copied, recover-strategy → enable=on."""
+    labels = dict(labels)
+    if c.ANNOTATION_RECOVER_STRATEGY in annotations:
+        labels[c.LABEL_PROCESS_RECOVER_ENABLE] = "on"  # ascend-operator job.go:479-491
+    return {
+        "metadata": {
+            "name": f"{job.name}-{job.uid}",
+            "namespace": job.namespace,
+            "uid": str(uuid.uuid4()),
+            "creationTimestamp": "2026-08-21T10:00:00Z",
+            "labels": labels,
+            "annotations": annotations,
+            "ownerReferences": [{"kind": c.ASCENDJOB_KIND, "name": job.name, "uid": job.uid}],
+        }
+    }
 
 
 def install_builtin_presets() -> None:

@@ -18,6 +18,7 @@ from kubernetes import config as k8s_config
 from apps.jobs.models import Cluster, TrainingJob
 from simcluster.kubeapi import KubeApiEmulator
 from tests.support.cluster import create_live_job
+from tests.support.world import training_job
 
 
 @pytest.fixture(scope="module")
@@ -48,15 +49,6 @@ def live_job(kube: k8s.ApiClient, emulator: KubeApiEmulator) -> Callable[..., Tr
             name=f"sim-{uuid.uuid4().hex[:6]}",
             defaults={"kubeconfig_path": kubeconfig or str(emulator.kubeconfig), "auto_heal": auto_heal},  # type: ignore[attr-defined]
         )
-        return TrainingJob.objects.create(
-            cluster=cluster,
-            namespace=namespace,
-            name=name,
-            uid=manifest["metadata"]["uid"],
-            framework="pytorch",
-            replicas={"Master": 1, "Worker": 1},
-            npus_per_pod=8,
-            mindcluster_version="26.1",
-        )
+        return training_job(cluster, name, namespace, uid=manifest["metadata"]["uid"])
 
     return make

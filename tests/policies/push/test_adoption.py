@@ -47,6 +47,14 @@ def load_samples(shared_dir: Path) -> list[dict]:
     return docs
 
 
+def wait_marked_deleted(cluster: Cluster, name: str, timeout: float) -> None:
+    wait_for(
+        lambda: TrainingJob.objects.filter(cluster=cluster, name=name, deleted_at__isnull=False).exists(),
+        timeout,
+        f"{name} marked deleted",
+    )
+
+
 def test_every_loadable_sample_is_adopted_with_its_observed_policy(
     shared_dir: Path, emulator: KubeApiEmulator, kube: k8s.ApiClient
 ) -> None:
@@ -129,13 +137,7 @@ def test_watch_adopts_new_jobs_and_marks_deleted_ones(
         k8s.CustomObjectsApi(kube).delete_namespaced_custom_object(
             c.ASCENDJOB_GROUP, c.ASCENDJOB_VERSION, namespace, c.ASCENDJOB_PLURAL, "first"
         )
-        wait_for(
-            lambda: TrainingJob.objects.filter(
-                cluster=cluster, name="first", deleted_at__isnull=False
-            ).exists(),
-            10,
-            "first marked deleted",
-        )
+        wait_marked_deleted(cluster, "first", 10)
         # History is kept: the row and its revision still exist.
         assert PolicyRevision.objects.filter(job__name="first", job__cluster=cluster).count() == 1
         # 410 Gone → relist and carry on; the relist is the only news of a job deleted meanwhile.
@@ -151,12 +153,6 @@ def test_watch_adopts_new_jobs_and_marks_deleted_ones(
         wait_for(
             lambda: TrainingJob.objects.filter(cluster=cluster, name="third").exists(), 15, "third adopted"
         )
-        wait_for(
-            lambda: TrainingJob.objects.filter(
-                cluster=cluster, name="second", deleted_at__isnull=False
-            ).exists(),
-            15,
-            "second marked deleted by the relist",
-        )
+        wait_marked_deleted(cluster, "second", 15)  # by the relist
     finally:
         ingester.stop()

@@ -28,6 +28,7 @@ from simcluster.runtime import SimCluster
 from tests.support import RedisServer, wait_for
 from tests.support.cluster import Worker
 from tests.support.sim import create_job, make_job
+from tests.support.world import training_job
 
 pytestmark = pytest.mark.django_db(transaction=True)
 OLD = ["retry", "recover", "dump"]
@@ -101,15 +102,7 @@ def _put(client: APIClient, job: TrainingJob, strategies: list[str]) -> None:
 def _created_with_policy(world: dict[str, Any], sim_kube: Kube) -> TrainingJob:
     """A registered job with revision 1, created in the cluster from the manifest rendered for it."""
     namespace, name = world["namespace"], f"cw-{uuid.uuid4().hex[:6]}"
-    job = TrainingJob.objects.create(
-        cluster=world["cluster"],
-        namespace=namespace,
-        name=name,
-        framework="pytorch",
-        replicas={"Master": 1, "Worker": 1},
-        npus_per_pod=8,
-        mindcluster_version="26.1",
-    )
+    job = training_job(world["cluster"], name, namespace)
     spec = {"mindcluster_version": "26.1", "strategies": OLD}
     policy_revision_create(job=job, spec=spec, actor=Actor(name="pipeline"), push=False)
     validated = validate_policy(spec).spec
