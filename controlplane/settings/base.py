@@ -104,6 +104,8 @@ MIDDLEWARE = [
     "apps.core.middleware.RequestIdMiddleware",  # first: every response, even a redirect, carries the id
     "apps.core.body_limit.BodyLimitMiddleware",  # an oversized body is refused before anything reads it
     "apps.core.csp.ContentSecurityPolicyMiddleware",
+    # /livez, /readyz, /healthz for the kubelet (Host: <pod IP>): before any Host validation or redirect.
+    "apps.core.probes.ProbeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
