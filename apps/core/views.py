@@ -21,7 +21,9 @@ def readyz(request: HttpRequest) -> JsonResponse:
     """200 when every registered check (database, Redis, ...) answers ok; 503 naming the failing ones."""
     checks = run_checks()
     ready = all(answer == OK for answer in checks.values())
-    return JsonResponse({"status": OK if ready else "unavailable", "checks": checks}, status=200 if ready else 503)
+    return JsonResponse(
+        {"status": OK if ready else "unavailable", "checks": checks}, status=200 if ready else 503
+    )
 
 
 healthz = readyz

@@ -60,7 +60,11 @@ def builtin_presets_load(preset_model: Any) -> int:
     for name, spec in BUILTIN_PRESETS.items():
         preset_model.objects.update_or_create(
             name=name,
-            defaults={"spec": deepcopy(spec), "description": PRESET_DESCRIPTIONS.get(name, ""), "builtin": True},
+            defaults={
+                "spec": deepcopy(spec),
+                "description": PRESET_DESCRIPTIONS.get(name, ""),
+                "builtin": True,
+            },
         )
     return len(BUILTIN_PRESETS)
 
