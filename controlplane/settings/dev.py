@@ -6,6 +6,7 @@ the test settings put its management commands (``simcluster``, ``sim_fault``) in
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 # Before base is imported: base decides at import time whether a development SECRET_KEY is allowed.
@@ -14,3 +15,7 @@ os.environ.setdefault("DEBUG", "true")
 from controlplane.settings.base import *  # noqa: F403
 
 INSTALLED_APPS = [*INSTALLED_APPS, "simcluster"]  # noqa: F405
+# `manage.py runserver` with websockets: Daphne's runserver, when the dev tools are installed
+# (requirements-dev.txt); the product itself serves with uvicorn and does not ship Daphne.
+if importlib.util.find_spec("daphne") is not None:
+    INSTALLED_APPS = ["daphne", *INSTALLED_APPS]
