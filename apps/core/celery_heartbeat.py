@@ -21,7 +21,7 @@ BEAT = "beat"
 
 
 class ConsumerHeartbeat(bootsteps.StartStopStep):
-    requires = {"celery.worker.consumer.tasks:Tasks"}
+    requires = ("celery.worker.consumer.tasks:Tasks",)
 
     def __init__(self, parent: Any, **kwargs: Any) -> None:
         super().__init__(parent, **kwargs)
