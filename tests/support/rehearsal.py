@@ -103,14 +103,19 @@ def localize(value: str, pod: Pod, image_var: Path) -> str:
     return value
 
 
-def pod_env(
-    pod: Pod,
-    container: Doc,
-    configmaps: dict[str, dict[str, str]],
-    secrets: dict[str, dict[str, str]],
-    overrides: Overrides,
-    image_var: Path,
-) -> dict[str, str]:
+@dataclass
+class Sources:
+    """Where a pod's environment and files come from: the cluster's ConfigMaps and Secrets (by name,
+    decoded), the rehearsal's overrides, and the image's /app/var."""
+
+    configmaps: dict[str, dict[str, str]]
+    secrets: dict[str, dict[str, str]]
+    overrides: Overrides
+    image_var: Path
+
+
+def pod_env(pod: Pod, container: Doc, sources: Sources) -> dict[str, str]:
+    configmaps, secrets, overrides = sources.configmaps, sources.secrets, sources.overrides
     env = {**BASE_ENV, **image_env(), "HOME": str(pod.tmp), "TMPDIR": str(pod.tmp)}
     for source in container.get("envFrom", []):
         if "configMapRef" in source:
@@ -126,7 +131,7 @@ def pod_env(
                 env[item["name"]] = secrets[ref["secretKeyRef"]["name"]][ref["secretKeyRef"]["key"]]
             else:
                 env[item["name"]] = configmaps[ref["configMapKeyRef"]["name"]][ref["configMapKeyRef"]["key"]]
-    env = {name: localize(value, pod, image_var) for name, value in env.items()}
+    env = {name: localize(value, pod, sources.image_var) for name, value in env.items()}
     # The overrides, and only these (module docstring).
     env["DATABASE_URL"] = overrides.database_url
     env["REDIS_URL"] = overrides.redis_url
@@ -145,17 +150,8 @@ def local_command(command: list[str], pod: Pod, image_var: Path) -> list[str]:
     return out
 
 
-def prepare(
-    component: str,
-    doc: Doc,
-    root: Path,
-    pod_ip: str,
-    configmaps: dict[str, dict[str, str]],
-    secrets: dict[str, dict[str, str]],
-    overrides: Overrides,
-    image_var: Path,
-) -> Pod:
-    pod = Pod(component, doc, root / component, pod_ip, image_var)
+def prepare(component: str, doc: Doc, root: Path, pod_ip: str, sources: Sources) -> Pod:
+    pod = Pod(component, doc, root / component, pod_ip, sources.image_var)
     pod.tmp.mkdir(parents=True, exist_ok=True)
     container = main_container(doc)
     for port in container.get("ports", []):
@@ -163,7 +159,7 @@ def prepare(
         pod.ports[str(port["containerPort"])] = local
         if "name" in port:
             pod.ports[port["name"]] = local
-    pod.env = pod_env(pod, container, configmaps, secrets, overrides, image_var)
+    pod.env = pod_env(pod, container, sources)
     return pod
 
 
