@@ -198,7 +198,6 @@ class Rehearsal:
 
         def one(component: str, doc: Doc) -> None:
             pod = self.pod(component, doc)
-            began = time.monotonic()
             for init in pod_spec(doc).get("initContainers", []):
                 code = run_to_completion(pod, init, self.image_var, timeout=120)
                 if code != 0:
@@ -206,8 +205,10 @@ class Rehearsal:
                         component, False, 0, 0, [f"init {init['name']} exit {code}"]
                     )
                     return
+            # The kubelet's startup budget counts from the container's start, after the initContainers.
+            started = time.monotonic()
             start(pod, self.image_var)
-            results[component] = wait_ready(pod, began)
+            results[component] = wait_ready(pod, started)
 
         threads = [threading.Thread(target=one, args=item) for item in docs.items()]
         for thread in threads:
