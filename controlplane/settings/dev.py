@@ -6,7 +6,6 @@ the test settings put its management commands (``simcluster``, ``sim_fault``) in
 
 from __future__ import annotations
 
-import importlib.util
 import os
 
 # Before base is imported: base decides at import time whether a development SECRET_KEY is allowed.
@@ -17,5 +16,9 @@ from controlplane.settings.base import *  # noqa: F403
 INSTALLED_APPS = [*INSTALLED_APPS, "simcluster"]  # noqa: F405
 # `manage.py runserver` with websockets: Daphne's runserver, when the dev tools are installed
 # (requirements-dev.txt); the product itself serves with uvicorn and does not ship Daphne.
-if importlib.util.find_spec("daphne") is not None:
+try:
+    import daphne  # type: ignore[import-untyped]  # noqa: F401
+except ImportError:
+    pass
+else:
     INSTALLED_APPS = ["daphne", *INSTALLED_APPS]
