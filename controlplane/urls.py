@@ -10,10 +10,12 @@ from apps.admission.views import admission_ascendjobs
 from apps.api.metrics import metrics_view
 from apps.api.schema_view import CachedSpectacularAPIView
 from apps.core.permissions import ApiDocsAccess
-from apps.core.views import healthz
+from apps.core.views import healthz, livez, readyz
 
 urlpatterns = [
-    path("healthz", healthz, name="healthz"),
+    path("livez", livez, name="livez"),
+    path("readyz", readyz, name="readyz"),
+    path("healthz", healthz, name="healthz"),  # the old name of readyz
     path("admin/", admin.site.urls),
     path("admission/ascendjobs/", admission_ascendjobs, name="admission-ascendjobs"),
     path("api/v1/", include("controlplane.api_urls")),

@@ -41,6 +41,34 @@ BUILTIN_PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+PRESET_DESCRIPTIONS = {
+    "retry-first": "Online retry for memory/network faults, then migrate the faulty pod, then a dying-gasp "
+    "checkpoint before rescheduling.",
+    "process-recover": "Process-level rescheduling: move the faulty process to a healthy node.",
+    "in-place": "Restart only the faulty processes where possible, migrate otherwise.",
+    "dying-gasp": "Save a dying-gasp checkpoint, then reschedule the job.",
+    "elastic": "Shrink by data parallelism when no spare node exists (PyTorch, 7.2+), else migrate or dump.",
+    "job-rescheduling-only": "No process-level recovery: recreate all pods on a fault.",
+    "pod-rescheduling": "Reschedule only the faulty pod, falling back to the whole job.",
+    "platform-mode": "ClusterD asks the control plane which strategy to use at every fault.",
+}
+
+
+def builtin_presets_load(preset_model: Any) -> int:
+    """Create or refresh every built-in preset through ``preset_model`` (the model, or a migration's
+    historical model: this module imports no model, so a migration can call it); user presets stay."""
+    for name, spec in BUILTIN_PRESETS.items():
+        preset_model.objects.update_or_create(
+            name=name,
+            defaults={
+                "spec": deepcopy(spec),
+                "description": PRESET_DESCRIPTIONS.get(name, ""),
+                "builtin": True,
+            },
+        )
+    return len(BUILTIN_PRESETS)
+
+
 def preset_names() -> tuple[str, ...]:
     return tuple(BUILTIN_PRESETS)
 

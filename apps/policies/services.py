@@ -150,26 +150,12 @@ def policy_revision_restore(*, job: TrainingJob, number: int, actor: Actor) -> P
     )
 
 
-PRESET_DESCRIPTIONS = {
-    "retry-first": "Online retry for memory/network faults, then migrate the faulty pod, then a dying-gasp "
-    "checkpoint before rescheduling.",
-    "process-recover": "Process-level rescheduling: move the faulty process to a healthy node.",
-    "in-place": "Restart only the faulty processes where possible, migrate otherwise.",
-    "dying-gasp": "Save a dying-gasp checkpoint, then reschedule the job.",
-    "elastic": "Shrink by data parallelism when no spare node exists (PyTorch, 7.2+), else migrate or dump.",
-    "job-rescheduling-only": "No process-level recovery: recreate all pods on a fault.",
-    "pod-rescheduling": "Reschedule only the faulty pod, falling back to the whole job.",
-    "platform-mode": "ClusterD asks the control plane which strategy to use at every fault.",
-}
-
-
 def presets_sync_builtin() -> int:
-    """Create or refresh the presets shipped with the product; user presets are left alone."""
-    from apps.policies.builtin_presets import BUILTIN_PRESETS
+    """Create or refresh the presets shipped with the product; user presets are left alone.
 
-    for name, spec in BUILTIN_PRESETS.items():
-        Preset.objects.update_or_create(
-            name=name,
-            defaults={"spec": spec, "description": PRESET_DESCRIPTIONS.get(name, ""), "builtin": True},
-        )
-    return len(BUILTIN_PRESETS)
+    The data migration ``policies.0004_builtin_presets`` runs the same loader, so a fresh ``migrate``
+    has them; this stays for ``demo_setup`` and for a release whose presets changed without a migration.
+    """
+    from apps.policies.builtin_presets import builtin_presets_load
+
+    return builtin_presets_load(Preset)

@@ -74,7 +74,6 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
-    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -104,6 +103,8 @@ MIDDLEWARE = [
     "apps.core.middleware.RequestIdMiddleware",  # first: every response, even a redirect, carries the id
     "apps.core.body_limit.BodyLimitMiddleware",  # an oversized body is refused before anything reads it
     "apps.core.csp.ContentSecurityPolicyMiddleware",
+    # /livez, /readyz, /healthz for the kubelet (Host: <pod IP>): before any Host validation or redirect.
+    "apps.core.probes.ProbeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

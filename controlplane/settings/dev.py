@@ -14,3 +14,11 @@ os.environ.setdefault("DEBUG", "true")
 from controlplane.settings.base import *  # noqa: F403
 
 INSTALLED_APPS = [*INSTALLED_APPS, "simcluster"]  # noqa: F405
+# `manage.py runserver` with websockets: Daphne's runserver, when the dev tools are installed
+# (requirements-dev.txt); the product itself serves with uvicorn and does not ship Daphne.
+try:
+    import daphne  # type: ignore[import-untyped]  # noqa: F401
+except ImportError:
+    pass
+else:
+    INSTALLED_APPS = ["daphne", *INSTALLED_APPS]

@@ -8,7 +8,7 @@ from django.test import Client
 pytestmark = pytest.mark.django_db
 
 
-def test_healthz_reports_database_and_redis(client: Client) -> None:
+def test_healthz_is_readyz_and_reports_database_and_redis(client: Client) -> None:
     response = client.get("/healthz")
     assert response.status_code == 200
     body = response.json()

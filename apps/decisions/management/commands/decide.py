@@ -11,6 +11,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
+from apps.core.heartbeat import Heartbeat
 from apps.decisions.watcher import run_decision_watchers
 
 
@@ -36,8 +37,15 @@ class Command(BaseCommand):
         if not 1 <= processes <= 32:
             raise CommandError("--processes must be between 1 and 32", returncode=2)
         self.stdout.write(f"watching PodGroups for platform-mode questions in {processes} process(es)")
+        # The pod's exec probe checks this file's age (deploy/base/decider.yaml).
+        heartbeat = Heartbeat("decider")
         if processes == 1:
-            _serve(0, 1)
+            beating = threading.Event()
+            heartbeat.run_in_thread(beating)
+            try:
+                _serve(0, 1)
+            finally:
+                beating.set()
             return
         connections.close_all()  # children open their own
         children = [multiprocessing.Process(target=_serve, args=(i, processes)) for i in range(processes)]
@@ -46,9 +54,11 @@ class Command(BaseCommand):
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         signal.signal(signal.SIGINT, lambda *_: stop.set())
+        heartbeat.beat()
         while not stop.wait(0.5):
             if any(not child.is_alive() for child in children):
                 break
+            heartbeat.beat()
         for child in children:
             child.terminate()
         for child in children:

@@ -1,0 +1,317 @@
+"""Deploy rehearsal (issue #23 item 2, first part): deploy/ comes up, as a platform team would run it.
+
+The sequence is docs/operator-guide.md "Install", step by step: render the quickstart overlay with
+``kubectl kustomize``; create the namespace and the operator's Secret and apply the overlay with kubectl
+to the built-in cluster; run the migration Job; start every Deployment (its initContainer first) as
+local processes with exactly its pod's environment (tests/support/rehearsal.py says what is mapped);
+probe each the way the kubelet does; every pod must be Ready within its startup budget.
+
+Not yet here (the issue's later parts): the user flows through these processes, the admission
+webhook's pod (it needs the TLS Secret cert-manager would issue), and each process calling the API
+with its own ServiceAccount's token: ``service_account_kubeconfig`` is the hook for that.
+"""
+
+from __future__ import annotations
+
+import copy
+import secrets
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+import yaml
+
+from apps.policies.builtin_presets import BUILTIN_PRESETS
+from simcluster.runtime import SimCluster
+from tests.support.deploy import REPO, Doc, kubectl, main_container, of_kind, pod_spec, render, workloads
+from tests.support.processes import RedisServer
+from tests.support.rehearsal import (
+    Overrides,
+    Pod,
+    Readiness,
+    Sources,
+    decode_secret,
+    kubectl_json,
+    prepare,
+    run_to_completion,
+    start,
+    stop,
+    wait_ready,
+)
+
+NAMESPACE = "mindcluster-recovery"
+OVERLAY = "quickstart"
+# The processes the rehearsal starts. Admission needs its TLS Secret (cert-manager's): a later part.
+PROCESSES = ("web", "worker", "beat", "ingester", "decider")
+# Kinds the built-in cluster does not serve yet (it answers "no matches for kind"): another helper is
+# adding ServiceAccounts and RBAC; the workload kinds are stored only by a real API server. The
+# rehearsal reads their specs from the rendered overlay instead of from the cluster.
+NOT_SERVED_YET = frozenset(
+    {
+        "Secret",
+        "Service",
+        "ServiceAccount",
+        "Deployment",
+        "StatefulSet",
+        "Job",
+        "PodDisruptionBudget",
+        "NetworkPolicy",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "RoleBinding",
+    }
+)
+# cert-manager's kinds: the built-in cluster has no cert-manager (nor do many real ones, see the guide).
+NO_CRD = "cert-manager.io/"
+
+
+def service_account_kubeconfig(sim: SimCluster, namespace: str, service_account: str, workdir: Path) -> Path:
+    """The kubeconfig a process of ServiceAccount ``namespace/service_account`` calls the cluster with.
+
+    TODO(issue #23 item 1): once the built-in cluster serves the TokenRequest API and enforces RBAC,
+    return a kubeconfig holding ``kubectl create token <service_account> -n <namespace>`` for the
+    cluster's server, so every process runs with exactly what deploy/ grants it. Note for that step:
+    the web, worker and decider read the cluster's kubeconfig path from the Cluster row the ingester
+    registers, so per-process identity also needs that path to resolve per pod (in a pod it is the
+    in-cluster token file). Until then: the built-in cluster's admin kubeconfig.
+    """
+    path = workdir / f"{service_account}.kubeconfig"
+    path.write_text(Path(sim.kubeconfig_path).read_text())
+    return path
+
+
+@pytest.fixture(scope="module")
+def fresh_database() -> Iterator[str]:
+    """A database nobody has migrated: the install's. Dropped afterwards."""
+    from django.db import connection
+
+    settings = connection.settings_dict
+    name = f"{settings['NAME']}_rehearsal_{uuid.uuid4().hex[:6]}"
+    auth = settings["USER"] + (f":{settings['PASSWORD']}" if settings.get("PASSWORD") else "")
+    server = f"postgres://{auth}@{settings['HOST'] or '127.0.0.1'}:{settings['PORT'] or 5432}"
+    with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"{server}/{name}"
+    finally:
+        with psycopg.connect(f"{server}/postgres", autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[RedisServer]:
+    """A private Redis: the rehearsal's Celery queues are nobody else's."""
+    server = RedisServer()
+    server.start()
+    yield server  # pytest runs the rest at teardown, whatever the test did
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def image_var(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The image's /app/var: static files collected as the Dockerfile's build step does."""
+    var = tmp_path_factory.mktemp("image-var")
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "DJANGO_SETTINGS_MODULE": "controlplane.settings.base",
+        "VAR_DIR": str(var),
+    }
+    subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v", "0"],
+        cwd=REPO,
+        env=env,
+        check=True,
+        timeout=300,
+    )
+    return var
+
+
+def operator_install(kubectl_bin: Path, sim: SimCluster, rendered: list[Doc], secret: dict[str, str]) -> str:
+    """docs/operator-guide.md "Install" steps 2-4: namespace, Secret, apply. Returns kubectl's output."""
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [str(kubectl_bin), "--kubeconfig", sim.kubeconfig_path, *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+    created = run("create", "namespace", NAMESPACE, "--save-config")
+    assert created.returncode == 0 or "AlreadyExists" in created.stderr, created.stderr  # a re-run
+    literals = [f"--from-literal={key}={value}" for key, value in secret.items()]
+    made = run("-n", NAMESPACE, "create", "secret", "generic", "recovery-control-plane", *literals)
+    assert made.returncode == 0 or "the server could not find the requested resource" in made.stderr, (
+        made.stderr
+    )
+    manifest = Path(sim.kubeconfig_path).with_name(f"rendered-{uuid.uuid4().hex[:6]}.yaml")
+    manifest.write_text(yaml.safe_dump_all([d for d in rendered if not d["apiVersion"].startswith(NO_CRD)]))
+    # --validate=false: the built-in cluster serves no OpenAPI schema to validate against (the schema
+    # checks are tests/ship/test_deploy_and_compose.py's, with kubernetes-validate).
+    applied = run("apply", "--validate=false", "-f", str(manifest))
+    unexpected = [
+        line
+        for line in applied.stderr.splitlines()
+        if line.strip()
+        and "ensure CRDs are installed first" not in line
+        and not any(f'no matches for kind "{kind}"' in line for kind in NOT_SERVED_YET)
+    ]
+    assert unexpected == [], applied.stderr
+    return applied.stdout
+
+
+def cluster_configmaps(kubectl_bin: Path, sim: SimCluster) -> dict[str, dict[str, str]]:
+    listed = kubectl_json(kubectl_bin, sim.kubeconfig_path, "-n", NAMESPACE, "get", "configmaps")
+    return {item["metadata"]["name"]: dict(item.get("data") or {}) for item in listed["items"]}
+
+
+def builtin_presets(database_url: str) -> set[str]:
+    with psycopg.connect(database_url) as conn:
+        return {row[0] for row in conn.execute("SELECT name FROM policies_preset WHERE builtin")}
+
+
+class Rehearsal:
+    """Pods started from the rendered overlay; stop() ends every one of them."""
+
+    def __init__(self, root: Path, sources: Sources) -> None:
+        self.root, self.sources = root, sources
+        self.overrides, self.image_var = sources.overrides, sources.image_var
+        self.pods: list[Pod] = []
+        self._ips = iter(f"10.244.1.{n}" for n in range(10, 250))
+
+    def pod(self, component: str, doc: Doc) -> Pod:
+        pod = prepare(component, doc, self.root, next(self._ips), self.sources)
+        self.pods.append(pod)
+        return pod
+
+    def run_job(self, doc: Doc, timeout: float = 300) -> Pod:
+        pod = self.pod("migrate", doc)
+        code = run_to_completion(pod, main_container(doc), self.image_var, timeout)
+        assert code == 0, f"the migration Job failed ({code}):\n{pod.log_tail()}"
+        return pod
+
+    def bring_up(self, docs: dict[str, Doc]) -> dict[str, Readiness]:
+        """Every Deployment's pod at once, as the kubelet would: initContainers, container, probes."""
+        results: dict[str, Readiness] = {}
+
+        def one(component: str, doc: Doc) -> None:
+            pod = self.pod(component, doc)
+            for init in pod_spec(doc).get("initContainers", []):
+                code = run_to_completion(pod, init, self.image_var, timeout=120)
+                if code != 0:
+                    results[component] = Readiness(
+                        component, False, 0, 0, [f"init {init['name']} exit {code}"]
+                    )
+                    return
+            # The kubelet's startup budget counts from the container's start, after the initContainers.
+            started = time.monotonic()
+            start(pod, self.image_var)
+            results[component] = wait_ready(pod, started)
+
+        threads = [threading.Thread(target=one, args=item) for item in docs.items()]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(400)
+        return results
+
+    def log(self, component: str) -> str:
+        return next(p for p in self.pods if p.component == component).log_tail()
+
+    def stop(self) -> None:
+        for pod in self.pods:
+            stop(pod)
+
+
+@pytest.fixture
+def rehearsal_setup(
+    sim: SimCluster, fresh_database: str, redis_server: RedisServer, image_var: Path, tmp_path: Path
+) -> Iterator[tuple[Rehearsal, list[Doc]]]:
+    kubectl_bin = kubectl("1.27")  # 1.33 sends protobuf bodies the built-in cluster is learning to read
+    rendered = render(OVERLAY, "1.27")
+    secret = {"SECRET_KEY": secrets.token_urlsafe(50), "PGPASSWORD": secrets.token_urlsafe(24)}
+    operator_install(kubectl_bin, sim, rendered, secret)
+    configmaps = cluster_configmaps(kubectl_bin, sim)
+    assert (
+        configmaps["recovery-control-plane"]
+        == of_kind(rendered, "ConfigMap")["recovery-control-plane"]["data"]
+    )
+    # The Secret as the pods would see it (read back when the built-in cluster serves Secrets).
+    secrets_ = {"recovery-control-plane": decode_secret({"stringData": secret})}
+    overrides = Overrides(
+        database_url=fresh_database,
+        redis_url=redis_server.url,
+        clusterd_address=sim.grpc_address,
+        kubeconfig_for=lambda account: service_account_kubeconfig(sim, NAMESPACE, account, tmp_path),
+    )
+    rehearsal = Rehearsal(tmp_path, Sources(configmaps, secrets_, overrides, image_var))
+    yield rehearsal, rendered  # pytest runs the rest at teardown, whatever the test did
+    rehearsal.stop()
+
+
+def not_ready(results: dict[str, Readiness]) -> dict[str, list[str]]:
+    return {name: r.answers[-3:] for name, r in results.items() if not r.ready or r.seconds > r.budget}
+
+
+@pytest.mark.slow(seconds=120)
+def test_a_fresh_install_comes_up_ready_with_the_builtin_presets(
+    rehearsal_setup: tuple[Rehearsal, list[Doc]],
+) -> None:
+    rehearsal, rendered = rehearsal_setup
+    found = workloads(rendered)
+    # The Job first (operator guide step 5); the Deployments' initContainers wait for it anyway.
+    rehearsal.run_job(found["migrate"])
+    assert builtin_presets(rehearsal.overrides.database_url) == set(BUILTIN_PRESETS)
+    results = rehearsal.bring_up({name: found[name] for name in PROCESSES})
+    assert set(results) == set(PROCESSES)
+    problems = not_ready(results)
+    assert problems == {}, "\n".join(f"{n}: {a}\n{rehearsal.log(n)}" for n, a in problems.items())
+    for result in results.values():
+        assert result.seconds <= result.budget
+    # Shown with -s: what the report and the operator guide quote.
+    print({name: f"{r.seconds:.1f}s of {r.budget:.0f}s" for name, r in sorted(results.items())})
+
+
+@pytest.mark.slow(seconds=40)
+def test_a_wrong_probe_path_fails_the_rehearsal(rehearsal_setup: tuple[Rehearsal, list[Doc]]) -> None:
+    rehearsal, rendered = rehearsal_setup
+    found = workloads(rendered)
+    rehearsal.run_job(found["migrate"])
+    web = copy.deepcopy(found["web"])
+    container = web["spec"]["template"]["spec"]["containers"][0]
+    container["readinessProbe"]["httpGet"]["path"] = "/ready"  # a typo a reviewer could miss
+    container["readinessProbe"]["periodSeconds"] = 1  # fail fast: the threshold still counts
+    results = rehearsal.bring_up({"web": web})
+    assert not results["web"].ready
+    assert any(
+        answer.startswith("HTTP 400") or answer.startswith("HTTP 404") for answer in results["web"].answers
+    )
+
+
+@pytest.mark.slow(seconds=15)
+@pytest.mark.parametrize(
+    "version",
+    [
+        "1.27",
+        pytest.param(
+            "1.33",
+            marks=pytest.mark.xfail(
+                reason="kubectl 1.33 sends protobuf bodies for built-in kinds; the built-in cluster is "
+                "learning to read them (issue #23 item 1, another helper)",
+                strict=False,
+            ),
+        ),
+    ],
+)
+def test_the_operator_steps_apply_with_each_kubectl(version: str) -> None:
+    cluster = SimCluster(clock_speed=200, seed=3)
+    cluster.start()
+    try:
+        secret = {"SECRET_KEY": secrets.token_urlsafe(50), "PGPASSWORD": secrets.token_urlsafe(24)}
+        operator_install(kubectl(version), cluster, render(OVERLAY, version), secret)
+        configmaps = cluster_configmaps(kubectl(version), cluster)
+        assert "REDIS_URL" in configmaps["recovery-control-plane"]
+    finally:
+        cluster.stop()
