@@ -1,6 +1,6 @@
-"""Issue 23 item 1 through kubectl 1.27 (JSON bodies) and 1.33 (protobuf bodies): ``kubectl create token``, ``kubectl apply`` of
-RBAC objects, ``kubectl auth can-i`` (a SelfSubjectAccessReview) and ``--list`` (a
-SelfSubjectRulesReview) as a ServiceAccount, and the product's own ``deploy/rbac.yaml`` granting
+"""Issue 23 item 1 through kubectl 1.27 (JSON bodies) and 1.33 (protobuf bodies): ``kubectl create
+token``, ``kubectl apply`` of RBAC objects, ``kubectl auth can-i`` (a SelfSubjectAccessReview) and ``--list`` (a
+SelfSubjectRulesReview) as a ServiceAccount, and the product's own deploy/ (production overlay) granting
 exactly the verbs it lists. kubectl 1.33 sends the TokenRequest and the reviews as protobuf
 (``simcluster/kubeapi/protobuf.py`` decodes them).
 
@@ -22,7 +22,7 @@ import yaml
 from kubernetes import client, config
 
 from simcluster.kubeapi import KubeApiEmulator
-from tests.support import REPO_ROOT
+from tests.support.deploy import render
 from tests.support.kube_identity import service_account_kubeconfig
 from tests.support.sim import make_job
 
@@ -152,12 +152,18 @@ def _granted(
 
 @pytest.mark.slow(seconds=6)
 def test_deploy_rbac_grants_exactly_what_it_lists(kubeconfig: Path, tmp_path: Path) -> None:
-    manifests = [REPO_ROOT / "deploy" / "namespace.yaml", REPO_ROOT / "deploy" / "rbac.yaml"]
-    for manifest in manifests:
-        kubectl(kubeconfig, "apply", "-f", str(manifest))
-    docs = [d for d in yaml.safe_load_all((REPO_ROOT / "deploy" / "rbac.yaml").read_text()) if d]
-    grants = _grants(docs)
-    assert grants, "deploy/rbac.yaml binds no ServiceAccount"
+    # The production overlay as kubectl renders it; its identities only (the rest is the rehearsal's).
+    identity_kinds = (
+        "Namespace", "ServiceAccount", "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding"
+    )
+    docs = [d for d in render("production") if d["kind"] in identity_kinds]
+    manifest = tmp_path / "identities.yaml"
+    manifest.write_text(yaml.safe_dump_all(docs))
+    # The managed namespace is the team's own, not deploy/'s: it exists before the install.
+    kubectl(kubeconfig, "create", "namespace", "team-a", ok=None)
+    kubectl(kubeconfig, "apply", "-f", str(manifest))
+    grants = _grants([d for d in docs if d["kind"] not in ("Namespace", "ServiceAccount")])
+    assert grants, "deploy/ binds no ServiceAccount"
     for (sa_ns, sa_name), rules in grants.items():
         kc = service_account_kubeconfig(
             kubeconfig, sa_ns, sa_name, tmp_path / f"{sa_ns}-{sa_name}" / "config"
