@@ -1,8 +1,9 @@
-"""Issue 23 item 1 through kubectl 1.27 (JSON bodies) and 1.33 (protobuf bodies): ``kubectl create
-token``, ``kubectl apply`` of RBAC objects, ``kubectl auth can-i`` (a SelfSubjectAccessReview) and ``--list`` (a
-SelfSubjectRulesReview) as a ServiceAccount, and the product's own deploy/ (production overlay) granting
-exactly the verbs it lists. kubectl 1.33 sends the TokenRequest and the reviews as protobuf
-(``simcluster/kubeapi/protobuf.py`` decodes them).
+"""Issue 23 item 1 through kubectl 1.27 (JSON bodies) and 1.33 (protobuf bodies): ``kubectl
+create token``, ``kubectl apply`` of RBAC objects, ``kubectl auth can-i`` (a SelfSubjectAccessReview)
+and ``--list`` (a SelfSubjectRulesReview) as a ServiceAccount, and the identities of deploy/'s
+production overlay granting exactly the verbs they list. kubectl 1.33 sends the TokenRequest and
+the reviews as protobuf (``simcluster/kubeapi/protobuf.py`` decodes them).
+
 
 kubectl sends a kubeconfig's token only over TLS (client-go tools/clientcmd/client_config.go
 ``ClientConfig``, gated on ``IsConfigTransportTLS``): ServiceAccount kubeconfigs name the
