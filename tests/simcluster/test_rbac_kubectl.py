@@ -4,7 +4,6 @@ and ``--list`` (a SelfSubjectRulesReview) as a ServiceAccount, and the identitie
 production overlay granting exactly the verbs they list. kubectl 1.33 sends the TokenRequest and
 the reviews as protobuf (``simcluster/kubeapi/protobuf.py`` decodes them).
 
-
 kubectl sends a kubeconfig's token only over TLS (client-go tools/clientcmd/client_config.go
 ``ClientConfig``, gated on ``IsConfigTransportTLS``): ServiceAccount kubeconfigs name the
 emulator's HTTPS port.
