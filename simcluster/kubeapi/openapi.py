@@ -39,6 +39,15 @@ _MODEL_ROOTS = {
     "SelfSubjectAccessReview": "V1SelfSubjectAccessReview",
     "SelfSubjectRulesReview": "V1SelfSubjectRulesReview",
     "SelfSubjectReview": "V1SelfSubjectReview",
+    "Secret": "V1Secret",
+    "Service": "V1Service",
+    "Deployment": "V1Deployment",
+    "StatefulSet": "V1StatefulSet",
+    "Job": "V1Job",
+    "PodDisruptionBudget": "V1PodDisruptionBudget",
+    "NetworkPolicy": "V1NetworkPolicy",
+    "Ingress": "V1Ingress",
+    "ValidatingWebhookConfiguration": "V1ValidatingWebhookConfiguration",
 }
 # API group of each served core-type kind ("" = the core group).
 _MODEL_GROUPS = {
@@ -51,6 +60,13 @@ _MODEL_GROUPS = {
     "SelfSubjectAccessReview": "authorization.k8s.io",
     "SelfSubjectRulesReview": "authorization.k8s.io",
     "SelfSubjectReview": "authentication.k8s.io",
+    "Deployment": "apps",
+    "StatefulSet": "apps",
+    "Job": "batch",
+    "PodDisruptionBudget": "policy",
+    "NetworkPolicy": "networking.k8s.io",
+    "Ingress": "networking.k8s.io",
+    "ValidatingWebhookConfiguration": "admissionregistration.k8s.io",
 }
 # The CRD's ``required`` lists are published but not enforced: skeletal AscendJobs (no replicaSpecs)
 # must still reach the operator, whose InvalidSpecs path the product models.

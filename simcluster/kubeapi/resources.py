@@ -202,6 +202,42 @@ CLUSTERROLEBINDINGS = ResourceType(
     _RBAC, "v1", "clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", namespaced=False
 )
 
+# What deploy/ applies, stored only: no controller acts on them (the deploy rehearsal runs the pods'
+# processes itself, tests/support/rehearsal.py). Workloads have .status and a generation, as real ones.
+_WORKLOAD: dict[str, Any] = {"has_status": True, "has_generation": True}
+SECRETS = ResourceType("", "v1", "secrets", "secret", "Secret", extra_fields=frozenset({"type"}))
+SERVICES = ResourceType("", "v1", "services", "service", "Service", short_names=("svc",), has_status=True)
+DEPLOYMENTS = ResourceType(
+    "apps", "v1", "deployments", "deployment", "Deployment", short_names=("deploy",), **_WORKLOAD
+)
+STATEFULSETS = ResourceType(
+    "apps", "v1", "statefulsets", "statefulset", "StatefulSet", short_names=("sts",), **_WORKLOAD
+)
+JOBS = ResourceType("batch", "v1", "jobs", "job", "Job", **_WORKLOAD)
+POD_DISRUPTION_BUDGETS = ResourceType(
+    "policy",
+    "v1",
+    "poddisruptionbudgets",
+    "poddisruptionbudget",
+    "PodDisruptionBudget",
+    short_names=("pdb",),
+    **_WORKLOAD,
+)
+_NET = "networking.k8s.io"
+NETWORK_POLICIES = ResourceType(
+    _NET, "v1", "networkpolicies", "networkpolicy", "NetworkPolicy", short_names=("netpol",)
+)
+INGRESSES = ResourceType(_NET, "v1", "ingresses", "ingress", "Ingress", short_names=("ing",), has_status=True)
+VALIDATING_WEBHOOK_CONFIGURATIONS = ResourceType(
+    "admissionregistration.k8s.io",
+    "v1",
+    "validatingwebhookconfigurations",
+    "validatingwebhookconfiguration",
+    "ValidatingWebhookConfiguration",
+    namespaced=False,
+    has_generation=True,
+)
+
 # Reviews: answered from the request and the RBAC objects, never stored (``kubectl auth can-i``,
 # ``kubectl auth whoami``).
 SELF_SUBJECT_ACCESS_REVIEWS = ResourceType(
@@ -249,6 +285,15 @@ ALL: tuple[ResourceType, ...] = (
     ROLEBINDINGS,
     CLUSTERROLES,
     CLUSTERROLEBINDINGS,
+    SECRETS,
+    SERVICES,
+    DEPLOYMENTS,
+    STATEFULSETS,
+    JOBS,
+    POD_DISRUPTION_BUDGETS,
+    NETWORK_POLICIES,
+    INGRESSES,
+    VALIDATING_WEBHOOK_CONFIGURATIONS,
     SELF_SUBJECT_ACCESS_REVIEWS,
     SELF_SUBJECT_RULES_REVIEWS,
     SELF_SUBJECT_REVIEWS,

@@ -23,11 +23,11 @@ from typing import Any
 import pytest
 import yaml
 
-from simcluster.kubeapi import KubeApiEmulator, openapi, resources, store
+from simcluster.kubeapi import KubeApiEmulator
 from simcluster.kubeapi import protobuf as pb
 from simcluster.kubeapi.errors import ApiError
 from simcluster.kubeapi.openapi_pb import _len, _str, _varint
-from simcluster.kubeapi.resources import ASCENDJOBS, CONFIGMAPS, ResourceType
+from simcluster.kubeapi.resources import ASCENDJOBS, CONFIGMAPS
 
 KUBECTL_DIR = Path("/usr/lib/google-cloud-sdk/bin")
 KUBECTLS = [p for p in (KUBECTL_DIR / "kubectl.1.27", KUBECTL_DIR / "kubectl.1.33") if p.exists()]
@@ -252,63 +252,9 @@ def test_bad_bodies_are_400_or_415_never_500() -> None:
 
 # --- end to end: kubectl 1.27 (JSON) and 1.33 (protobuf) ----------------------------------------------
 
-# Built-in types the test manifests use that this emulator may not serve yet: served for this module.
-_RBAC, _NET = "rbac.authorization.k8s.io", "networking.k8s.io"
-_PDB = "PodDisruptionBudget"
-_APPS: dict[str, Any] = {"has_status": True, "has_generation": True}
-_EXTRA = (
-    (ResourceType("", "v1", "secrets", "secret", "Secret"), "V1Secret"),
-    (ResourceType("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount"), "V1ServiceAccount"),
-    (ResourceType("", "v1", "services", "service", "Service"), "V1Service"),
-    (ResourceType("apps", "v1", "deployments", "deployment", "Deployment", **_APPS), "V1Deployment"),
-    (ResourceType("batch", "v1", "jobs", "job", "Job", **_APPS), "V1Job"),
-    (ResourceType(_RBAC, "v1", "roles", "role", "Role"), "V1Role"),
-    (ResourceType(_RBAC, "v1", "rolebindings", "rolebinding", "RoleBinding"), "V1RoleBinding"),
-    (ResourceType(_NET, "v1", "networkpolicies", "networkpolicy", "NetworkPolicy"), "V1NetworkPolicy"),
-    (ResourceType("policy", "v1", "poddisruptionbudgets", "pdb", _PDB), "V1" + _PDB),
-)  # fmt: skip
-_CACHED = (
-    openapi._core_defs,
-    openapi._definitions,
-    openapi.v3_document,
-    openapi.v3_index,
-    openapi.v2_document,
-    openapi.v2_protobuf,
-)
-
-
-def _clear_openapi_caches() -> None:
-    for fn in _CACHED:
-        fn.cache_clear()
-
 
 @pytest.fixture(scope="module")
-def served() -> Iterator[None]:
-    """Serve the missing built-in types for this module (a no-op for the ones already served)."""
-    with pytest.MonkeyPatch.context() as mp:
-        missing = [
-            (rt, model) for rt, model in _EXTRA if resources.lookup(rt.group, rt.version, rt.plural) is None
-        ]
-        for rt, model in missing:
-            key = (rt.group, rt.version)
-            mp.setitem(
-                resources.BY_GROUP_VERSION, key, {**resources.BY_GROUP_VERSION.get(key, {}), rt.plural: rt}
-            )
-            mp.setitem(openapi._MODEL_ROOTS, rt.kind, model)
-            if rt.group:
-                mp.setitem(openapi._MODEL_GROUPS, rt.kind, rt.group)
-        for module in (openapi, store):  # the emulator's store makes a bucket per served type
-            mp.setattr(module, "ALL", (*module.ALL, *(rt for rt, _ in missing)))
-        _clear_openapi_caches()
-        try:
-            yield
-        finally:
-            _clear_openapi_caches()
-    _clear_openapi_caches()
-
-
-@pytest.fixture(scope="module")
-def kubeconfig(served: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     emu = KubeApiEmulator(host="127.0.0.1", port=0)
     emu.start()
     try:
@@ -363,7 +309,8 @@ def _created_by(kubectl: Path, kubeconfig: Path, ns: str, tmp: Path) -> tuple[di
     manifest = tmp / f"{kubectl.name}.yaml"
     manifest.write_text(_MANIFEST)
     run("apply", "-n", ns, "-f", str(manifest))
-    kinds = ",".join(rt.plural for rt, _ in _EXTRA) + ",configmaps"
+    kinds = "secrets,serviceaccounts,services,deployments,jobs,roles,rolebindings,networkpolicies,pdb"
+    kinds += ",configmaps"
     listed = json.loads(_kubectl(kubectl, kubeconfig, "get", kinds, "-n", ns, "-o", "json").stdout)["items"]
     listed.append(json.loads(_kubectl(kubectl, kubeconfig, "get", "namespace", ns, "-o", "json").stdout))
     out = [_comparable(o, ns) for o in listed]
