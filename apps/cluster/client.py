@@ -7,6 +7,7 @@ server sent one.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,7 +32,12 @@ _PERMANENT_STATUSES = frozenset({400, 401, 403, 404, 405, 406, 410, 413, 415, 42
 
 @dataclass(frozen=True)
 class ClusterRef:
-    """How to reach one cluster: a kubeconfig file and context, or the pod's in-cluster config."""
+    """How to reach one cluster: a kubeconfig file and context, or this process's own credentials.
+
+    ``in_cluster`` (the local cluster, the one the control plane runs in) means "whatever identity
+    this process has": every process of an install calls the API with its own ServiceAccount, never
+    with a path another process registered (see ``load_credentials``).
+    """
 
     name: str
     kubeconfig_path: str = ""
@@ -51,15 +57,7 @@ def api_client(ref: ClusterRef) -> k8s.ApiClient:
             return existing
         configuration = k8s.Configuration()
         try:
-            if ref.in_cluster:
-                k8s_config.load_incluster_config(client_configuration=configuration)
-            else:
-                k8s_config.load_kube_config(
-                    config_file=ref.kubeconfig_path or None,
-                    context=ref.context or None,
-                    client_configuration=configuration,
-                    persist_config=False,
-                )
+            load_credentials(ref, configuration)
             # Retries are ours (budget, backoff, Retry-After, the user-visible attempt count): urllib3
             # hands every HTTP answer straight back. It may only retry once at the connection level:
             # a pooled keep-alive socket the server already closed, which urllib3 retries for reads
@@ -81,6 +79,34 @@ def api_client(ref: ClusterRef) -> k8s.ApiClient:
             ) from exc
         _clients[ref] = created
         return created
+
+
+def load_credentials(ref: ClusterRef, configuration: k8s.Configuration) -> None:
+    """Fill ``configuration`` with the server and identity ``ref`` names: the one place that decides.
+
+    A named kubeconfig file (a remote cluster) is that file. The local cluster (``in_cluster``, or no
+    path) is this process's own credentials: in a pod (``KUBERNETES_SERVICE_HOST`` set, as the kubelet
+    does) the mounted ServiceAccount token; elsewhere the process's ``KUBECONFIG`` (or
+    ``~/.kube/config``), as kubectl would. So web, worker and decider each act as their own
+    ServiceAccount even though the ingester registered the row.
+    """
+    if ref.kubeconfig_path and not ref.in_cluster:
+        k8s_config.load_kube_config(
+            config_file=ref.kubeconfig_path,
+            context=ref.context or None,
+            client_configuration=configuration,
+            persist_config=False,
+        )
+    elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+        k8s_config.load_incluster_config(client_configuration=configuration)
+    else:
+        k8s_config.load_kube_config(
+            # Read now: the client's own default is $KUBECONFIG as it was when it was imported.
+            config_file=os.environ.get("KUBECONFIG") or None,
+            context=ref.context or None,
+            client_configuration=configuration,
+            persist_config=False,
+        )
 
 
 def forget_client(ref: ClusterRef) -> None:

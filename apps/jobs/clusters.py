@@ -22,9 +22,14 @@ def cluster_ref(cluster: Cluster) -> kube.ClusterRef:
 def cluster_register_default(
     *, kubeconfig: str | None = None, name: str = "default", clusterd_address: str | None = None
 ) -> Cluster | None:
-    """Register (or refresh) the cluster of ``KUBECONFIG``'s current context as the default one."""
+    """Register (or refresh) the cluster of ``KUBECONFIG``'s current context as the default one.
+
+    With ``KUBE_IN_CLUSTER`` (deploy/'s pods) the row is the local cluster, path empty: every process
+    that reads it uses its own credentials (``apps.cluster.client.load_credentials``), never the
+    registering process's, even when this process also has a ``KUBECONFIG``.
+    """
     path = kubeconfig if kubeconfig is not None else settings.KUBECONFIG
-    if not path and settings.KUBE_IN_CLUSTER:
+    if kubeconfig is None and settings.KUBE_IN_CLUSTER:
         cluster, _ = Cluster.objects.update_or_create(
             name=name,
             defaults={
@@ -42,6 +47,7 @@ def cluster_register_default(
         name=name,
         defaults={
             "kubeconfig_path": path.split(":")[0],
+            "in_cluster": False,
             "is_default": True,
             "clusterd_address": clusterd_address
             if clusterd_address is not None
