@@ -9,8 +9,10 @@ maps, and nothing else:
 - the pod's own filesystem: ``/tmp`` (an emptyDir) becomes a directory per pod, the image's
   ``/app/var`` one per rehearsal (static files collected into it as the image build does);
 - the pod's own network: a ``containerPort`` becomes a free local port (the command's ``--port``);
-- the datastores (``DATABASE_URL``, ``REDIS_URL``) and the cluster (``KUBECONFIG`` instead of
-  ``KUBE_IN_CLUSTER``, ``CLUSTERD_ADDRESS``) point at the test's.
+- the datastores (``DATABASE_URL``, ``REDIS_URL``) and ClusterD (``CLUSTERD_ADDRESS``) point at the
+  test's; a pod that mounts its ServiceAccount token gets, instead of the mounted token, ``KUBECONFIG``
+  with a token of that same ServiceAccount (``KUBE_IN_CLUSTER`` stays: the product then uses the
+  process's own credentials, apps.cluster.client.load_credentials).
 
 Probes follow the kubelet: HTTP GET with ``Host: <pod IP>:<port>`` (kubernetes pkg/probe/http/
 request.go: the host defaults to the pod IP) and ``User-Agent: kube-probe/<version>``, success for
@@ -136,7 +138,7 @@ def pod_env(pod: Pod, container: Doc, sources: Sources) -> dict[str, str]:
     env["DATABASE_URL"] = overrides.database_url
     env["REDIS_URL"] = overrides.redis_url
     env["CLUSTERD_ADDRESS"] = overrides.clusterd_address
-    if env.pop("KUBE_IN_CLUSTER", None) is not None and pod_spec(pod.doc).get("automountServiceAccountToken"):
+    if pod_spec(pod.doc).get("automountServiceAccountToken"):
         env["KUBECONFIG"] = str(overrides.kubeconfig_for(pod_spec(pod.doc)["serviceAccountName"]))
     return env
 
