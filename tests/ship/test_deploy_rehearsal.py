@@ -14,6 +14,7 @@ with its own ServiceAccount's token: ``service_account_kubeconfig`` is the hook 
 from __future__ import annotations
 
 import copy
+import json
 import secrets
 import subprocess
 import sys
@@ -23,13 +24,17 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 import yaml
 
 from apps.policies.builtin_presets import BUILTIN_PRESETS
+from mindcluster import keys as k
+from simcluster.kube import Kube
 from simcluster.runtime import SimCluster
+from tests.support import wait_for
 from tests.support.deploy import REPO, Doc, kubectl, main_container, of_kind, pod_spec, render, workloads
 from tests.support.kube_identity import service_account_kubeconfig
 from tests.support.processes import RedisServer
@@ -46,6 +51,8 @@ from tests.support.rehearsal import (
     stop,
     wait_ready,
 )
+from tests.support.rehearsal_flows import Api, forbidden_lines, issue_admin_token
+from tests.support.sim import conditions, create_job, make_job
 
 NAMESPACE = "mindcluster-recovery"
 OVERLAY = "quickstart"
@@ -315,3 +322,126 @@ def test_the_operator_steps_apply_with_each_kubectl(version: str) -> None:
         assert "REDIS_URL" in configmaps["recovery-control-plane"]
     finally:
         cluster.stop()
+
+
+# --- user flows through the rehearsed processes (issue #23 item 2, "then drive the user flows") ------
+MANAGED = "default"  # the overlay's managed namespace (managed-namespaces.yaml)
+
+
+@dataclass
+class Flows:
+    api: Api
+    kube: Kube
+    job: dict[str, Any]  # the adopted job as the API shows it
+
+
+def web_api(rehearsed: Rehearsed) -> Api:
+    web = next(p for p in rehearsed.rehearsal.pods if p.component == "web")
+    return Api(next(iter(web.ports.values())), issue_admin_token(web))
+
+
+@pytest.fixture(scope="module")
+def flows(rehearsed: Rehearsed) -> Iterator[Flows]:
+    """Adoption: a user's AscendJob in the managed namespace shows up in the API (the ingester's work,
+    as its own ServiceAccount)."""
+    assert not_ready(rehearsed.results) == {}
+    api, kube = web_api(rehearsed), Kube(rehearsed.sim.kubeconfig_path)
+    name = f"rehearsed-{uuid.uuid4().hex[:6]}"
+    create_job(kube, make_job(name, namespace=MANAGED))
+    job = wait_for(lambda: api.job_named(MANAGED, name), 60, f"{name} adopted", interval=0.5)
+    yield Flows(api, kube, job)
+    kube.close()
+
+
+def all_logs(rehearsed: Rehearsed) -> dict[str, str]:
+    return {pod.component: pod.log_tail(10**7) for pod in rehearsed.rehearsal.pods}
+
+
+@pytest.mark.slow(seconds=40)
+def test_save_push_preview_recreate_and_ingest_through_the_rehearsed_processes(
+    rehearsed: Rehearsed, flows: Flows
+) -> None:
+    api, kube, job = flows.api, flows.kube, flows.job
+    name, job_id = job["name"], job["id"]
+    # Save → push: a new revision, pushed by the worker onto the AscendJob's annotations.
+    status, body, headers = api.call("GET", f"jobs/{job_id}/policy/")
+    assert status == 200, body
+    status, body, _ = api.call(
+        "PUT", f"jobs/{job_id}/policy/", {"spec": {"strategies": ["dump"]}}, {"If-Match": headers["etag"]}
+    )
+    assert status == 200, body
+
+    def pushed() -> bool:
+        live = kube.get_job(MANAGED, name) or {}
+        return (live.get("metadata", {}).get("annotations") or {}).get(
+            k.ANNOTATION_RECOVER_STRATEGY
+        ) == "dump"
+
+    wait_for(pushed, 60, "the policy pushed to the AscendJob")
+    # Preview: a draft rendered against the live objects.
+    status, body, _ = api.call("POST", f"jobs/{job_id}/policy/preview/", {"spec": {"strategies": ["retry"]}})
+    assert status == 200 and body["valid"], body
+    # Recreate: a new AscendJob (a new uid) with the current revision (sync 200, or 202 when queued).
+    old_uid = (kube.get_job(MANAGED, name) or {})["metadata"]["uid"]
+    status, body, _ = api.call("POST", f"jobs/{job_id}/recreate/", {"confirm": name})
+    assert status in (200, 202), body
+    wait_for(
+        lambda: ((kube.get_job(MANAGED, name) or {}).get("metadata") or {}).get("uid") not in (None, old_uid),
+        60,
+        "the job recreated",
+    )
+    # Ingest: a fault in the (simulated) cluster becomes an event in the API.
+    wait_for(lambda: "Running" in conditions(kube.get_job(MANAGED, name)), 60, "recreated job Running")
+    rehearsed.sim.inject_fault(MANAGED, name, rank=0, recovers=True)
+
+    def events() -> list[Any]:
+        status, body, _ = api.call("GET", f"jobs/{job_id}/events/")
+        assert status == 200, body
+        return list(body["results"] if isinstance(body, dict) else body)
+
+    wait_for(events, 60, "the fault's event in the API", interval=0.5)
+    # No process was refused anything it needed by the cluster.
+    refused = {c: forbidden_lines(log) for c, log in all_logs(rehearsed).items()}
+    assert {c: lines for c, lines in refused.items() if lines} == {}
+
+
+def without_verb(rendered: list[Doc], role: str, resource: str, verb: str) -> Doc:
+    """The rendered ClusterRole ``role`` with ``verb`` removed from its rule on ``resource``."""
+    doc = copy.deepcopy(of_kind(rendered, "ClusterRole")[role])
+    for rule in doc["rules"]:
+        if resource in rule["resources"] and verb in rule["verbs"]:
+            rule["verbs"].remove(verb)
+            return doc
+    raise AssertionError(f"{role} grants no {verb} on {resource}")
+
+
+def kubectl_apply(sim: SimCluster, doc: Doc) -> None:
+    path = Path(sim.kubeconfig_path).with_name(f"edited-{uuid.uuid4().hex[:6]}.yaml")
+    path.write_text(yaml.safe_dump(doc))
+    done = subprocess.run(
+        [str(kubectl("1.27")), "--kubeconfig", sim.kubeconfig_path, "apply", "-f", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.slow(seconds=30)
+def test_a_verb_removed_from_the_web_role_fails_the_recreate_flow_with_a_403(
+    rehearsed: Rehearsed, flows: Flows
+) -> None:
+    role = "mindcluster-recovery-web-writes"
+    kubectl_apply(rehearsed.sim, without_verb(rehearsed.rendered, role, "ascendjobs", "create"))
+    try:
+        name = f"rehearsed-{uuid.uuid4().hex[:6]}"
+        create_job(flows.kube, make_job(name, namespace=MANAGED))
+        job = wait_for(lambda: flows.api.job_named(MANAGED, name), 60, f"{name} adopted", interval=0.5)
+        status, body, _ = flows.api.call("POST", f"jobs/{job['id']}/recreate/", {"confirm": name})
+        if status == 202:  # queued: the worker's attempt is where the 403 shows
+            wait_for(lambda: forbidden_lines(all_logs(rehearsed)["worker"]), 60, "the worker refused")
+        else:
+            assert status == 409 and body["errors"][0]["code"] == "recreate_failed", body
+            assert "403" in json.dumps(body) or "orbidden" in json.dumps(body), body
+    finally:
+        kubectl_apply(rehearsed.sim, of_kind(rehearsed.rendered, "ClusterRole")[role])
