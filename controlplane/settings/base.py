@@ -212,6 +212,8 @@ CELERY_TASK_ROUTES = {
     "decisions.sweep": {"queue": CELERY_SLOW_QUEUE},
     "advice.refresh_summaries": {"queue": CELERY_SLOW_QUEUE},
     "events.sweep_webhooks": {"queue": CELERY_SLOW_QUEUE},
+    "admission.recreate": {"queue": CELERY_PUSH_QUEUE},
+    "admission.sweep_recreates": {"queue": CELERY_SLOW_QUEUE},
 }
 
 
@@ -229,7 +231,17 @@ CELERY_BEAT_SCHEDULE = {
     # The jobs list's "could save" column (issue #18): re-priced after new incidents.
     "refresh-advice": _every("advice.refresh_summaries", env_float("ADVICE_REFRESH_SECONDS", 60.0)),
     "sweep-webhooks": _every("events.sweep_webhooks", env_float("WEBHOOK_SWEEP_SECONDS", 15.0)),
+    "sweep-recreates": _every("admission.sweep_recreates", env_float("RECREATE_SWEEP_SECONDS", 15.0)),
 }
+
+# --- recreate (design §4.6): a recorded operation run by a task, finished by the sweep -------------
+RECREATE_DELETE_WAIT_SECONDS = env_float("RECREATE_DELETE_WAIT_SECONDS", 30.0, minimum=1.0)
+RECREATE_BACKOFF_BASE_SECONDS = env_float("RECREATE_BACKOFF_BASE_SECONDS", 0.5, minimum=0.0)
+RECREATE_BACKOFF_MAX_SECONDS = env_float("RECREATE_BACKOFF_MAX_SECONDS", 10.0, minimum=0.01)
+# Retries of one task run; then the operation waits for the sweep (it stays active, never dropped).
+RECREATE_TASK_RETRIES = env_int("RECREATE_TASK_RETRIES", 5, minimum=0)
+# An active operation nobody advanced for this long is queued again; longer than the delete wait.
+RECREATE_STALL_SECONDS = env_float("RECREATE_STALL_SECONDS", 60.0, minimum=RECREATE_DELETE_WAIT_SECONDS + 1)
 
 # --- push pipeline -------------------------------------------------------------------------------
 PUSH_LEASE_SECONDS = env_int("PUSH_LEASE_SECONDS", 120, minimum=5)
