@@ -6,6 +6,8 @@ from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
 
+from apps.core.supervision import supervised_threads_ready, supervised_threads_status
+
 
 def _check_database() -> str:
     try:
@@ -27,9 +29,20 @@ def _check_redis() -> str:
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
-    """200 when the database answers; Redis is reported but does not fail liveness."""
-    checks = {"database": _check_database(), "redis": _check_redis()}
-    healthy = checks["database"] == "ok"
+    """200 when the database answers and no supervised thread is dead or crash-looping; Redis is
+    reported but does not fail it."""
+    threads_ok = supervised_threads_ready()
+    checks = {
+        "database": _check_database(),
+        "redis": _check_redis(),
+        "threads": "ok" if threads_ok else "error: a supervised thread is dead or crash-looping",
+    }
+    healthy = checks["database"] == "ok" and threads_ok
     return JsonResponse(
-        {"status": "ok" if healthy else "unavailable", "checks": checks}, status=200 if healthy else 503
+        {
+            "status": "ok" if healthy else "unavailable",
+            "checks": checks,
+            "threads": supervised_threads_status(),
+        },
+        status=200 if healthy else 503,
     )

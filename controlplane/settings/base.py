@@ -234,6 +234,31 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-recreates": _every("admission.sweep_recreates", env_float("RECREATE_SWEEP_SECONDS", 15.0)),
 }
 
+# --- supervised threads (apps.core.supervision): restart after a crash, readiness, metrics -------
+SUPERVISOR_BACKOFF_INITIAL_SECONDS = env_float("SUPERVISOR_BACKOFF_INITIAL_SECONDS", 0.5, minimum=0.01)
+SUPERVISOR_BACKOFF_MAX_SECONDS = env_float("SUPERVISOR_BACKOFF_MAX_SECONDS", 30.0, minimum=0.01)
+# Not ready while a thread has crashed this many times in a row (and has not run well since) ...
+SUPERVISOR_CRASH_LOOP_FAILURES = env_int("SUPERVISOR_CRASH_LOOP_FAILURES", 3, minimum=1)
+# ... where a run this long counts as well: the next crash starts a new count.
+SUPERVISOR_HEALTHY_AFTER_SECONDS = env_float("SUPERVISOR_HEALTHY_AFTER_SECONDS", 60.0, minimum=0.1)
+
+# --- the shared cache: DRF's throttle counts, shared by every web process (issue #24) ------------
+# Its own key prefix in Redis, so a clear() deletes only these keys (apps.core.cache), not the
+# broker's queues that share REDIS_URL by default. Each call is bounded: a Redis that does not
+# answer costs a request CACHE_TIMEOUT_SECONDS, then the throttle lets it through (and logs).
+CACHE_TIMEOUT_SECONDS = env_float("CACHE_TIMEOUT_SECONDS", 0.5, minimum=0.05)
+CACHES: dict[str, dict[str, Any]] = {
+    "default": {
+        "BACKEND": "apps.core.cache.PrefixedRedisCache",
+        "LOCATION": env_str("CACHE_URL", REDIS_URL),
+        "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "cp-cache"),
+        "OPTIONS": {
+            "socket_connect_timeout": CACHE_TIMEOUT_SECONDS,
+            "socket_timeout": CACHE_TIMEOUT_SECONDS,
+        },
+    }
+}
+
 # --- recreate (design §4.6): a recorded operation run by a task, finished by the sweep -------------
 RECREATE_DELETE_WAIT_SECONDS = env_float("RECREATE_DELETE_WAIT_SECONDS", 30.0, minimum=1.0)
 RECREATE_BACKOFF_BASE_SECONDS = env_float("RECREATE_BACKOFF_BASE_SECONDS", 0.5, minimum=0.0)
