@@ -47,9 +47,11 @@ class _Sender:
         self.idle = threading.Condition(self.lock)
         ready = threading.Event()
         # Supervised for its status and metrics; a crashed loop is not restarted in place (its queues
-        # went with it): the next broadcast finds the thread dead and starts a new sender.
+        # went with it): the next broadcast finds the thread dead and starts a new sender (``ended``
+        # says so to readiness: its restart is on its way).
+        ended = threading.Event()
         self.thread = Supervisor(
-            "events-broadcast", lambda: self._run(ready), stop=threading.Event(), on_crash=lambda exc: None
+            "events-broadcast", lambda: self._run(ready), stop=ended, on_crash=lambda exc: ended.set()
         ).start()
         ready.wait(5)
 
