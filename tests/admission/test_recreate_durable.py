@@ -187,7 +187,7 @@ def assert_recreated(kube: Kube, row: TrainingJob, op_id: int, old_uid: str) -> 
     return live
 
 
-@pytest.mark.slow(seconds=25)
+@pytest.mark.slow(seconds=40)
 def test_a_recreate_killed_between_delete_and_create_is_finished_by_the_sweep(
     kube: Kube, namespace: str, cluster_row: Cluster, api: APIClient, worker_factory: Any, gate_factory: Any
 ) -> None:
