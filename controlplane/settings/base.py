@@ -213,6 +213,8 @@ CELERY_TASK_ROUTES = {
     "decisions.sweep": {"queue": CELERY_SLOW_QUEUE},
     "advice.refresh_summaries": {"queue": CELERY_SLOW_QUEUE},
     "events.sweep_webhooks": {"queue": CELERY_SLOW_QUEUE},
+    "admission.recreate": {"queue": CELERY_PUSH_QUEUE},
+    "admission.sweep_recreates": {"queue": CELERY_SLOW_QUEUE},
 }
 
 
@@ -230,7 +232,42 @@ CELERY_BEAT_SCHEDULE = {
     # The jobs list's "could save" column (issue #18): re-priced after new incidents.
     "refresh-advice": _every("advice.refresh_summaries", env_float("ADVICE_REFRESH_SECONDS", 60.0)),
     "sweep-webhooks": _every("events.sweep_webhooks", env_float("WEBHOOK_SWEEP_SECONDS", 15.0)),
+    "sweep-recreates": _every("admission.sweep_recreates", env_float("RECREATE_SWEEP_SECONDS", 15.0)),
 }
+
+# --- supervised threads (apps.core.supervision): restart after a crash, readiness, metrics -------
+SUPERVISOR_BACKOFF_INITIAL_SECONDS = env_float("SUPERVISOR_BACKOFF_INITIAL_SECONDS", 0.5, minimum=0.01)
+SUPERVISOR_BACKOFF_MAX_SECONDS = env_float("SUPERVISOR_BACKOFF_MAX_SECONDS", 30.0, minimum=0.01)
+# Not ready while a thread has crashed this many times in a row (and has not run well since) ...
+SUPERVISOR_CRASH_LOOP_FAILURES = env_int("SUPERVISOR_CRASH_LOOP_FAILURES", 3, minimum=1)
+# ... where a run this long counts as well: the next crash starts a new count.
+SUPERVISOR_HEALTHY_AFTER_SECONDS = env_float("SUPERVISOR_HEALTHY_AFTER_SECONDS", 60.0, minimum=0.1)
+
+# --- the shared cache: DRF's throttle counts, shared by every web process (issue #24) ------------
+# Its own key prefix in Redis, so a clear() deletes only these keys (apps.core.cache), not the
+# broker's queues that share REDIS_URL by default. Each call is bounded: a Redis that does not
+# answer costs a request CACHE_TIMEOUT_SECONDS, then the throttle lets it through (and logs).
+CACHE_TIMEOUT_SECONDS = env_float("CACHE_TIMEOUT_SECONDS", 0.5, minimum=0.05)
+CACHES: dict[str, dict[str, Any]] = {
+    "default": {
+        "BACKEND": "apps.core.cache.PrefixedRedisCache",
+        "LOCATION": env_str("CACHE_URL", REDIS_URL),
+        "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "cp-cache"),
+        "OPTIONS": {
+            "socket_connect_timeout": CACHE_TIMEOUT_SECONDS,
+            "socket_timeout": CACHE_TIMEOUT_SECONDS,
+        },
+    }
+}
+
+# --- recreate (design §4.6): a recorded operation run by a task, finished by the sweep -------------
+RECREATE_DELETE_WAIT_SECONDS = env_float("RECREATE_DELETE_WAIT_SECONDS", 30.0, minimum=1.0)
+RECREATE_BACKOFF_BASE_SECONDS = env_float("RECREATE_BACKOFF_BASE_SECONDS", 0.5, minimum=0.0)
+RECREATE_BACKOFF_MAX_SECONDS = env_float("RECREATE_BACKOFF_MAX_SECONDS", 10.0, minimum=0.01)
+# Retries of one task run; then the operation waits for the sweep (it stays active, never dropped).
+RECREATE_TASK_RETRIES = env_int("RECREATE_TASK_RETRIES", 5, minimum=0)
+# An active operation nobody advanced for this long is queued again; longer than the delete wait.
+RECREATE_STALL_SECONDS = env_float("RECREATE_STALL_SECONDS", 60.0, minimum=RECREATE_DELETE_WAIT_SECONDS + 1)
 
 # --- push pipeline -------------------------------------------------------------------------------
 PUSH_LEASE_SECONDS = env_int("PUSH_LEASE_SECONDS", 120, minimum=5)

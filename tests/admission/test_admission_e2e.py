@@ -231,7 +231,10 @@ def test_webhook_down_or_hung_the_job_is_still_created_within_the_timeout(world,
     assert row.current_revision.spec["strategies"] == []  # the control plane shows it without its policy
 
 
-def test_recreate_applies_a_new_revision_keeps_one_history_and_waits_for_recoveries(world, kube) -> None:
+def test_recreate_applies_a_new_revision_keeps_one_history_and_waits_for_recoveries(
+    world, kube, worker_factory
+) -> None:
+    worker_factory()  # the recreate runs in a Celery task (202, then its status)
     job = create(kube, bare_job("redo", world["namespace"]))
     row = assert_admitted(kube, job, "retry,recover,dump")
     job_adopt(cluster=world["cluster"], manifest=kube.get_job(world["namespace"], "redo"))
@@ -245,8 +248,13 @@ def test_recreate_applies_a_new_revision_keeps_one_history_and_waits_for_recover
     url = f"/api/v1/jobs/{row.pk}/recreate/"
     assert api.post(url, {"confirm": "wrong", "revision": 2}, format="json").status_code == 400
     answer = api.post(url, {"confirm": "redo", "revision": r2.number}, format="json")
-    assert answer.status_code == 200, answer.content
-    body = answer.json()
+    assert answer.status_code == 202, answer.content
+    assert answer["Location"] == answer.json()["status_url"]
+    status_url = answer.json()["status_url"]
+    wait_for(lambda: api.get(status_url).json()["finished"], 30, "the recreate task")
+    body = api.get(status_url).json()
+    assert body["state"] == "done", body
+    assert [step["state"] for step in body["steps"]] == ["pending", "deleting", "creating", "done"]
     assert body["old_uid"] == job["metadata"]["uid"] != body["new_uid"]
     new = kube.get_job(world["namespace"], "redo")
     assert new["metadata"]["uid"] == body["new_uid"]

@@ -21,8 +21,9 @@ from apps.accounts.actors import actor_for
 from apps.accounts.models import Role
 from apps.accounts.permissions import job_for_request
 from apps.accounts.selectors import clusters_visible_to, has_role, role_in_namespace
-from apps.admission.models import NamespaceDefault, NamespaceDefaultRevision
-from apps.admission.recreate import RecoveryInProgress, RecreateFailed, job_recreate
+from apps.admission.models import NamespaceDefault, NamespaceDefaultRevision, RecreateOperation
+from apps.admission.recreate import RecoveryInProgress, RecreateFailed
+from apps.admission.recreate_ops import RecreateInProgress, recreate_request
 from apps.admission.services import default_for, namespace_default_delete, namespace_default_set
 from apps.api.admission.serializers import (
     DefaultPolicyOutputSerializer,
@@ -158,19 +159,21 @@ class DefaultPolicyRevisionsApi(generics.ListAPIView):
 
 @extend_schema(tags=["jobs"])
 class JobRecreateApi(APIView):
-    """``POST /jobs/{id}/recreate/``."""
+    """``POST /jobs/{id}/recreate/``: record the recreate and queue it (design §4.6)."""
 
     @extend_schema(
         summary="Delete and re-create the AscendJob with a revision merged, so creation-time keys "
-        "take effect (editor; the training restarts from its last checkpoint)",
+        "take effect (editor; the training restarts from its last checkpoint). Answers 202 once the "
+        "manifest is recorded; a Celery task deletes and creates, and its state is at status_url",
         request=RecreateInputSerializer,
         responses={
-            200: RecreateOutputSerializer,
+            202: RecreateOutputSerializer,
             400: ErrorResponseSerializer,
             409: OpenApiResponse(
                 ErrorResponseSerializer,
-                "Not now: a recovery is in progress (recovery_in_progress), the job left the cluster "
-                "(job_deleted), or the cluster refused or could not be reached (recreate_failed)",
+                "Not now: a recovery is in progress (recovery_in_progress), another recreate of this job "
+                "is (recreate_in_progress), the job left the cluster (job_deleted), or the cluster could "
+                "not be read (recreate_failed)",
             ),
         },
     )
@@ -192,13 +195,32 @@ class JobRecreateApi(APIView):
         if revision is None:
             raise field_error("revision", f"The job has no revision {number}.", "unknown_revision")
         try:
-            done = job_recreate(job=job, revision=revision, actor=actor_for(request))
+            operation = recreate_request(job=job, revision=revision, actor=actor_for(request))
         except RecoveryInProgress as exc:
             raise ApiError(
                 str(exc), code="recovery_in_progress", status_code=status.HTTP_409_CONFLICT
             ) from None
+        except RecreateInProgress as exc:
+            raise ApiError(
+                str(exc), code="recreate_in_progress", status_code=status.HTTP_409_CONFLICT
+            ) from None
         except RecreateFailed as exc:
             raise ApiError(str(exc), code="recreate_failed", status_code=status.HTTP_409_CONFLICT) from None
-        return Response(
-            {"job": job.pk, "old_uid": done.old_uid, "new_uid": done.new_uid, "revision": done.revision}
-        )
+        body = RecreateOutputSerializer(operation).data
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["status_url"]})
+
+
+@extend_schema(tags=["jobs"])
+class JobRecreateStatusApi(APIView):
+    """``GET /jobs/{id}/recreates/{operation}/``."""
+
+    @extend_schema(
+        summary="The state and steps of one recreate of the job (viewer)",
+        responses={200: RecreateOutputSerializer, 404: ErrorResponseSerializer},
+    )
+    def get(self, request: Request, job_id: int, operation_id: int) -> Response:
+        job = job_for_request(request, job_id, need=Role.VIEWER)
+        operation = RecreateOperation.objects.filter(job=job, pk=operation_id).first()
+        if operation is None:
+            raise NotFound(f"The job has no recreate {operation_id}.")
+        return Response(RecreateOutputSerializer(operation).data)
