@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
@@ -102,10 +103,10 @@ def served_certificate(url: str, server_ca: Path, client: Issued) -> bytes:
     parts = urlsplit(url)
     context = ssl.create_default_context(cafile=str(server_ca))
     context.load_cert_chain(str(client.cert), str(client.key))
-    import socket
-
-    with socket.create_connection((parts.hostname, parts.port), timeout=10) as raw:
-        with context.wrap_socket(raw, server_hostname=parts.hostname) as tls:
-            der = tls.getpeercert(binary_form=True)
-            assert der is not None
-            return der
+    with (
+        socket.create_connection((parts.hostname, parts.port), timeout=10) as raw,
+        context.wrap_socket(raw, server_hostname=parts.hostname) as tls,
+    ):
+        der = tls.getpeercert(binary_form=True)
+        assert der is not None
+        return der
