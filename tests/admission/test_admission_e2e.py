@@ -38,8 +38,6 @@ from apps.accounts.services import token_issue
 from apps.admission.merge import ANNOTATION_PRESET
 from apps.admission.models import PendingAdmission
 from apps.admission.pending import ANNOTATION_ADMISSION_UID
-from apps.admission.services import namespace_default_set
-from apps.admission.webhook_config import MANAGED_LABEL
 from apps.audit.actors import Actor
 from apps.events.models import Incident, JobEvent
 from apps.jobs.models import Cluster, TrainingJob
@@ -50,8 +48,7 @@ from mindcluster import keys as k
 from simcluster.kube import Kube
 from simcluster.runtime import SimCluster
 from tests.support import wait_for
-from tests.support.admission_tls import AdmissionTls
-from tests.support.sim import make_job
+from tests.support.admission import DEFAULT_SPEC, bare_job, create
 
 KUBECTL = next(
     (
@@ -61,12 +58,13 @@ KUBECTL = next(
     ),
     None,
 )
-DEFAULT_SPEC = {
-    "mindcluster_version": "26.1",
-    "strategies": ["retry", "recover", "dump"],
-    "fault_scheduling": "grace",
-}
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def world(admission_world: dict[str, Any]) -> dict[str, Any]:
+    """This module's world: the managed namespace with our webhook (``conftest.admission_world``)."""
+    return admission_world
 
 
 @pytest.fixture(scope="module")
@@ -84,36 +82,6 @@ def kube(sim: SimCluster) -> Iterator[Kube]:
     client = Kube(sim.kubeconfig_path)
     yield client
     client.close()
-
-
-@pytest.fixture
-def world(sim: SimCluster, kube: Kube, webhook_url: str, admission_tls: AdmissionTls) -> dict[str, Any]:
-    cluster = Cluster.objects.create(name="sim", kubeconfig_path=sim.kubeconfig_path, is_default=True)
-    namespace = f"managed-{uuid.uuid4().hex[:6]}"
-    register(webhook_url, admission_tls, "--manage-namespace", namespace)
-    assert kube.core.read_namespace(namespace).metadata.labels[MANAGED_LABEL] == "true"
-    namespace_default_set(cluster=cluster, namespace=namespace, spec=DEFAULT_SPEC, actor=Actor(name="test"))
-    return {"cluster": cluster, "namespace": namespace, "url": webhook_url, "tls": admission_tls}
-
-
-def register(url: str, tls: AdmissionTls, *args: str) -> None:
-    """``register_webhook`` for the https webhook, its caBundle the serving CA (what cert-manager injects)."""
-    ca = str(tls.certs.server_ca.cert)
-    call_command("register_webhook", "--cluster", "sim", "--url", url, "--ca-bundle", ca, *args)
-
-
-def bare_job(name: str, namespace: str, **kw: Any) -> dict[str, Any]:
-    """A job with no recovery keys at all (what a team's own scheduler submits)."""
-    manifest = make_job(name, namespace=namespace, strategies=None, **kw)
-    manifest["metadata"]["labels"].pop(k.LABEL_FAULT_SCHEDULING)
-    return manifest
-
-
-def create(kube: Kube, manifest: dict[str, Any]) -> dict[str, Any]:
-    meta = manifest["metadata"]
-    return kube.custom.create_namespaced_custom_object(
-        k.ASCENDJOB_GROUP, k.ASCENDJOB_VERSION, meta["namespace"], k.ASCENDJOB_PLURAL, manifest
-    )
 
 
 def podgroup(kube: Kube, job: dict[str, Any]) -> dict[str, Any]:
