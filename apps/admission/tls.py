@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import ssl
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,7 +62,7 @@ class ReloadingServerContext:
         if stamps == self._loaded and not force:
             return False
         try:
-            self.context.load_cert_chain(str(self.cert_file), str(self.key_file))
+            self._load_checked()
         except (OSError, ssl.SSLError) as exc:
             # cert-manager writes cert and key together; between the two a pair may not match.
             log.warning("admission TLS: new certificate not loaded (keeping the current one): %s", exc)
@@ -68,3 +70,14 @@ class ReloadingServerContext:
         self._loaded = stamps
         log.info("admission TLS: serving certificate loaded from %s", self.cert_file)
         return True
+
+    def _load_checked(self) -> None:
+        """Load the pair into the live context only once a scratch context accepted it: a failed
+        ``load_cert_chain`` leaves the new certificate with the old key, which breaks every handshake.
+        Both files are copied first, so the pair checked is the pair loaded."""
+        with tempfile.TemporaryDirectory() as scratch:
+            cert, key = Path(scratch) / "tls.crt", Path(scratch) / "tls.key"
+            shutil.copyfile(self.cert_file, cert)
+            shutil.copyfile(self.key_file, key)
+            ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(str(cert), str(key))
+            self.context.load_cert_chain(str(cert), str(key))
