@@ -12,6 +12,7 @@ import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -121,3 +122,33 @@ def make_dev_certificates(
         client_ca=client_ca,
         client=issue(directory, "client", "kube-apiserver-admission", (client_ca_cert, client_ca_key)),
     )
+
+
+def write_admission_config(directory: Path, client: Issued) -> Path:
+    """The API server's ``AdmissionConfiguration`` and the kubeconfig it names, presenting ``client``
+    to every webhook (user ``*``); what ``SIMCLUSTER_ADMISSION_CONFIG`` points the built-in cluster at
+    (``deploy/admission/README.md`` shows the same two files for a real API server)."""
+    kubeconfig = directory / "admission-kubeconfig.yaml"
+    user = {"client-certificate": str(client.cert.resolve()), "client-key": str(client.key.resolve())}
+    kubeconfig.write_text(
+        yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "users": [{"name": "*", "user": user}]})
+    )
+    config = directory / "admission-config.yaml"
+    plugin = {
+        "name": "MutatingAdmissionWebhook",
+        "configuration": {
+            "apiVersion": "apiserver.config.k8s.io/v1",
+            "kind": "WebhookAdmissionConfiguration",
+            "kubeConfigFile": kubeconfig.name,
+        },
+    }
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "apiserver.config.k8s.io/v1",
+                "kind": "AdmissionConfiguration",
+                "plugins": [plugin],
+            }
+        )
+    )
+    return config

@@ -17,9 +17,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import yaml
-
-from apps.admission.devcerts import DevCertificates, Issued, issue, make_ca, make_dev_certificates
+from apps.admission.devcerts import (
+    DevCertificates,
+    Issued,
+    issue,
+    make_ca,
+    make_dev_certificates,
+    write_admission_config,
+)
 
 
 @dataclass(frozen=True)
@@ -33,43 +38,7 @@ class AdmissionTls:
         certs = make_dev_certificates(directory)
         _, other_cert, other_key = make_ca(directory / "other", "ca", "someone-else-ca")
         foreign = issue(directory / "other", "client", "kube-apiserver-admission", (other_cert, other_key))
-        kubeconfig = directory / "admission-kubeconfig.yaml"
-        kubeconfig.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Config",
-                    "users": [
-                        {
-                            "name": "*",
-                            "user": {
-                                "client-certificate": certs.client.cert.name,
-                                "client-key": certs.client.key.name,
-                            },
-                        }
-                    ],
-                }
-            )
-        )
-        config = directory / "admission-config.yaml"
-        config.write_text(
-            yaml.safe_dump(
-                {
-                    "apiVersion": "apiserver.config.k8s.io/v1",
-                    "kind": "AdmissionConfiguration",
-                    "plugins": [
-                        {
-                            "name": "MutatingAdmissionWebhook",
-                            "configuration": {
-                                "apiVersion": "apiserver.config.k8s.io/v1",
-                                "kind": "WebhookAdmissionConfiguration",
-                                "kubeConfigFile": kubeconfig.name,
-                            },
-                        }
-                    ],
-                }
-            )
-        )
+        config = write_admission_config(directory, certs.client)
         return cls(certs=certs, foreign_client=foreign, admission_config=config)
 
 
