@@ -118,3 +118,47 @@ class RecreateOperation(models.Model):
 
     def __str__(self) -> str:
         return f"recreate {self.pk} of job {self.job_id} ({self.state})"
+
+
+class PendingAdmission(models.Model):
+    """What the webhook answered for one ``AdmissionReview`` (keyed by the request's ``uid``), until
+    the job watcher sees the object created with that uid stamped on it.
+
+    The webhook only proposes: the API server may still reject the create (AlreadyExists, schema,
+    another webhook) or drop an answer that came after its timeout. Nothing about the job is
+    recorded until the watcher sees the stamp (``confirmed``); unseen ones are ``expired``.
+    """
+
+    class Outcome(models.TextChoices):
+        ADMITTED = "admitted", "Policy merged"
+        SKIPPED = "skipped", "No valid policy to merge"
+
+    class State(models.TextChoices):
+        PENDING = "pending", "Pending"
+        CONFIRMED = "confirmed", "Confirmed"
+        EXPIRED = "expired", "Expired"
+
+    uid = models.CharField(max_length=128, unique=True, help_text="AdmissionReview request.uid")
+    cluster = models.ForeignKey("jobs.Cluster", on_delete=models.CASCADE, related_name="+")
+    namespace = models.CharField(max_length=63)
+    name = models.CharField(max_length=253)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+    spec = models.JSONField(
+        null=True, blank=True, help_text="The merged policy (revision 1); null if skipped"
+    )
+    sources = models.JSONField(default=list)
+    comment = models.CharField(max_length=500, blank=True)
+    warnings = models.JSONField(default=list)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
+    job = models.ForeignKey(
+        "jobs.TrainingJob", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["state", "created_at"], name="pending_admission_state")]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name} ({self.uid}, {self.state})"

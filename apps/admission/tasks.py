@@ -1,4 +1,5 @@
-"""Celery entry points of admission: run a recorded recreate, and the sweep that finishes stalled ones.
+"""Celery entry points of admission: run a recorded recreate, the sweep that finishes stalled ones,
+and the beat task that expires pending admissions the watcher never saw created.
 
 At-least-once (late acks, reject on worker lost): ``recreate_run`` continues from the recorded step,
 so a redelivered or duplicated message does no harm.
@@ -11,6 +12,7 @@ from typing import Any
 from celery import shared_task
 from django.conf import settings
 
+from apps.admission.pending import pending_expire
 from apps.admission.recreate_ops import RECREATE_TASK, TryAgain, recreate_run, recreates_sweep
 
 
@@ -27,3 +29,8 @@ def recreate_job(self: Any, *, operation_id: int) -> str:
 @shared_task(name="admission.sweep_recreates")
 def sweep_recreates() -> list[int]:
     return recreates_sweep()
+
+
+@shared_task(name="admission.expire_pending")
+def expire_pending() -> int:
+    return pending_expire()

@@ -122,7 +122,11 @@ REQUEST_BODY_MAX_BYTES = env_int("REQUEST_BODY_MAX_BYTES", 3 * 1024 * 1024, mini
 # The same limit where Django reads a body itself (request.body, forms).
 DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_BODY_MAX_BYTES
 
-ROOT_URLCONF = "controlplane.urls"
+# The admission webhook's routes exist only in a process started with ADMISSION_WEBHOOK=true (the
+# admission Deployment, `manage.py serve_admission`: TLS with client certificates); the public web
+# pods answer /admission/... with 404 (issue #24).
+ADMISSION_WEBHOOK = env_bool("ADMISSION_WEBHOOK", default=False)
+ROOT_URLCONF = "controlplane.admission_urls" if ADMISSION_WEBHOOK else "controlplane.urls"
 ASGI_APPLICATION = "controlplane.asgi.application"
 # HTTP runs Django's WSGI handler on this many threads inside the ASGI server (a2wsgi), websockets run
 # on Channels. Django's own ASGI handler sends every request through one thread per process, so a
@@ -233,6 +237,7 @@ CELERY_BEAT_SCHEDULE = {
     "refresh-advice": _every("advice.refresh_summaries", env_float("ADVICE_REFRESH_SECONDS", 60.0)),
     "sweep-webhooks": _every("events.sweep_webhooks", env_float("WEBHOOK_SWEEP_SECONDS", 15.0)),
     "sweep-recreates": _every("admission.sweep_recreates", env_float("RECREATE_SWEEP_SECONDS", 15.0)),
+    "expire-admissions": _every("admission.expire_pending", env_float("ADMISSION_EXPIRE_SECONDS", 60.0)),
 }
 
 # --- supervised threads (apps.core.supervision): restart after a crash, readiness, metrics -------
@@ -479,3 +484,12 @@ METRICS_CACHE_SECONDS = env_float("METRICS_CACHE_SECONDS", 10.0, minimum=0.0)
 # before. Faster answers; but if the job watcher adopts the new job within those milliseconds, the
 # job shows an observed revision 1 (same keys) instead of basis "admission". Off by default.
 ADMISSION_RECORD_ASYNC = env_bool("ADMISSION_RECORD_ASYNC", default=False)
+# serve_admission's TLS (deploy/admission/README.md): the serving pair, re-read when it changes
+# (checked this often, and on SIGHUP), and the CA whose client certificates may call the webhook.
+ADMISSION_TLS_CERT_FILE = env_str("ADMISSION_TLS_CERT_FILE", "")
+ADMISSION_TLS_KEY_FILE = env_str("ADMISSION_TLS_KEY_FILE", "")
+ADMISSION_CLIENT_CA_FILE = env_str("ADMISSION_CLIENT_CA_FILE", "")
+ADMISSION_TLS_RELOAD_SECONDS = env_float("ADMISSION_TLS_RELOAD_SECONDS", 10.0, minimum=0.1)
+# A pending admission (apps/admission/pending.py) the watcher has not seen created within this long
+# is marked expired by the beat sweep: the API server rejected the create, or dropped a late answer.
+ADMISSION_PENDING_TTL_SECONDS = env_float("ADMISSION_PENDING_TTL_SECONDS", 600.0, minimum=1.0)
