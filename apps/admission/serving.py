@@ -36,6 +36,32 @@ async def _watch_certificate(tls: ReloadingServerContext, every_seconds: float) 
         tls.reload_if_changed()
 
 
+PROBE_PATHS = frozenset({"/livez", "/readyz"})
+
+
+def probes_only(app: ASGIApp) -> ASGIApp:
+    """``app`` answering only the kubelet's probe paths: the plain-HTTP probe port must never reach
+    the webhook (the kubelet has no client certificate, so it cannot probe the TLS port itself)."""
+
+    async def probe_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope.get("path") in PROBE_PATHS:
+            await app(scope, receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        await send(
+            {"type": "http.response.start", "status": 404, "headers": [(b"content-type", b"text/plain")]}
+        )
+        await send({"type": "http.response.body", "body": b"only /livez and /readyz here\n"})
+
+    return probe_app
+
+
+async def _serve_probes(app: ASGIApp, sock: socket.socket) -> None:
+    config = uvicorn.Config(probes_only(app), lifespan="off", log_level="warning")
+    await uvicorn.Server(config).serve(sockets=[sock])
+
+
 async def serve(
     app: ASGIApp,
     tls: ReloadingServerContext,
@@ -43,23 +69,28 @@ async def serve(
     *,
     reload_seconds: float,
     started: Callable[[uvicorn.Server], None] | None = None,
+    probe_sock: socket.socket | None = None,
     **options: Any,
 ) -> None:
-    """Serve ``app`` on ``sock`` until the server is told to exit (SIGTERM, or ``should_exit``)."""
+    """Serve ``app`` on ``sock`` until the server is told to exit (SIGTERM, or ``should_exit``);
+    with ``probe_sock``, also ``/livez`` and ``/readyz`` (only those) over plain HTTP there."""
     server = uvicorn.Server(_config(app, tls, **options))
     loop = asyncio.get_running_loop()
     if threading.current_thread() is threading.main_thread():
         # SIGHUP: re-read the pair now (an operator who rotated it by hand need not wait).
         loop.add_signal_handler(signal.SIGHUP, lambda: tls.reload_if_changed(force=True))
     watcher = asyncio.create_task(_watch_certificate(tls, reload_seconds))
+    probes = asyncio.create_task(_serve_probes(app, probe_sock)) if probe_sock is not None else None
     if started is not None:
         started(server)
     try:
         await server.serve(sockets=[sock])
     finally:
-        watcher.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watcher
+        for task in (watcher, probes):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
 
 class AdmissionServer:

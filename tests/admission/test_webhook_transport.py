@@ -235,3 +235,29 @@ def test_serve_admission_serves_tls_to_the_api_server_only_and_reloads_on_sighup
     finally:
         proc.terminate()
         proc.wait(20)
+
+
+def test_the_plain_http_probe_port_answers_only_the_probes() -> None:
+    """The kubelet has no client certificate: serve_admission --probe-port answers /livez and /readyz
+    over plain HTTP, and nothing else (the webhook is never reachable without the TLS handshake)."""
+    import asyncio
+
+    from apps.admission.serving import probes_only
+
+    seen: list[str] = []
+
+    async def inner(scope: dict[str, object], receive: object, send: object) -> None:
+        seen.append(str(scope["path"]))
+
+    async def call(path: str) -> int:
+        sent: list[dict[str, object]] = []
+
+        async def send(message: dict[str, object]) -> None:
+            sent.append(message)
+
+        await probes_only(inner)({"type": "http", "path": path}, None, send)
+        return int(sent[0]["status"]) if sent else 0  # type: ignore[call-overload]
+
+    assert asyncio.run(call("/admission/ascendjobs/")) == 404
+    assert asyncio.run(call("/readyz")) == 0 and asyncio.run(call("/livez")) == 0  # passed through
+    assert seen == ["/readyz", "/livez"]

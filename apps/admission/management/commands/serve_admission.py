@@ -30,6 +30,12 @@ class Command(BaseCommand):
         parser.add_argument("--host", default="0.0.0.0")
         parser.add_argument("--port", type=int, default=8443)
         parser.add_argument(
+            "--probe-port",
+            type=int,
+            default=8081,
+            help="plain-HTTP port answering only /livez and /readyz, for the kubelet (0: none)",
+        )
+        parser.add_argument(
             "--cert", default=settings.ADMISSION_TLS_CERT_FILE, help="serving certificate (PEM)"
         )
         parser.add_argument("--key", default=settings.ADMISSION_TLS_KEY_FILE, help="its private key (PEM)")
@@ -52,8 +58,17 @@ class Command(BaseCommand):
         except (OSError, ssl.SSLError) as exc:
             raise CommandError(f"TLS: {exc}") from None
         sock = socket.create_server((options["host"], options["port"]))
+        probe_sock = (
+            socket.create_server((options["host"], options["probe_port"])) if options["probe_port"] else None
+        )
         app = import_string("controlplane.asgi.application")
         self.stdout.write(
             f"admission webhook on https://{options['host']}:{options['port']} (client certificates required)"
         )
-        asyncio.run(serve(app, tls, sock, reload_seconds=settings.ADMISSION_TLS_RELOAD_SECONDS))
+        if probe_sock is not None:
+            self.stdout.write(
+                f"probes (/livez, /readyz only) on http://{options['host']}:{options['probe_port']}"
+            )
+        asyncio.run(
+            serve(app, tls, sock, reload_seconds=settings.ADMISSION_TLS_RELOAD_SECONDS, probe_sock=probe_sock)
+        )
