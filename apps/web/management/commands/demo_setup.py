@@ -82,7 +82,8 @@ class Command(BaseCommand):
             type=int,
             default=DEFAULT_TOKEN_HOURS,
             metavar="N",
-            help=f"the demo token expires after N hours (default {DEFAULT_TOKEN_HOURS}, at most {MAX_TOKEN_HOURS})",
+            help=f"the demo token expires after N hours (default {DEFAULT_TOKEN_HOURS}, "
+            f"at most {MAX_TOKEN_HOURS})",
         )
 
     def handle(
@@ -130,6 +131,6 @@ class Command(BaseCommand):
         for old in ApiToken.objects.filter(user=user, name=DEMO_TOKEN_NAME, revoked_at__isnull=True):
             token_revoke(old)
         expires_at = timezone.now() + timedelta(hours=hours)
-        token, key = token_issue(user, DEMO_TOKEN_NAME, expires_at)
+        _, key = token_issue(user, DEMO_TOKEN_NAME, expires_at)
         write_private_file(token_file, key + "\n")
         return expires_at
