@@ -17,6 +17,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("admission/ascendjobs/", admission_ascendjobs, name="admission-ascendjobs"),
     path("api/v1/", include("controlplane.api_urls")),
+    path("oidc/", include("apps.accounts.oidc.urls")),  # 404 unless OIDC_ENABLED
     path(
         "api/schema/", CachedSpectacularAPIView.as_view(permission_classes=[ApiDocsAccess]), name="api-schema"
     ),

@@ -39,9 +39,9 @@ from apps.events import kinds
 from apps.events.services import event_record
 from apps.jobs.models import Cluster, TrainingJob
 from apps.policies.adoption import job_facts
-from apps.policies.builtin_presets import builtin_preset
 from apps.policies.desired import desired_state
-from apps.policies.models import PolicyRevision, PolicySync, Preset
+from apps.policies.models import PolicyRevision, PolicySync
+from apps.policies.preset_services import preset_spec_resolve
 from apps.policies.spec import JobContext, PolicySpec
 from apps.policies.validation import validate_policy
 from mindcluster import keys as c
@@ -138,11 +138,6 @@ def _lookup_cluster(name: str | None) -> Cluster | None:
     return found
 
 
-def _preset_spec(name: str) -> dict[str, Any] | None:
-    spec = Preset.objects.filter(name=name).values_list("spec", flat=True).first()
-    return spec if spec is not None else builtin_preset(name)
-
-
 def _render_patch(
     obj: dict[str, Any], spec: PolicySpec, revision: int
 ) -> tuple[list[dict[str, Any]], list[str]]:
@@ -206,7 +201,8 @@ def _admit(cluster: Cluster, namespace: str, name: str, obj: dict[str, Any], *, 
     warnings: list[str] = []
     preset: tuple[str, dict[str, Any]] | None = None
     if preset_name:
-        found = _preset_spec(preset_name)
+        # The job's own namespace first, then the global presets: never another namespace's.
+        found = preset_spec_resolve(preset_name, cluster=cluster, namespace=namespace)
         if found is None:
             warnings.append(f"{ANNOTATION_PRESET}: no preset named {preset_name!r}; ignored")
         else:

@@ -170,6 +170,8 @@ def presets_sync_builtin() -> int:
     for name, spec in BUILTIN_PRESETS.items():
         Preset.objects.update_or_create(
             name=name,
+            namespace="",  # the built-ins are global
+            cluster=None,
             defaults={"spec": spec, "description": PRESET_DESCRIPTIONS.get(name, ""), "builtin": True},
         )
     return len(BUILTIN_PRESETS)
