@@ -9,7 +9,7 @@ from django.contrib.auth.models import Group, User
 from django.db import models
 from django.http import HttpRequest, HttpResponse
 
-from apps.accounts.models import ApiToken, NamespaceGrant
+from apps.accounts.models import ApiToken, NamespaceGrant, OidcIdentity
 from apps.accounts.services import token_revoke_descendants
 from apps.audit.actors import Actor
 from apps.audit.admin_hooks import AuditedAdmin
@@ -40,8 +40,10 @@ class ApiTokenAdmin(AuditedAdmin):
 
 @admin.register(NamespaceGrant)
 class NamespaceGrantAdmin(AuditedAdmin):
-    list_display = ("role", "user", "group", "cluster", "namespace", "created_at")
-    list_filter = ("role", "cluster")
+    list_display = ("role", "user", "group", "cluster", "namespace", "from_oidc", "created_at")
+    list_filter = ("role", "cluster", "from_oidc")
+    # Set by OIDC sign-in only: a hand-made grant marked so would be revoked at the next sign-in.
+    readonly_fields = ("from_oidc",)
     search_fields = ("namespace", "user__username", "group__name")
 
 
@@ -68,3 +70,16 @@ class AuditedUserAdmin(AuditedAdmin, UserAdmin):
 @admin.register(Group)
 class AuditedGroupAdmin(AuditedAdmin, GroupAdmin):
     pass
+
+
+@admin.register(OidcIdentity)
+class OidcIdentityAdmin(AuditedAdmin):
+    """Which provider account signs in as which user; deleting one unlinks it (the next sign-in of
+    that account makes a new user)."""
+
+    list_display = ("user", "issuer", "subject", "last_login_at")
+    search_fields = ("user__username", "subject")
+    readonly_fields = ("user", "issuer", "subject", "groups", "created_at", "last_login_at")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False

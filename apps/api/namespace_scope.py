@@ -3,22 +3,19 @@ once for every such route: namespace defaults and namespace presets."""
 
 from __future__ import annotations
 
-import re
-
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.request import Request
 
 from apps.accounts.selectors import clusters_visible_to, has_role, role_in_namespace
 from apps.core.api_errors import field_error
+from apps.core.api_inputs import DNS1123_LABEL
 from apps.core.numbers import is_ascii_digits
 from apps.jobs.models import Cluster
-
-_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 def namespace_scope(request: Request, cluster_ref: str, namespace: str, need: str) -> Cluster:
     """The cluster if the user may see ``namespace`` in it (else 404) with role ``need`` (else 403)."""
-    if len(namespace) > 63 or not _NAMESPACE.match(namespace):
+    if len(namespace) > 63 or not DNS1123_LABEL.match(namespace):
         raise field_error(
             "namespace",
             "A namespace is a DNS-1123 label: lower-case letters, digits and '-', at most 63.",

@@ -99,3 +99,24 @@ def test_with_oidc_off_its_routes_are_404_and_the_login_page_has_no_button(clien
     assert client.get("/oidc/callback/?code=x&state=y").status_code == 404
     page = client.get("/login/")
     assert page.status_code == 200 and b"Sign in with" not in page.content
+
+
+@pytest.mark.django_db
+def test_break_glass_sign_in_works_while_the_provider_is_down(client: Client, settings: Any) -> None:
+    """The provider unreachable: the local form still signs in, and "Sign in with" answers calmly."""
+    from apps.accounts.oidc.provider import forget_discovery
+
+    settings.OIDC_ENABLED = True
+    settings.OIDC_RP_CLIENT_ID = "cp"
+    settings.OIDC_OP_DISCOVERY_URL = "http://127.0.0.1:9/.well-known/openid-configuration"  # nothing listens
+    settings.OIDC_TIMEOUT = 1
+    forget_discovery()
+    User.objects.create_superuser("root", password="break-glass-pw-1")
+    start = client.get("/oidc/authenticate/")
+    assert start.status_code == 302 and start["Location"] == "/login/?sso=failed"
+    assert b"did not succeed" in client.get("/login/?sso=failed").content
+    signed_in = client.post(
+        "/login/", {"username": "root", "password": "break-glass-pw-1"}, REMOTE_ADDR="10.0.0.9"
+    )
+    assert signed_in.status_code == 302 and signed_in["Location"] == "/"
+    forget_discovery()

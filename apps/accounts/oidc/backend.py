@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import requests
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ImproperlyConfigured, SuspiciousOperation
@@ -14,6 +16,8 @@ from mozilla_django_oidc.utils import import_from_settings
 from apps.accounts.oidc.provider import ENDPOINTS, endpoint
 from apps.accounts.oidc.signin import BadClaims, oidc_sign_in
 from apps.core.middleware import request_id_of
+
+log = logging.getLogger(__name__)
 
 
 def oidc_setting(attr: str, *default: Any) -> Any:
@@ -61,10 +65,16 @@ class OidcBackend(OIDCAuthenticationBackend):
         self.UserModel = get_user_model()
 
     def authenticate(self, request: HttpRequest | None, **kwargs: Any) -> User | None:
-        if not settings.OIDC_ENABLED or request is None:
+        if not settings.OIDC_ENABLED or request is None or "username" in kwargs or "password" in kwargs:
+            return None  # a local (break-glass) sign-in never waits on, or fails with, the provider
+        if not (request.GET.get("code") and request.GET.get("state")):
             return None
-        super().__init__()  # reads the endpoints (discovery, once per process) now
-        user: User | None = super().authenticate(request, **kwargs)
+        try:
+            super().__init__()  # reads the endpoints (discovery, once per process) now
+            user: User | None = super().authenticate(request, **kwargs)
+        except requests.RequestException as exc:
+            log.warning("OIDC sign-in failed: the provider did not answer (%s)", type(exc).__name__)
+            return None
         return user
 
     def verify_token(self, token: str, **kwargs: Any) -> dict[str, Any]:

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from django.core.exceptions import ImproperlyConfigured
 
 from apps.accounts.models import ALL_NAMESPACES, ROLE_RANK
+from apps.core.api_inputs import DNS1123_LABEL
 
-_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _CLUSTER = re.compile(r"^[-A-Za-z0-9_.]{1,100}$")
 
 
@@ -37,7 +37,7 @@ GroupRoles = dict[str, dict[RoleTarget, str]]
 
 def _target(key: str, group: str) -> RoleTarget:
     cluster, _, namespace = key.rpartition("/")
-    if namespace != ALL_NAMESPACES and not _LABEL.match(namespace):
+    if namespace != ALL_NAMESPACES and (len(namespace) > 63 or not DNS1123_LABEL.match(namespace)):
         raise ImproperlyConfigured(
             f'OIDC_GROUP_ROLES[{group!r}]: {key!r} is not a namespace (a DNS label or "*", '
             "optionally prefixed with a cluster name and '/')"

@@ -6,14 +6,18 @@ the session (``mozilla-django-oidc``).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
+import requests
 from django.conf import settings
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
 from apps.accounts.oidc.backend import oidc_setting
+
+log = logging.getLogger(__name__)
 
 
 class OidcStartView(OIDCAuthenticationRequestView):
@@ -30,6 +34,10 @@ def when_enabled(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespons
     def gated(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not settings.OIDC_ENABLED:
             raise Http404("Sign-in with an identity provider is not configured.")
-        return view(request, *args, **kwargs)
+        try:
+            return view(request, *args, **kwargs)
+        except requests.RequestException as exc:  # the provider (its discovery document) is down
+            log.warning("OIDC sign-in could not start: the provider did not answer (%s)", type(exc).__name__)
+            return HttpResponseRedirect(settings.LOGIN_REDIRECT_URL_FAILURE)
 
     return gated
