@@ -33,6 +33,7 @@ VENV = ROOT / ".venv"
 VAR = ROOT / "var"
 PY = VENV / "bin" / "python"
 LOG_DIR = VAR / "log"
+DEMO_TOKEN_FILE = VAR / "demo-token"  # the run's API key, readable by its owner only
 
 
 def say(msg: str) -> None:
@@ -464,8 +465,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         subprocess.run([*manage, "collectstatic", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
         # The product seeds the demo jobs (rendered with its own policies) into the simulated cluster.
         seed = ["--seed-jobs"] if simulated else []
+        # The demo token's key goes to a 0600 file, never to the console or the logs (issue #24).
+        token_file = ["--token-file", str(DEMO_TOKEN_FILE.relative_to(ROOT))]
         setup = subprocess.run(
-            [*manage, "demo_setup", *seed], cwd=ROOT, env=env, check=True, capture_output=True, text=True
+            [*manage, "demo_setup", *seed, *token_file],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
         )
         (LOG_DIR / "demo_setup.log").parent.mkdir(parents=True, exist_ok=True)
         (LOG_DIR / "demo_setup.log").write_text(setup.stdout + setup.stderr)

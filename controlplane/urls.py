@@ -21,6 +21,7 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),  # the old name of readyz
     path("admin/", admin.site.urls),
     path("api/v1/", include("controlplane.api_urls")),
+    path("oidc/", include("apps.accounts.oidc.urls")),  # 404 unless OIDC_ENABLED
     path(
         "api/schema/", CachedSpectacularAPIView.as_view(permission_classes=[ApiDocsAccess]), name="api-schema"
     ),

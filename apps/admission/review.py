@@ -38,9 +38,8 @@ from apps.admission.models import NamespaceDefault, PendingAdmission
 from apps.admission.pending import ANNOTATION_ADMISSION_UID
 from apps.admission.review_shape import review_shape_problem
 from apps.jobs.models import Cluster
-from apps.policies.builtin_presets import builtin_preset
 from apps.policies.desired import desired_state
-from apps.policies.models import Preset
+from apps.policies.preset_services import preset_spec_resolve
 from apps.policies.spec import JobContext, PolicySpec
 from apps.policies.validation import validate_policy
 from mindcluster import keys as c
@@ -137,11 +136,6 @@ def _lookup_cluster(name: str | None) -> Cluster | None:
     return found
 
 
-def _preset_spec(name: str) -> dict[str, Any] | None:
-    spec = Preset.objects.filter(name=name).values_list("spec", flat=True).first()
-    return spec if spec is not None else builtin_preset(name)
-
-
 def _stamped(manifest: dict[str, Any], uid: str | None) -> dict[str, Any]:
     """``manifest`` with the review's uid as an annotation (None: unchanged), so the watcher can tell
     the object the API server stored with this answer from any other of the same name."""
@@ -212,7 +206,8 @@ def _admit(
     warnings: list[str] = []
     preset: tuple[str, dict[str, Any]] | None = None
     if preset_name:
-        found = _preset_spec(preset_name)
+        # The job's own namespace first, then the global presets: never another namespace's.
+        found = preset_spec_resolve(preset_name, cluster=cluster, namespace=namespace)
         if found is None:
             warnings.append(f"{ANNOTATION_PRESET}: no preset named {preset_name!r}; ignored")
         else:

@@ -315,8 +315,36 @@ LOGIN_URL = "web:login"
 # before the limit resets the count. Counts live in the database, shared by every web process.
 AUTHENTICATION_BACKENDS = [
     "apps.accounts.login_guard.LoginGuardBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    "django.contrib.auth.backends.ModelBackend",  # local accounts: kept for break-glass
+    "apps.accounts.oidc.backend.OidcBackend",  # inert unless OIDC_ENABLED
 ]
+# --- sign-in with the company's identity provider (OpenID Connect, apps/accounts/oidc/) -----------
+# On when OIDC_RP_CLIENT_ID is set. Endpoints from OIDC_OP_DISCOVERY_URL (the issuer's
+# /.well-known/openid-configuration) or each OIDC_OP_* variable; ID tokens signed with RS256 and
+# checked against the provider's JWKS. OIDC_GROUP_ROLES maps the groups claim to namespace roles:
+# '{"ml-team-a": {"team-a": "editor"}, "sre": {"*": "admin"}}' (apps/accounts/oidc/group_roles.py).
+OIDC_RP_CLIENT_ID = env_str("OIDC_RP_CLIENT_ID", "")
+OIDC_RP_CLIENT_SECRET = env_secret("OIDC_RP_CLIENT_SECRET", "")
+OIDC_ENABLED = bool(OIDC_RP_CLIENT_ID)
+OIDC_PROVIDER_NAME = env_str("OIDC_PROVIDER_NAME", "your identity provider")
+OIDC_OP_DISCOVERY_URL = env_str("OIDC_OP_DISCOVERY_URL", "")
+OIDC_OP_ISSUER = env_str("OIDC_OP_ISSUER", "")
+OIDC_OP_AUTHORIZATION_ENDPOINT = env_str("OIDC_OP_AUTHORIZATION_ENDPOINT", "")
+OIDC_OP_TOKEN_ENDPOINT = env_str("OIDC_OP_TOKEN_ENDPOINT", "")
+OIDC_OP_USER_ENDPOINT = env_str("OIDC_OP_USER_ENDPOINT", "")
+OIDC_OP_JWKS_ENDPOINT = env_str("OIDC_OP_JWKS_ENDPOINT", "")
+OIDC_RP_SIGN_ALGO = env_str("OIDC_RP_SIGN_ALGO", "RS256")
+OIDC_RP_SCOPES = env_str("OIDC_RP_SCOPES", "openid email profile")
+OIDC_GROUPS_CLAIM = env_str("OIDC_GROUPS_CLAIM", "groups")
+OIDC_GROUP_ROLES = env_str("OIDC_GROUP_ROLES", "{}")
+OIDC_USE_PKCE = True
+OIDC_USE_NONCE = True
+OIDC_TIMEOUT = env_float("OIDC_TIMEOUT_SECONDS", 10.0, minimum=0.5)
+OIDC_VERIFY_SSL = env_bool("OIDC_VERIFY_SSL", default=True)
+OIDC_CREATE_USER = True
+OIDC_STORE_ID_TOKEN = False  # nothing of the provider's tokens is kept in the session
+LOGIN_REDIRECT_URL = "/"
+LOGIN_REDIRECT_URL_FAILURE = "/login/?sso=failed"
 AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
 AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
