@@ -4,7 +4,7 @@
 #   docker build --target simulator -t mindcluster-recovery-simcluster:latest .
 # Commands (tests/ship/test_image.py keeps them equal to deploy/'s; the CMD is the web one's start):
 #   web        python -m uvicorn controlplane.asgi:application --host 0.0.0.0 --port 8000 --workers 2
-#   admission  python -m uvicorn controlplane.asgi:application --host 0.0.0.0 --port 8443 --workers 2 --ssl-certfile /tls/tls.crt --ssl-keyfile /tls/tls.key
+#   admission  python manage.py serve_admission --host 0.0.0.0 --port 8443 --probe-port 8081
 #   worker     celery -A controlplane worker -Q push,slow,default -c 2 -l info
 #   beat       celery -A controlplane beat -l info -s /tmp/celerybeat-schedule
 #   ingester   python manage.py ingest

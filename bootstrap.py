@@ -33,6 +33,7 @@ VENV = ROOT / ".venv"
 VAR = ROOT / "var"
 PY = VENV / "bin" / "python"
 LOG_DIR = VAR / "log"
+DEMO_TOKEN_FILE = VAR / "demo-token"  # the run's API key, readable by its owner only
 
 
 def say(msg: str) -> None:
@@ -428,6 +429,17 @@ def cmd_run(args: argparse.Namespace) -> int:
             # No cluster given: run the built-in simulated MindCluster and point everything at it.
             api_port, grpc_port = free_port(), free_port()
             kubeconfig = VAR / "simcluster.kubeconfig"
+            # The webhook is served as in production (TLS, the API server's client certificate only):
+            # local certificates, and the built-in cluster's AdmissionConfiguration presenting one.
+            tls_dir = VAR / "admission-tls"
+            subprocess.run(
+                [*manage, "admission_dev_certs", str(tls_dir)],
+                cwd=ROOT,
+                env=env,
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
+            env["SIMCLUSTER_ADMISSION_CONFIG"] = str(tls_dir / "admission-config.yaml")
             children.start(
                 "simcluster",
                 [
@@ -453,8 +465,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         subprocess.run([*manage, "collectstatic", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
         # The product seeds the demo jobs (rendered with its own policies) into the simulated cluster.
         seed = ["--seed-jobs"] if simulated else []
+        # The demo token's key goes to a 0600 file, never to the console or the logs (issue #24).
+        token_file = ["--token-file", str(DEMO_TOKEN_FILE.relative_to(ROOT))]
         setup = subprocess.run(
-            [*manage, "demo_setup", *seed], cwd=ROOT, env=env, check=True, capture_output=True, text=True
+            [*manage, "demo_setup", *seed, *token_file],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
         )
         (LOG_DIR / "demo_setup.log").parent.mkdir(parents=True, exist_ok=True)
         (LOG_DIR / "demo_setup.log").write_text(setup.stdout + setup.stderr)
@@ -487,13 +506,29 @@ def cmd_run(args: argparse.Namespace) -> int:
         say("web: ready")
         if simulated:
             # The built-in cluster calls our admission webhook on every AscendJob CREATE in a managed
-            # namespace, exactly as a real API server would (design.md §4.5).
+            # namespace, exactly as a real API server would (design.md §4.5): its own process, the only
+            # one with ADMISSION_WEBHOOK=true, over TLS that requires the cluster's client certificate.
+            admission_port = free_port()
+            children.start(
+                "admission",
+                [*manage, "serve_admission", "--host", "127.0.0.1", "--port", str(admission_port)],
+                env={
+                    **env,
+                    "ADMISSION_WEBHOOK": "true",
+                    "ADMISSION_TLS_CERT_FILE": str(tls_dir / "server.crt"),
+                    "ADMISSION_TLS_KEY_FILE": str(tls_dir / "server.key"),
+                    "ADMISSION_CLIENT_CA_FILE": str(tls_dir / "client-ca.crt"),
+                },
+            )
+            wait_port("127.0.0.1", admission_port, 60, "admission webhook")
             subprocess.run(
                 [
                     *manage,
                     "register_webhook",
                     "--url",
-                    f"http://127.0.0.1:{args.port}",
+                    f"https://127.0.0.1:{admission_port}",
+                    "--ca-bundle",
+                    str(tls_dir / "server-ca.crt"),
                     "--manage-namespace",
                     "default",
                 ],

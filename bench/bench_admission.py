@@ -1,13 +1,15 @@
 """Admission webhook latency at a steady CREATE rate (issue #15): goal p99 <= 50 ms.
 
 A dedicated PostgreSQL database (``bench_admission``, created and dropped here) holds a default
-cluster and a namespace default policy. The product's server (uvicorn, ``DEBUG=false``, 2 workers)
-answers, in an open loop at ``--rate`` requests per second for ``--seconds`` (latency counted from
-the *scheduled* send time, so a stall is not hidden by coordinated omission):
+cluster and a namespace default policy. The product's admission server (``manage.py serve_admission``
+with ``ADMISSION_WEBHOOK=true``, ``DEBUG=false``: HTTPS, the client presenting the API server's
+certificate over keep-alive connections, as kube-apiserver does) answers, in an open loop at
+``--rate`` requests per second for ``--seconds`` (latency counted from the *scheduled* send time,
+so a stall is not hidden by coordinated omission):
 
 - ``POST /admission/ascendjobs/`` with an ``AdmissionReview`` for a new AscendJob each time (a new
-  name: the full path runs -- default lookup, validate, render, JSONPatch, the job row, revision 1,
-  its sync row, the audit entry and the ``policy.admitted`` event);
+  name and uid: the full path runs -- default lookup, validate, render, JSONPatch, the pending
+  admission row; revision 1 is recorded later, when the watcher sees the job);
 - the baseline, a bare DRF view returning a constant on the same server (``BENCH_ENDPOINTS=true``),
   at the same rate, so the number says what admission adds over the server's own floor.
 
@@ -26,12 +28,13 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from _common import REPO, emit, env_with, free_port, percentile, uvicorn_argv, wait_port
+from _common import REPO, emit, env_with, free_port, percentile, wait_port
 
 DB_NAME = "bench_admission"
 NAMESPACE = "team-bench"
@@ -119,14 +122,23 @@ def review(name: str) -> bytes:
     return json.dumps(body).encode()
 
 
-async def open_loop(port: int, rate: float, seconds: float, admission: bool) -> dict[str, Any]:
+def client_tls(tls_dir: str) -> Any:
+    import ssl
+
+    context = ssl.create_default_context(cafile=f"{tls_dir}/server-ca.crt")
+    context.load_cert_chain(f"{tls_dir}/client.crt", f"{tls_dir}/client.key")
+    return context
+
+
+async def open_loop(port: int, rate: float, seconds: float, admission: bool, tls_dir: str) -> dict[str, Any]:
     import aiohttp
 
     latencies: list[float] = []
     statuses: dict[int, int] = {}
     patched = 0
-    base = f"http://127.0.0.1:{port}"
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as session:
+    base = f"https://127.0.0.1:{port}"
+    connector = aiohttp.TCPConnector(limit=64, ssl=client_tls(tls_dir))
+    async with aiohttp.ClientSession(connector=connector) as session:
 
         async def one(scheduled: float, index: int) -> None:
             nonlocal patched
@@ -188,8 +200,22 @@ def main() -> None:
             [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=REPO, env=env, check=True
         )
         subprocess.run([sys.executable, __file__, "--seed-only"], cwd=REPO, env=env, check=True)
+        tls_dir = tempfile.mkdtemp(prefix="bench-admission-tls-")
+        subprocess.run(
+            [sys.executable, "manage.py", "admission_dev_certs", tls_dir],
+            cwd=REPO,
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        env.update(
+            ADMISSION_WEBHOOK="true",
+            ADMISSION_TLS_CERT_FILE=f"{tls_dir}/server.crt",
+            ADMISSION_TLS_KEY_FILE=f"{tls_dir}/server.key",
+            ADMISSION_CLIENT_CA_FILE=f"{tls_dir}/client-ca.crt",
+        )
         for mode in ("sync", "async"):
-            results.update(run_mode(env, mode, args.rate, args.seconds))
+            results.update(run_mode(env, mode, args.rate, args.seconds, tls_dir))
     finally:
         _admin(base, f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')
     for name, numbers in results.items():
@@ -214,11 +240,13 @@ def main() -> None:
     )
 
 
-def run_mode(env: dict[str, str], mode: str, rate: float, seconds: float) -> dict[str, dict[str, Any]]:
+def run_mode(
+    env: dict[str, str], mode: str, rate: float, seconds: float, tls_dir: str
+) -> dict[str, dict[str, Any]]:
     """One server per mode: ADMISSION_RECORD_ASYNC false (the default) or true; the baseline once."""
     port = free_port()
     proc = subprocess.Popen(
-        uvicorn_argv(port, 2, "--no-access-log"),
+        [sys.executable, "manage.py", "serve_admission", "--host", "127.0.0.1", "--port", str(port)],
         cwd=REPO,
         env={**env, "ADMISSION_RECORD_ASYNC": "true" if mode == "async" else "false"},
         start_new_session=True,
@@ -227,10 +255,10 @@ def run_mode(env: dict[str, str], mode: str, rate: float, seconds: float) -> dic
     out: dict[str, dict[str, Any]] = {}
     try:
         wait_port(port, 60)
-        asyncio.run(open_loop(port, 20, 2, admission=True))  # warm-up: imports, connections
+        asyncio.run(open_loop(port, 20, 2, True, tls_dir))  # warm-up: imports, connections
         if mode == "sync":
-            out["baseline"] = asyncio.run(open_loop(port, rate, seconds, admission=False))
-        out[f"admission-{mode}"] = asyncio.run(open_loop(port, rate, seconds, admission=True))
+            out["baseline"] = asyncio.run(open_loop(port, rate, seconds, False, tls_dir))
+        out[f"admission-{mode}"] = asyncio.run(open_loop(port, rate, seconds, True, tls_dir))
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(20)

@@ -1,4 +1,8 @@
-"""Top-level URLs: admin, health, the REST API under /api/v1/, and the dashboard."""
+"""Top-level URLs: admin, health, the REST API under /api/v1/, and the dashboard.
+
+No admission webhook here: it is in ``controlplane.admission_urls``, the URLconf of a process started
+with ``ADMISSION_WEBHOOK=true`` only.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,6 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularSwaggerSplitView
 
-from apps.admission.views import admission_ascendjobs
 from apps.api.metrics import metrics_view
 from apps.api.schema_view import CachedSpectacularAPIView
 from apps.core.permissions import ApiDocsAccess
@@ -17,8 +20,8 @@ urlpatterns = [
     path("readyz", readyz, name="readyz"),
     path("healthz", healthz, name="healthz"),  # the old name of readyz
     path("admin/", admin.site.urls),
-    path("admission/ascendjobs/", admission_ascendjobs, name="admission-ascendjobs"),
     path("api/v1/", include("controlplane.api_urls")),
+    path("oidc/", include("apps.accounts.oidc.urls")),  # 404 unless OIDC_ENABLED
     path(
         "api/schema/", CachedSpectacularAPIView.as_view(permission_classes=[ApiDocsAccess]), name="api-schema"
     ),

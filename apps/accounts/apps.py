@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.conf import settings
 
 
 class AccountsConfig(AppConfig):
@@ -12,3 +13,7 @@ class AccountsConfig(AppConfig):
 
     def ready(self) -> None:
         from apps.accounts import schema  # noqa: F401  (registers the OpenAPI auth extension)
+        from apps.accounts.oidc.group_roles import parse_group_roles
+
+        # A wrong role mapping fails every process at start, naming the entry, not a sign-in later.
+        parse_group_roles(settings.OIDC_GROUP_ROLES)

@@ -73,6 +73,9 @@ class NamespaceGrant(models.Model):
         help_text="Empty = every cluster",
     )
     namespace = models.CharField(max_length=63, default=ALL_NAMESPACES, help_text='"*" = every namespace')
+    # Set on the grants OIDC sign-in made from the provider's groups (OIDC_GROUP_ROLES): those, and only
+    # those, are granted and revoked at each sign-in to match the groups. Grants made by hand stay.
+    from_oidc = models.BooleanField(default=False, help_text="Granted from the identity provider's groups")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -92,3 +95,27 @@ class NamespaceGrant(models.Model):
         who = f"user:{self.user_id}" if self.user_id else f"group:{self.group_id}"
         where = f"{self.cluster_id or '*'}/{self.namespace}"
         return f"{who} {self.role} on {where}"
+
+
+class OidcIdentity(models.Model):
+    """The provider account (issuer, subject) a local user signs in as through OIDC.
+
+    Users are matched by this pair, never by e-mail or username: a provider account whose e-mail
+    equals a local (break-glass) administrator's must not become that administrator.
+    """
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="oidc_identity"
+    )
+    issuer = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255)
+    groups = models.JSONField(default=list, blank=True, help_text="The groups claim at the last sign-in")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_login_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="uniq_oidc_identity")]
+        verbose_name_plural = "OIDC identities"
+
+    def __str__(self) -> str:
+        return f"{self.subject} @ {self.issuer}"

@@ -53,6 +53,16 @@ def _coverage(user: UserLike, min_role: str) -> Q | None:
     return covered
 
 
+def namespace_coverage(user: UserLike, *, min_role: str = Role.VIEWER) -> Q | None:
+    """A filter on ``cluster_id``/``namespace`` columns (of jobs, presets...) matching the
+    namespaces where the user holds ``min_role``; None = every namespace. Superusers: None."""
+    if _is_superuser(user):
+        return None
+    if not user.is_authenticated:
+        return Q(pk__in=[])
+    return _coverage(user, min_role)
+
+
 def jobs_visible_to(user: UserLike, *, min_role: str = Role.VIEWER) -> QuerySet[TrainingJob]:
     """Jobs the user may see (or, with ``min_role``, change): one filter, no per-row queries."""
     jobs = TrainingJob.objects.all()

@@ -3,8 +3,10 @@ and one per user over all of its tokens, so minting more tokens does not buy mor
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
+from redis.exceptions import RedisError
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
@@ -14,6 +16,8 @@ from apps.accounts.models import ApiToken
 if TYPE_CHECKING:
     from rest_framework.views import APIView
 
+log = logging.getLogger(__name__)
+
 
 def _configured_rate(scope: str) -> str | None:
     """The rate ("100/min") set for ``scope``; DRF's settings type allows numbers, ours are strings."""
@@ -21,7 +25,22 @@ def _configured_rate(scope: str) -> str | None:
     return None if rate is None else str(rate)
 
 
-class TokenRateThrottle(SimpleRateThrottle):
+class _SharedCountThrottle(SimpleRateThrottle):
+    """Counts in the shared Redis cache (``CACHES``); when Redis cannot be reached the request is let
+    through (and logged): a cache outage must not turn every API call into a 500."""
+
+    def allow_request(self, request: Request, view: APIView) -> bool:
+        try:
+            return self._allow(request, view)
+        except RedisError as exc:
+            log.warning("throttle %s: the shared cache is unreachable (%s); not counting", self.scope, exc)
+            return True
+
+    def _allow(self, request: Request, view: APIView) -> bool:
+        return bool(super().allow_request(request, view))
+
+
+class TokenRateThrottle(_SharedCountThrottle):
     """Each token gets its own budget, so one busy pipeline cannot starve the others of the same user."""
 
     scope = "token"
@@ -40,7 +59,7 @@ class TokenRateThrottle(SimpleRateThrottle):
         return self.cache_format % {"scope": self.scope, "ident": ident}
 
 
-class UserRateThrottle(SimpleRateThrottle):
+class UserRateThrottle(_SharedCountThrottle):
     """Every authenticated user's requests, over all tokens and the session (issue #16).
 
     Anonymous requests are left to the token-scope bucket (per address). No ``user`` rate
@@ -52,12 +71,12 @@ class UserRateThrottle(SimpleRateThrottle):
     def get_rate(self) -> str | None:
         return _configured_rate(self.scope)
 
-    def allow_request(self, request: Request, view: APIView) -> bool:
+    def _allow(self, request: Request, view: APIView) -> bool:
         self.rate = self.get_rate()
         if self.rate is None:
             return True
         self.num_requests, self.duration = self.parse_rate(self.rate)
-        return super().allow_request(request, view)
+        return super()._allow(request, view)
 
     def get_cache_key(self, request: Request, view: APIView) -> str | None:
         if request.user is None or not request.user.is_authenticated:

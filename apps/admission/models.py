@@ -63,3 +63,102 @@ class NamespaceDefaultRevision(models.Model):
         if self.pk is not None:
             raise ValueError("NamespaceDefaultRevision is immutable; create a new revision instead")
         super().save(*args, **kwargs)
+
+
+class RecreateOperation(models.Model):
+    """One "recreate to apply" (design §4.6), recorded before anything is deleted.
+
+    ``manifest`` is the AscendJob to create (the live job with the revision merged), ``original`` the
+    live job as it was (server fields dropped), so a worker that dies between the delete and the
+    create leaves everything needed to finish (create ``manifest``) or roll back (create
+    ``original``). ``steps`` is the operation's own log: one entry per step, with its time.
+    """
+
+    class State(models.TextChoices):
+        PENDING = "pending", "pending"  # recorded, nothing done in the cluster yet
+        DELETING = "deleting", "deleting"  # the old job is being deleted (or is gone)
+        CREATING = "creating", "creating"  # the old job is gone; creating from ``manifest``
+        ROLLING_BACK = "rolling_back", "rolling back"  # ``manifest`` refused; creating ``original``
+        DONE = "done", "done"
+        ROLLED_BACK = "rolled_back", "rolled back"
+        FAILED = "failed", "failed"
+
+    ACTIVE = (State.PENDING, State.DELETING, State.CREATING, State.ROLLING_BACK)
+
+    job = models.ForeignKey("jobs.TrainingJob", on_delete=models.CASCADE, related_name="recreates")
+    revision = models.PositiveIntegerField()
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
+    manifest = models.JSONField(help_text="The AscendJob to create, with the revision rendered")
+    original = models.JSONField(help_text="The live job before the delete, for a roll back")
+    old_uid = models.CharField(max_length=64)
+    new_uid = models.CharField(max_length=64, blank=True)
+    steps = models.JSONField(default=list)
+    attempts = models.PositiveIntegerField(default=0, help_text="Create attempts so far")
+    last_error = models.TextField(blank=True)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    actor_name = models.CharField(max_length=150, blank=True)
+    request_id = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            # The second recreate of a job is refused while one is in progress (409 naming it).
+            models.UniqueConstraint(
+                fields=["job"],
+                condition=models.Q(state__in=["pending", "deleting", "creating", "rolling_back"]),
+                name="one_active_recreate_per_job",
+            )
+        ]
+        indexes = [models.Index(fields=["state", "updated_at"], name="recreate_state_updated")]
+
+    def __str__(self) -> str:
+        return f"recreate {self.pk} of job {self.job_id} ({self.state})"
+
+
+class PendingAdmission(models.Model):
+    """What the webhook answered for one ``AdmissionReview`` (keyed by the request's ``uid``), until
+    the job watcher sees the object created with that uid stamped on it.
+
+    The webhook only proposes: the API server may still reject the create (AlreadyExists, schema,
+    another webhook) or drop an answer that came after its timeout. Nothing about the job is
+    recorded until the watcher sees the stamp (``confirmed``); unseen ones are ``expired``.
+    """
+
+    class Outcome(models.TextChoices):
+        ADMITTED = "admitted", "Policy merged"
+        SKIPPED = "skipped", "No valid policy to merge"
+
+    class State(models.TextChoices):
+        PENDING = "pending", "Pending"
+        CONFIRMED = "confirmed", "Confirmed"
+        EXPIRED = "expired", "Expired"
+
+    uid = models.CharField(max_length=128, unique=True, help_text="AdmissionReview request.uid")
+    cluster = models.ForeignKey("jobs.Cluster", on_delete=models.CASCADE, related_name="+")
+    namespace = models.CharField(max_length=63)
+    name = models.CharField(max_length=253)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices)
+    spec = models.JSONField(
+        null=True, blank=True, help_text="The merged policy (revision 1); null if skipped"
+    )
+    sources = models.JSONField(default=list)
+    comment = models.CharField(max_length=500, blank=True)
+    warnings = models.JSONField(default=list)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
+    job = models.ForeignKey(
+        "jobs.TrainingJob", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["state", "created_at"], name="pending_admission_state")]
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name} ({self.uid}, {self.state})"

@@ -2,14 +2,18 @@
 
 On CREATE of an AscendJob: namespace default, then the preset named by the job's
 ``recovery.mindcluster.io/preset`` annotation, then the job's own keys (they win), rendered with the
-same ``desired_state`` as the push (so the same revision annotation); the job is recorded
-with that policy as revision 1 (source ``admission``). It never denies: whatever goes wrong, the job
-is allowed unchanged, with a warning in the response and, where there is a job to attach it to, an
-event. It is idempotent: a re-sent review for a job already recorded at admission (no UID yet)
-gives the same patch from the stored revision (and a review re-sent before the first one's record
-landed computes the same patch; the live-job unique constraint keeps one row).
+same ``desired_state`` as the push (so the same revision annotation), plus the request's uid stamped
+as ``recovery.mindcluster.io/admission-uid``. What was answered is a :class:`PendingAdmission`, not
+history: the API server may still reject the create, or drop a late answer. Revision 1 (source
+``admission``) is recorded when the job watcher sees the object created with the stamp
+(``apps/admission/pending.py``). Nothing here reads, deletes or re-links a job's row, so a review,
+forged or real, for a name that exists changes nothing. Dry-run requests record nothing
+(``sideEffects: NoneOnDryRun``).
 
-With ``ADMISSION_RECORD_ASYNC`` the answer is sent before the job is recorded (about ten writes, on a
+It never denies: whatever goes wrong, the job is allowed unchanged, with a warning in the response.
+It is idempotent: a re-sent review (the same uid) gets the same patch from the pending admission.
+
+With ``ADMISSION_RECORD_ASYNC`` the answer is sent before the pending row is written (one insert, on a
 small thread pool right after), so the API server waits only for two reads and the merge.
 """
 
@@ -25,23 +29,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, close_old_connections, connection, transaction
+from django.db import IntegrityError, close_old_connections, transaction
 from django.db.models.signals import post_delete, post_save
-from django.utils import timezone
 
 from apps.admission.jsonpatch import diff
 from apps.admission.merge import ANNOTATION_PRESET, Merged, keep_user_metadata, merge_layers
-from apps.admission.models import NamespaceDefault
+from apps.admission.models import NamespaceDefault, PendingAdmission
+from apps.admission.pending import ANNOTATION_ADMISSION_UID
 from apps.admission.review_shape import review_shape_problem
-from apps.audit.actors import Actor
-from apps.audit.services import audit_record
-from apps.events import kinds
-from apps.events.services import event_record
-from apps.jobs.models import Cluster, TrainingJob
-from apps.policies.adoption import job_facts
-from apps.policies.builtin_presets import builtin_preset
+from apps.jobs.models import Cluster
 from apps.policies.desired import desired_state
-from apps.policies.models import PolicyRevision, PolicySync, Preset
+from apps.policies.preset_services import preset_spec_resolve
 from apps.policies.spec import JobContext, PolicySpec
 from apps.policies.validation import validate_policy
 from mindcluster import keys as c
@@ -49,8 +47,7 @@ from mindcluster import keys as c
 log = logging.getLogger(__name__)
 
 REVIEW_API_VERSION = "admission.k8s.io/v1"
-ACTOR = Actor.system("admission")
-EVENT_SOURCE = "admission"
+MAX_UID_LENGTH = 128  # the API server sends a UUID; the pending row's key column holds 128
 
 
 class BadReview(ValueError):
@@ -61,7 +58,6 @@ class BadReview(ValueError):
 class Decision:
     patch: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    job: TrainingJob | None = None
     revision: int | None = None
 
 
@@ -73,6 +69,8 @@ def parse_review(body: Any) -> dict[str, Any]:
     request = body.get("request")
     if not isinstance(request, dict) or not isinstance(request.get("uid"), str) or not request["uid"]:
         raise BadReview("request.uid is required")
+    if len(request["uid"]) > MAX_UID_LENGTH:
+        raise BadReview(f"request.uid is longer than {MAX_UID_LENGTH} characters")
     problem = review_shape_problem(body, request)
     if problem:
         raise BadReview(problem)
@@ -138,18 +136,23 @@ def _lookup_cluster(name: str | None) -> Cluster | None:
     return found
 
 
-def _preset_spec(name: str) -> dict[str, Any] | None:
-    spec = Preset.objects.filter(name=name).values_list("spec", flat=True).first()
-    return spec if spec is not None else builtin_preset(name)
+def _stamped(manifest: dict[str, Any], uid: str | None) -> dict[str, Any]:
+    """``manifest`` with the review's uid as an annotation (None: unchanged), so the watcher can tell
+    the object the API server stored with this answer from any other of the same name."""
+    if uid is None:
+        return manifest
+    meta = dict(manifest.get("metadata") or {})
+    meta["annotations"] = {**(meta.get("annotations") or {}), ANNOTATION_ADMISSION_UID: uid}
+    return {**manifest, "metadata": meta}
 
 
 def _render_patch(
-    obj: dict[str, Any], spec: PolicySpec, revision: int
+    obj: dict[str, Any], spec: PolicySpec, revision: int, stamp: str | None
 ) -> tuple[list[dict[str, Any]], list[str]]:
     # Stamped with the revision like a push, so "in effect" can match this job to its revision.
     rendered = desired_state(obj, spec, revision).manifest
     notes = keep_user_metadata(obj, rendered)
-    return diff(obj, rendered), notes
+    return diff(obj, _stamped(rendered, stamp)), notes
 
 
 def admit(request: dict[str, Any], cluster_name: str | None = None) -> Decision:
@@ -172,30 +175,27 @@ def admit(request: dict[str, Any], cluster_name: str | None = None) -> Decision:
     namespace = str(request.get("namespace") or meta.get("namespace") or "")
     name = str(meta.get("name") or "")
     try:
-        return _admit(cluster, namespace, name, obj, dry_run=bool(request.get("dryRun")))
+        return _admit(
+            cluster, namespace, name, obj, uid=str(request["uid"]), dry_run=bool(request.get("dryRun"))
+        )
     except Exception as exc:  # never deny a job because of us
         log.exception("admission of %s/%s failed; allowing it unchanged", namespace, name)
         return Decision(warnings=[f"recovery policy not applied: internal error ({type(exc).__name__})"])
 
 
-def _admit(cluster: Cluster, namespace: str, name: str, obj: dict[str, Any], *, dry_run: bool) -> Decision:
+def _admit(
+    cluster: Cluster, namespace: str, name: str, obj: dict[str, Any], *, uid: str, dry_run: bool
+) -> Decision:
     if not name:
         # generateName: the apiserver has not chosen the name yet, so there is nothing to record.
         return Decision(
             warnings=["recovery policy: jobs created with generateName get no policy at admission"]
         )
-    existing = (
-        TrainingJob.objects.select_related("current_revision")
-        .filter(cluster=cluster, namespace=namespace, name=name, deleted_at__isnull=True)
-        .first()
-    )
-    if (
-        existing is not None
-        and not existing.uid
-        and existing.current_revision is not None
-        and existing.current_revision.source == PolicyRevision.Source.ADMISSION
-    ):
-        return _replay(existing, obj)  # a re-sent review: the same patch
+    # Dry run: the same answer, no stamp (nothing is pending) and nothing written.
+    stamp = None if dry_run else uid
+    resent = None if dry_run else PendingAdmission.objects.filter(uid=uid).first()
+    if resent is not None:
+        return _replay(resent, obj)
     default = (
         NamespaceDefault.objects.select_related("current_revision")
         .filter(cluster=cluster, namespace=namespace)
@@ -206,7 +206,8 @@ def _admit(cluster: Cluster, namespace: str, name: str, obj: dict[str, Any], *, 
     warnings: list[str] = []
     preset: tuple[str, dict[str, Any]] | None = None
     if preset_name:
-        found = _preset_spec(preset_name)
+        # The job's own namespace first, then the global presets: never another namespace's.
+        found = preset_spec_resolve(preset_name, cluster=cluster, namespace=namespace)
         if found is None:
             warnings.append(f"{ANNOTATION_PRESET}: no preset named {preset_name!r}; ignored")
         else:
@@ -219,54 +220,50 @@ def _admit(cluster: Cluster, namespace: str, name: str, obj: dict[str, Any], *, 
     if preset is not None:
         merged.sources.append(f"preset {preset_name}")
     warnings.extend(merged.overridden)
+    pending = PendingAdmission(
+        uid=uid, cluster=cluster, namespace=namespace, name=name, sources=merged.sources
+    )
     result = validate_policy(merged.spec, JobContext.from_manifest(obj))
     if not result.ok or result.spec is None:
         problems = "; ".join(f"{i.field or '/'}: {i.message}" for i in result.errors[:3])
         warnings.append(
             f"recovery policy not applied ({', '.join(merged.sources)} is invalid here): {problems}"
         )
-        if not dry_run:
-            record_later(_record_skipped, cluster, namespace, name, obj, existing, list(warnings))
-        return Decision(warnings=warnings)
+        if stamp is None:
+            return Decision(warnings=warnings)
+        pending.outcome, pending.warnings = PendingAdmission.Outcome.SKIPPED, list(warnings)
+        record_later(_save_pending, pending)
+        return Decision(patch=diff(obj, _stamped(obj, stamp)), warnings=warnings)
     warnings.extend(f"{i.field or '/'}: {i.message}" for i in result.warnings)
-    patch, notes = _render_patch(obj, result.spec, 1)
+    patch, notes = _render_patch(obj, result.spec, 1, stamp)
     warnings.extend(notes)
-    if dry_run:
-        return Decision(patch=patch, warnings=warnings, revision=1)
-    record_later(_record, cluster, namespace, obj, existing, result.spec, merged, list(warnings))
+    if stamp is not None:
+        pending.outcome, pending.spec = PendingAdmission.Outcome.ADMITTED, result.spec.to_dict()
+        pending.comment, pending.warnings = _comment(merged), list(warnings)
+        record_later(_save_pending, pending)
     return Decision(patch=patch, warnings=warnings, revision=1)
 
 
-def _replay(job: TrainingJob, obj: dict[str, Any]) -> Decision:
-    revision = job.current_revision
-    assert revision is not None
+def _comment(merged: Merged) -> str:
+    comment = "merged at admission from " + ", ".join(merged.sources)
+    if merged.overridden:
+        comment += "; the job's own keys kept: " + ", ".join(w.split(":", 1)[0] for w in merged.overridden)
+    return comment[:500]
+
+
+def _replay(pending: PendingAdmission, obj: dict[str, Any]) -> Decision:
+    """The answer to a re-sent review: the same patch, from what the first answer recorded."""
+    if pending.outcome == PendingAdmission.Outcome.SKIPPED or pending.spec is None:
+        return Decision(patch=diff(obj, _stamped(obj, pending.uid)), warnings=list(pending.warnings))
     try:
-        # Validated against this very object when it was recorded (validation happens at store time).
-        spec = PolicySpec.from_stored(revision.spec)
+        # Validated against this very object when it was recorded.
+        spec = PolicySpec.from_stored(pending.spec)
     except (TypeError, KeyError, ValueError, AttributeError):
         return Decision(
-            warnings=["recovery policy: the recorded revision cannot be read; job left unchanged"]
+            warnings=["recovery policy: the recorded admission cannot be read; job left unchanged"]
         )
-    patch, notes = _render_patch(obj, spec, revision.number)
-    return Decision(patch=patch, warnings=notes, job=job, revision=revision.number)
-
-
-def _new_job(
-    cluster: Cluster, namespace: str, obj: dict[str, Any], existing: TrainingJob | None
-) -> TrainingJob:
-    if existing is not None:
-        # A row left from a job of the same name whose deletion the watcher has not seen yet: the
-        # apiserver only admits a CREATE when the name is free, so that job is gone.
-        TrainingJob.objects.filter(pk=existing.pk).update(deleted_at=timezone.now())
-    facts = job_facts(obj)
-    facts.pop("uid", None)
-    return TrainingJob.objects.create(
-        cluster=cluster,
-        namespace=namespace,
-        name=str(obj["metadata"]["name"]),
-        source=TrainingJob.Source.ADOPTED,
-        **facts,
-    )
+    patch, notes = _render_patch(obj, spec, 1, pending.uid)
+    return Decision(patch=patch, warnings=[*pending.warnings, *notes][:10], revision=1)
 
 
 # Recording runs after the answer, off the API server's critical path (design §2: the control plane
@@ -277,8 +274,8 @@ _recorder = ThreadPoolExecutor(max_workers=2, thread_name_prefix="admission-reco
 def record_later(fn: Callable[..., Any], *args: Any) -> Future[None] | None:
     """Record now, or with ``ADMISSION_RECORD_ASYNC`` on the recorder thread after the answer.
 
-    Synchronous is the default: the row exists before the API server stores the job, so the job
-    watcher can never adopt it first (which would make revision 1 "observed", not "admission").
+    Synchronous is the default: the pending row exists before the API server stores the job, so the
+    job watcher always finds it (else the job is adopted with an observed revision 1, same keys).
     """
     if not settings.ADMISSION_RECORD_ASYNC:
         fn(*args)
@@ -289,9 +286,6 @@ def record_later(fn: Callable[..., Any], *args: Any) -> Future[None] | None:
 def _recorded(fn: Callable[..., Any], *args: Any) -> None:
     try:
         fn(*args)
-    except IntegrityError:
-        # A re-sent review raced the first one's record: the live-job unique constraint kept one row.
-        log.info("admission record skipped: the job is already recorded")
     except Exception:
         # The job exists with its keys; the watcher adopts it (observed revision 1, same keys).
         log.exception("admission record failed; the watcher will adopt the job instead")
@@ -299,78 +293,10 @@ def _recorded(fn: Callable[..., Any], *args: Any) -> None:
         close_old_connections()
 
 
-def _relaxed_commit() -> None:
-    """Do not wait for the WAL flush on commit (PostgreSQL): this is on the job's creation path.
-
-    Losing the last few admissions in a database crash only downgrades them: the keys are in the
-    job itself, so the watcher adopts it with the same policy as an observed revision 1.
-    """
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit TO OFF")
-
-
-@transaction.atomic
-def _record(
-    cluster: Cluster,
-    namespace: str,
-    obj: dict[str, Any],
-    existing: TrainingJob | None,
-    spec: PolicySpec,
-    merged: Merged,
-    warnings: list[str],
-) -> TrainingJob:
-    """The job row, revision 1 (source admission), its applied sync, the audit entry and the event.
-
-    Not ``policy_revision_create``: for a row created in this very transaction its lock, number
-    lookup and re-validation are dead weight, and this runs on the API server's critical path.
-    """
-    _relaxed_commit()
-    job = _new_job(cluster, namespace, obj, existing)
-    comment = "merged at admission from " + ", ".join(merged.sources)
-    if merged.overridden:
-        comment += "; the job's own keys kept: " + ", ".join(w.split(":", 1)[0] for w in merged.overridden)
-    revision = PolicyRevision.objects.create(
-        job=job,
-        number=1,
-        spec=spec.to_dict(),
-        author_name=ACTOR.name,
-        comment=comment[:500],
-        source=PolicyRevision.Source.ADMISSION,
-    )
-    TrainingJob.objects.filter(pk=job.pk).update(current_revision=revision)
-    job.current_revision = revision
-    # The webhook's patch is the write: the sync is recorded as applied, like an observed revision.
-    PolicySync.objects.create(job=job, revision=revision, generation=1, state=PolicySync.State.APPLIED)
-    audit_record(actor=ACTOR, action="policy.update", obj=job, after=revision.spec)
-    event_record(
-        job=job,
-        kind=kinds.POLICY_ADMITTED,
-        message=f"Policy revision {revision.number} merged at creation ({', '.join(merged.sources)})",
-        source=EVENT_SOURCE,
-        severity="warning" if warnings else "info",
-        data={"revision": revision.number, "sources": merged.sources, "warnings": warnings},
-    )
-    return job
-
-
-@transaction.atomic
-def _record_skipped(
-    cluster: Cluster,
-    namespace: str,
-    name: str,
-    obj: dict[str, Any],
-    existing: TrainingJob | None,
-    warnings: list[str],
-) -> None:
-    job = (
-        existing if existing is not None and not existing.uid else _new_job(cluster, namespace, obj, existing)
-    )
-    event_record(
-        job=job,
-        kind=kinds.POLICY_ADMISSION_SKIPPED,
-        message="Created without a recovery policy: the namespace default or preset is invalid for this job",
-        source=EVENT_SOURCE,
-        severity="warning",
-        data={"warnings": warnings},
-    )
+def _save_pending(pending: PendingAdmission) -> None:
+    try:
+        with transaction.atomic():
+            pending.save(force_insert=True)
+    except IntegrityError:
+        # A re-sent review raced the first one's insert: the uid is unique, the first one stands.
+        log.info("admission %s already pending", pending.uid)

@@ -31,7 +31,8 @@ def webhook_configuration(
             {
                 "name": WEBHOOK_NAME,
                 "admissionReviewVersions": ["v1"],
-                "sideEffects": "None",  # it records the job, but never for dryRun requests
+                # It writes a pending admission, never for a dryRun request (which changes nothing).
+                "sideEffects": "NoneOnDryRun",
                 "failurePolicy": failure_policy,  # Ignore: the control plane is never on the critical path
                 "timeoutSeconds": timeout_seconds,
                 "reinvocationPolicy": "Never",

@@ -26,6 +26,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from apps.core.supervision import SupervisedThreadsCollector
 from apps.events.metrics import REGISTRY
 
 LAG_WINDOW = timedelta(minutes=5)
@@ -134,6 +135,7 @@ class DatabaseCollector(Collector):
 
 DATABASE_COLLECTOR = DatabaseCollector()
 REGISTRY.register(DATABASE_COLLECTOR)
+REGISTRY.register(SupervisedThreadsCollector())  # this process's supervised threads (issue #24)
 
 
 def reset_cache() -> None:

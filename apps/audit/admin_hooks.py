@@ -23,18 +23,31 @@ from apps.core.middleware import request_id_of
 
 
 def admin_snapshot(obj: models.Model, secret_fields: frozenset[str] = frozenset()) -> dict[str, Any]:
-    """The object's own columns as JSON (foreign keys as ids); secrets only as "(set)" / "(empty)"."""
+    """The object's own columns as JSON (foreign keys as ids) and its many-to-many links as sorted
+    ids (a user's groups decide their grants); secrets only as "(set)" / "(empty)"."""
     values: dict[str, Any] = {}
     for field in obj._meta.concrete_fields:
         value = getattr(obj, field.attname)
         if field.name in secret_fields:
             value = "(set)" if value else "(empty)"
         values[field.attname] = value
+    if obj.pk is not None:
+        for m2m in obj._meta.many_to_many:
+            values[m2m.name] = sorted(getattr(obj, m2m.name).values_list("pk", flat=True))
     return json.loads(json.dumps(values, cls=DjangoJSONEncoder))
 
 
+def _secrets_of(obj: models.Model, secret_fields: frozenset[str]) -> dict[str, Any]:
+    return {name: getattr(obj, name, None) for name in secret_fields}
+
+
 class AuditedAdmin(admin.ModelAdmin):
-    """A ``ModelAdmin`` whose writes are audited like the API's."""
+    """A ``ModelAdmin`` whose writes are audited like the API's.
+
+    An add or change is recorded once its many-to-many links are saved too (``save_related`` runs
+    after ``save_model`` in the admin's one transaction), so the "after" shows the groups a user was
+    put in. A secret that changed is recorded as "(changed)", never its value.
+    """
 
     audit_secret_fields: ClassVar[frozenset[str]] = frozenset()
 
@@ -47,18 +60,36 @@ class AuditedAdmin(admin.ModelAdmin):
             after=after,
         )
 
-    def _stored(self, obj: models.Model) -> dict[str, Any] | None:
+    def _stored(self, obj: models.Model) -> models.Model | None:
         if obj.pk is None:
             return None
-        stored = type(obj)._default_manager.filter(pk=obj.pk).first()
-        return admin_snapshot(stored, self.audit_secret_fields) if stored is not None else None
+        return type(obj)._default_manager.filter(pk=obj.pk).first()
+
+    @staticmethod
+    def _pending(request: HttpRequest) -> dict[int, tuple[bool, Any, dict[str, Any]]]:
+        """Per request (admin instances are shared by threads): what ``save_model`` saw before the
+        save, keyed by the object, until ``save_related`` records the entry."""
+        pending: dict[int, tuple[bool, Any, dict[str, Any]]] = request.__dict__.setdefault(
+            "_audit_pending", {}
+        )
+        return pending
 
     def save_model(self, request: HttpRequest, obj: models.Model, form: Any, change: bool) -> None:
-        with transaction.atomic():
-            before = self._stored(obj) if change else None
-            super().save_model(request, obj, form, change)
-            after = admin_snapshot(obj, self.audit_secret_fields)
-            self._audit(request, "update" if change else "create", obj, before, after)
+        stored = self._stored(obj) if change else None
+        before = admin_snapshot(stored, self.audit_secret_fields) if stored is not None else None
+        secrets = _secrets_of(stored, self.audit_secret_fields) if stored is not None else {}
+        super().save_model(request, obj, form, change)
+        self._pending(request)[id(obj)] = (change, before, secrets)
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        super().save_related(request, form, formsets, change)
+        obj = form.instance
+        change, before, secrets = self._pending(request).pop(id(obj), (change, None, {}))
+        after = admin_snapshot(obj, self.audit_secret_fields)
+        for name, old in secrets.items():
+            if old != getattr(obj, name, None):
+                after[name] = "(changed)"
+        self._audit(request, "update" if change else "create", obj, before, after)
 
     def delete_model(self, request: HttpRequest, obj: models.Model) -> None:
         with transaction.atomic():

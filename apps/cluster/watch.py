@@ -8,7 +8,7 @@ then watches from the list's resourceVersion with bookmarks on, call after call,
 - ``410 Gone`` (the version is older than the server keeps, or the server dropped a slow watch)
   means the changes in between are lost to the watch: the loop relists, and ``listed`` hands the
   handler the whole current set (so it can also notice what disappeared meanwhile);
-- any other ``ClusterError`` waits a capped exponential backoff with jitter (many watchers whose
+- any other ``ClusterError`` waits the shared backoff (``apps.cluster.backoff``) (many watchers whose
   API server restarted must not come back in step), or the server's ``Retry-After`` when it sent
   one, and tries again from the last version seen; the handler hears of it in ``failed``.
 
@@ -18,12 +18,12 @@ Errors raised by the handler are not the loop's: they end ``run`` (the caller's 
 from __future__ import annotations
 
 import logging
-import random
 import threading
 from dataclasses import dataclass
 from typing import Any
 
 from apps.cluster import client as kube
+from apps.cluster.backoff import Backoff
 from apps.cluster.errors import ClusterError
 
 log = logging.getLogger(__name__)
@@ -43,38 +43,6 @@ class WatchTarget:
     def describe(self) -> str:
         where = self.namespace or "all namespaces"
         return f"{self.resource} in {where}" + (f" ({self.field_selector})" if self.field_selector else "")
-
-
-class Backoff:
-    """Capped exponential delays with jitter: ``initial``, then doubling up to ``maximum``.
-
-    Each delay is drawn from ``[(1 - jitter) * d, d]``: never longer than the cap, and spread so
-    that many clients failing together do not retry together.
-    """
-
-    def __init__(
-        self,
-        initial: float = 0.5,
-        maximum: float = 30.0,
-        jitter: float = 0.5,
-        rng: random.Random | None = None,
-    ) -> None:
-        self.initial = initial
-        self.maximum = max(maximum, initial)
-        self.jitter = jitter
-        self._rng = rng or random.Random()
-        self._next = initial
-
-    def reset(self) -> None:
-        self._next = self.initial
-
-    def next_delay(self, retry_after: float | None = None) -> float:
-        """The next wait; the server's ``Retry-After`` (capped) takes precedence when it sent one."""
-        base = self._next
-        self._next = min(self.maximum, self._next * 2)
-        if retry_after is not None and retry_after > 0:
-            return min(retry_after, self.maximum)
-        return base * self._rng.uniform(1.0 - self.jitter, 1.0)
 
 
 class WatchHandler:

@@ -58,3 +58,13 @@ def check_redis() -> str:
 
 register_check("database", check_database)
 register_check("redis", check_redis)
+
+
+def check_threads() -> str:
+    """The supervised threads of this process: a dead or crash-looping one takes it out of service."""
+    from apps.core.supervision import supervised_threads_ready
+
+    return OK if supervised_threads_ready() else "error: a supervised thread is dead or crash-looping"
+
+
+register_check("threads", check_threads)

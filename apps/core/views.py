@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.http import HttpRequest, JsonResponse
 
 from apps.core.health import OK, run_checks
+from apps.core.supervision import supervised_threads_status
 
 
 def livez(request: HttpRequest) -> JsonResponse:
@@ -22,7 +23,8 @@ def readyz(request: HttpRequest) -> JsonResponse:
     checks = run_checks()
     ready = all(answer == OK for answer in checks.values())
     return JsonResponse(
-        {"status": OK if ready else "unavailable", "checks": checks}, status=200 if ready else 503
+        {"status": OK if ready else "unavailable", "checks": checks, "threads": supervised_threads_status()},
+        status=200 if ready else 503,
     )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from django.db import close_old_connections, connection
 
 from apps.cluster.watch import WatchHandler, WatchLoop, WatchTarget
+from apps.core.supervision import Supervisor
 from apps.decisions.services import decision_observe, is_standing
 from apps.jobs.clusters import cluster_ref
 from apps.jobs.models import Cluster, TrainingJob
@@ -108,15 +109,19 @@ class PodGroupWatcher(WatchHandler):
             connection.close()
 
     def run(self) -> None:
+        """Follow PodGroups until stopped; a crash (the database, a bug) restarts the watch (supervised)."""
         try:
-            WatchLoop(
-                self.ref, WatchTarget("podgroups"), self, self.stopped, watch_timeout=self.watch_timeout
-            ).run()
+            Supervisor(f"decide-{self.cluster.name}-{self.shard}", self._watch, stop=self.stopped).run()
         finally:
             for lane in self.lanes:
                 lane.submit(connection.close)  # each lane thread closes its own database connection
                 lane.shutdown(wait=True)
             connection.close()  # and this thread's
+
+    def _watch(self) -> None:
+        WatchLoop(
+            self.ref, WatchTarget("podgroups"), self, self.stopped, watch_timeout=self.watch_timeout
+        ).run()
 
     def stop(self) -> None:
         self.stopped.set()

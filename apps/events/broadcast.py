@@ -19,6 +19,7 @@ from typing import Any
 
 from channels.layers import get_channel_layer
 
+from apps.core.supervision import Supervisor
 from apps.events.models import JobEvent
 
 log = logging.getLogger(__name__)
@@ -45,8 +46,13 @@ class _Sender:
         self.lock = threading.Lock()
         self.idle = threading.Condition(self.lock)
         ready = threading.Event()
-        self.thread = threading.Thread(target=self._run, args=(ready,), name="events-broadcast", daemon=True)
-        self.thread.start()
+        # Supervised for its status and metrics; a crashed loop is not restarted in place (its queues
+        # went with it): the next broadcast finds the thread dead and starts a new sender (``ended``
+        # says so to readiness: its restart is on its way).
+        ended = threading.Event()
+        self.thread = Supervisor(
+            "events-broadcast", lambda: self._run(ready), stop=ended, on_crash=lambda exc: ended.set()
+        ).start()
         ready.wait(5)
 
     def _run(self, ready: threading.Event) -> None:

@@ -3,20 +3,23 @@ sweep that re-queues deliveries whose message was lost."""
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 from celery import shared_task
 from django.conf import settings
 
+from apps.cluster.backoff import jittered_delay
 from apps.events.webhooks import deliveries_sweep, delivery_attempt, delivery_give_up, delivery_lease
 
 
 def backoff_seconds(retries: int) -> float:
     """Exponential with full jitter: base·2^n capped, so many failing receivers do not retry in step."""
-    base = settings.WEBHOOK_BACKOFF_BASE_SECONDS
-    cap = settings.WEBHOOK_BACKOFF_MAX_SECONDS
-    return random.uniform(0, min(cap, base * (2**retries)))
+    return jittered_delay(
+        retries,
+        initial=settings.WEBHOOK_BACKOFF_BASE_SECONDS,
+        maximum=settings.WEBHOOK_BACKOFF_MAX_SECONDS,
+        jitter=1.0,
+    )
 
 
 @shared_task(

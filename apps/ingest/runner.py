@@ -5,6 +5,12 @@ Leadership comes in *terms*: a term starts when this process takes the cluster's
 (``apps.ingest.lease``) and ends when it stops or loses the lease. Each term has its own threads,
 its own queue hand-over (``Feed``) and its own ``halt`` event; a lost lease ends the term (items not
 stored are not acknowledged by any cursor) and the process waits as a standby again.
+
+Every thread runs under a ``Supervisor`` (``apps.core.supervision``). The leader restarts in place
+after a crash. A term thread that crashes (a database outage the store did not ride out, an
+``IntegrityError``, a bug) ends its term the way a lost lease does, and the leader starts the next
+term after the shared backoff: all of the term's threads restart together from the stored cursors,
+so nothing the applier held in its buffer is lost by restarting one thread alone.
 """
 
 from __future__ import annotations
@@ -12,12 +18,14 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 
 from django.conf import settings
 from django.db import DatabaseError, connection
 
 from apps.cluster.watch import WatchTarget
+from apps.core.supervision import Supervisor, restart_backoff
 from apps.ingest.applier import Applier
 from apps.ingest.feed import Feed, SyncGate
 from apps.ingest.items import Item, source_of, sources_of, watch_targets
@@ -49,6 +57,8 @@ class ClusterIngester:
         self._count_lock = threading.Lock()
         self.active = threading.Event()  # set while this process holds the cluster's lease
         self.lost = threading.Event()  # set by the applier when the lease is gone
+        self.crashed = threading.Event()  # set when a thread of the current term crashed
+        self.term_backoff = restart_backoff()
         self.halt = threading.Event()  # the current term's stop signal
         self.terms = 0
         self.standby = False
@@ -64,7 +74,7 @@ class ClusterIngester:
     # --- lifecycle --------------------------------------------------------------------------------
     def start(self) -> None:
         """Become the cluster's active ingester (or wait as a standby), then start the threads."""
-        self._spawn(self._lead, f"ingest-leader-{self.cluster.name}")
+        self._spawn(self._lead, f"ingest-leader-{self.cluster.name}", self.stop_event)
 
     def _lead(self) -> None:
         while not self.stop_event.is_set():
@@ -72,7 +82,11 @@ class ClusterIngester:
                 if not self._acquire(lease):
                     return
                 self._term(lease)
-            if self.lost.is_set():
+            if self.crashed.is_set():
+                # Not before the backoff: a term that crashes at once would otherwise spin.
+                self.crashed.clear()
+                self.stop_event.wait(self.term_backoff.next_delay())
+            elif self.lost.is_set():
                 # Step aside before asking again: this process notices the loss at its next batch
                 # and would ask within milliseconds, while a standby asks once per poll, so it
                 # would win the lease straight back from the standby it is meant to hand over to.
@@ -96,6 +110,7 @@ class ClusterIngester:
         halt = threading.Event()
         self.halt = halt
         self.lost.clear()
+        self.crashed.clear()
         feed = Feed(self.queue, halt)
         gate = SyncGate(sources_of(self.cluster))
         applier = Applier(
@@ -106,18 +121,26 @@ class ClusterIngester:
         self.standby = False
         self.active.set()
         log.info("cluster %s: this process is the active ingester", self.cluster.name)
-        term_threads = [self._spawn(applier.run, f"ingest-apply-{self.cluster.name}")]
+        started = time.monotonic()
+        term_threads = [self._spawn(applier.run, f"ingest-apply-{self.cluster.name}", halt, term=True)]
         for target in watch_targets(self.cluster):
             term_threads.append(
                 self._spawn(
-                    self._follow(target, feed, gate), f"ingest-{self.cluster.name}-{source_of(target)}"
+                    self._follow(target, feed, gate),
+                    f"ingest-{self.cluster.name}-{source_of(target)}",
+                    halt,
+                    term=True,
                 )
             )
         if self.cluster.clusterd_address:
             self._clusterd = ClusterDFollower(self.cluster, self.ref, feed, backoff_max=self.backoff_max)
-            term_threads.append(self._spawn(self._clusterd.run, f"ingest-{self.cluster.name}-clusterd"))
-        while not self.stop_event.wait(0.2) and not self.lost.is_set():
+            term_threads.append(
+                self._spawn(self._clusterd.run, f"ingest-{self.cluster.name}-clusterd", halt, term=True)
+            )
+        while not self.stop_event.wait(0.2) and not self.lost.is_set() and not self.crashed.is_set():
             pass
+        if time.monotonic() - started >= settings.SUPERVISOR_HEALTHY_AFTER_SECONDS:
+            self.term_backoff.reset()
         halt.set()
         self._close_clusterd()
         for thread in term_threads:
@@ -127,9 +150,10 @@ class ClusterIngester:
             self._applied_before += applier.applied
             self._applier = None
         self.active.clear()
-        if self.lost.is_set():
+        if self.lost.is_set() or self.crashed.is_set():
             self.standby = True
-            log.warning("cluster %s: lost the lease; back to standby", self.cluster.name)
+            why = "a thread of the term crashed" if self.crashed.is_set() else "lost the lease"
+            log.warning("cluster %s: %s; back to standby", self.cluster.name, why)
             feed.drain()  # not stored, not acknowledged by a cursor: the next leader replays it
 
     def _follow(self, target: WatchTarget, feed: Feed, gate: SyncGate) -> Callable[[], None]:
@@ -151,11 +175,17 @@ class ClusterIngester:
         if self._clusterd is not None:
             self._clusterd.close()
 
-    def _spawn(self, target: Callable[[], None], name: str) -> threading.Thread:
-        thread = threading.Thread(target=target, name=name, daemon=True)
+    def _spawn(
+        self, target: Callable[[], None], name: str, stop: threading.Event, *, term: bool = False
+    ) -> threading.Thread:
+        """Start ``target`` supervised; a term thread's crash ends the term (see the module docstring)."""
+        on_crash = self._term_crashed if term else None
+        thread = Supervisor(name, target, stop=stop, on_crash=on_crash).start()
         self.threads.append(thread)
-        thread.start()
         return thread
+
+    def _term_crashed(self, exc: Exception) -> None:
+        self.crashed.set()
 
     def stop(self, timeout: float = 5.0) -> None:
         self.stop_event.set()

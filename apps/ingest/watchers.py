@@ -15,8 +15,9 @@ from django.db import DatabaseError, connection
 from django.utils import timezone
 
 from apps.cluster import client as kube
+from apps.cluster.backoff import Backoff
 from apps.cluster.errors import ClusterError
-from apps.cluster.watch import Backoff, WatchHandler, WatchLoop, WatchTarget
+from apps.cluster.watch import WatchHandler, WatchLoop, WatchTarget
 from apps.clusterd.client import ClusterDError, FaultStream
 from apps.events import metrics
 from apps.ingest.cursors import cursor_load

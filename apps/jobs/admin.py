@@ -13,7 +13,7 @@ class ClusterAdmin(AuditedAdmin):
 
 
 @admin.register(TrainingJob)
-class TrainingJobAdmin(admin.ModelAdmin):
+class TrainingJobAdmin(AuditedAdmin):
     list_display = ("name", "namespace", "cluster", "framework", "mindcluster_version", "phase", "deleted_at")
     list_filter = ("cluster", "framework", "mindcluster_version", "source")
     search_fields = ("name", "namespace", "uid")

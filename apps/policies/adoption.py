@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -20,6 +21,12 @@ from apps.policies.validation import validate_policy
 from mindcluster import keys as c
 
 log = logging.getLogger(__name__)
+
+# Registered by apps.admission (a layer above, which this module may not import): given a job's
+# manifest, the confirmation of the pending admission whose stamp it carries, or None. The adopter
+# calls it with the job's row; it records revision 1 from what the webhook answered.
+AdmissionSeen = Callable[[Cluster, dict[str, Any]], Callable[[TrainingJob], None] | None]
+admission_hooks: list[AdmissionSeen] = []
 
 
 def release_of(manifest: dict[str, Any]) -> str:
@@ -122,6 +129,7 @@ def job_adopt(*, cluster: Cluster, manifest: dict[str, Any]) -> tuple[TrainingJo
     meta = manifest.get("metadata") or {}
     facts = job_facts(manifest)
     with transaction.atomic():
+        confirm = next((c for c in (hook(cluster, manifest) for hook in admission_hooks) if c), None)
         job = (
             TrainingJob.objects.select_for_update()
             .filter(
@@ -132,6 +140,12 @@ def job_adopt(*, cluster: Cluster, manifest: dict[str, Any]) -> tuple[TrainingJo
             )
             .first()
         )
+        uid = str(meta.get("uid") or "")
+        if confirm is not None and job is not None and job.uid and job.uid != uid:
+            # Seen, not assumed: the API server stored a new object under this name with our
+            # admission stamp, so the job this row followed is gone; its history stays with it.
+            TrainingJob.objects.filter(pk=job.pk).update(deleted_at=timezone.now())
+            job = None
         created = job is None
         if job is None:
             job = TrainingJob.objects.create(
@@ -149,7 +163,8 @@ def job_adopt(*, cluster: Cluster, manifest: dict[str, Any]) -> tuple[TrainingJo
             if changed:
                 TrainingJob.objects.filter(pk=job.pk).update(**changed, updated_at=timezone.now())
                 job.refresh_from_db()
-        uid = str(meta.get("uid") or "")
+        if confirm is not None:
+            confirm(job)
         if uid and not JobIncarnation.objects.filter(job=job, uid=uid).exclude(job_keys={}).exists():
             incarnation_observe_job(job, manifest)
         if job.current_revision_id is None:

@@ -57,9 +57,14 @@ PRESET_DESCRIPTIONS = {
 def builtin_presets_load(preset_model: Any) -> int:
     """Create or refresh every built-in preset through ``preset_model`` (the model, or a migration's
     historical model: this module imports no model, so a migration can call it); user presets stay."""
+    # The built-ins are global presets: (cluster, namespace) empty once presets have a namespace
+    # (policies.0005); the historical model of 0004 has no such fields yet.
+    fields = {field.name for field in preset_model._meta.get_fields()}
+    scope: dict[str, Any] = {"namespace": "", "cluster": None} if "namespace" in fields else {}
     for name, spec in BUILTIN_PRESETS.items():
         preset_model.objects.update_or_create(
             name=name,
+            **scope,
             defaults={
                 "spec": deepcopy(spec),
                 "description": PRESET_DESCRIPTIONS.get(name, ""),

@@ -6,12 +6,30 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 
 
 class Preset(models.Model):
-    """A named policy template (design.md §4.2 ``/presets/``)."""
+    """A named policy template (design.md §4.2 ``/presets/``), global or owned by one namespace.
 
-    name = models.SlugField(max_length=63, unique=True)
+    Global presets (no cluster, empty namespace) are the built-ins, read-only, and the ones a
+    superuser adds. A namespace's presets belong to one namespace of one cluster and are managed by
+    its editors. A name is resolved in the job's namespace first, then among the global ones, so an
+    editor of one namespace can never change what another namespace's jobs get.
+    """
+
+    name = models.SlugField(max_length=63)
+    cluster = models.ForeignKey(
+        "jobs.Cluster",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="presets",
+        help_text="With namespace: the preset belongs to that namespace. Empty: a global preset",
+    )
+    namespace = models.CharField(
+        max_length=63, blank=True, default="", help_text="Empty: a global preset (built-ins, superusers)"
+    )
     description = models.CharField(max_length=300, blank=True)
     spec = models.JSONField(help_text="A policy spec (design.md §4.1), validated on save by the service")
     builtin = models.BooleanField(default=False, help_text="Shipped with the product; restored on migrate")
@@ -22,10 +40,30 @@ class Preset(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        ordering = ["name"]
+        ordering = ["name", "namespace", "cluster_id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["name"], condition=Q(namespace=""), name="uniq_global_preset_name"
+            ),
+            models.UniqueConstraint(
+                fields=["cluster", "namespace", "name"],
+                condition=~Q(namespace=""),
+                name="uniq_namespace_preset_name",
+            ),
+            # A namespace preset names its cluster, a global one names neither; built-ins are global.
+            models.CheckConstraint(
+                condition=(Q(namespace="") & Q(cluster__isnull=True))
+                | (~Q(namespace="") & Q(cluster__isnull=False) & Q(builtin=False)),
+                name="preset_scope_whole",
+            ),
+        ]
 
     def __str__(self) -> str:
-        return self.name
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+    @property
+    def is_global(self) -> bool:
+        return not self.namespace
 
 
 class PolicyRevision(models.Model):

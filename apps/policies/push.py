@@ -15,7 +15,6 @@ Any other transient error ends the attempt with ``RetryLater``: the Celery task 
 from __future__ import annotations
 
 import logging
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
 
 from apps.cluster import client as kube
+from apps.cluster.backoff import jittered_delay
 from apps.cluster.errors import ClusterError
 from apps.core.numbers import ascii_int
 from apps.events.services import event_record
@@ -220,9 +220,10 @@ def _after_failure(progress: _Progress, exc: ClusterError, deadline: float, atte
 
 
 def _backoff(attempt: int) -> float:
-    """Exponential backoff with full jitter, capped so recovery is noticed within seconds."""
-    cap = min(settings.PUSH_BACKOFF_MAX_SECONDS, settings.PUSH_BACKOFF_BASE_SECONDS * (2 ** min(attempt, 10)))
-    return random.uniform(cap / 2, cap)
+    """The shared jittered backoff, capped so recovery is noticed within seconds."""
+    return jittered_delay(
+        attempt, initial=settings.PUSH_BACKOFF_BASE_SECONDS, maximum=settings.PUSH_BACKOFF_MAX_SECONDS
+    )
 
 
 def _refuse_newer(progress: _Progress, live: dict[str, Any]) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -170,6 +171,14 @@ class LoginView(auth_views.LoginView):
     template_name = "web/login.html"
     redirect_authenticated_user = True
     next_page = "web:jobs"  # a URL name: Django passes it through resolve_url
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        """With OIDC configured, the page offers "Sign in with <provider>" above the local form,
+        which stays for break-glass accounts."""
+        context = super().get_context_data(**kwargs)
+        context["oidc_provider"] = settings.OIDC_PROVIDER_NAME if settings.OIDC_ENABLED else ""
+        context["oidc_failed"] = self.request.GET.get("sso") == "failed"
+        return context
 
 
 class LogoutView(auth_views.LogoutView):

@@ -122,7 +122,11 @@ REQUEST_BODY_MAX_BYTES = env_int("REQUEST_BODY_MAX_BYTES", 3 * 1024 * 1024, mini
 # The same limit where Django reads a body itself (request.body, forms).
 DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_BODY_MAX_BYTES
 
-ROOT_URLCONF = "controlplane.urls"
+# The admission webhook's routes exist only in a process started with ADMISSION_WEBHOOK=true (the
+# admission Deployment, `manage.py serve_admission`: TLS with client certificates); the public web
+# pods answer /admission/... with 404 (issue #24).
+ADMISSION_WEBHOOK = env_bool("ADMISSION_WEBHOOK", default=False)
+ROOT_URLCONF = "controlplane.admission_urls" if ADMISSION_WEBHOOK else "controlplane.urls"
 ASGI_APPLICATION = "controlplane.asgi.application"
 # HTTP runs Django's WSGI handler on this many threads inside the ASGI server (a2wsgi), websockets run
 # on Channels. Django's own ASGI handler sends every request through one thread per process, so a
@@ -213,6 +217,8 @@ CELERY_TASK_ROUTES = {
     "decisions.sweep": {"queue": CELERY_SLOW_QUEUE},
     "advice.refresh_summaries": {"queue": CELERY_SLOW_QUEUE},
     "events.sweep_webhooks": {"queue": CELERY_SLOW_QUEUE},
+    "admission.recreate": {"queue": CELERY_PUSH_QUEUE},
+    "admission.sweep_recreates": {"queue": CELERY_SLOW_QUEUE},
 }
 
 
@@ -230,7 +236,43 @@ CELERY_BEAT_SCHEDULE = {
     # The jobs list's "could save" column (issue #18): re-priced after new incidents.
     "refresh-advice": _every("advice.refresh_summaries", env_float("ADVICE_REFRESH_SECONDS", 60.0)),
     "sweep-webhooks": _every("events.sweep_webhooks", env_float("WEBHOOK_SWEEP_SECONDS", 15.0)),
+    "sweep-recreates": _every("admission.sweep_recreates", env_float("RECREATE_SWEEP_SECONDS", 15.0)),
+    "expire-admissions": _every("admission.expire_pending", env_float("ADMISSION_EXPIRE_SECONDS", 60.0)),
 }
+
+# --- supervised threads (apps.core.supervision): restart after a crash, readiness, metrics -------
+SUPERVISOR_BACKOFF_INITIAL_SECONDS = env_float("SUPERVISOR_BACKOFF_INITIAL_SECONDS", 0.5, minimum=0.01)
+SUPERVISOR_BACKOFF_MAX_SECONDS = env_float("SUPERVISOR_BACKOFF_MAX_SECONDS", 30.0, minimum=0.01)
+# Not ready while a thread has crashed this many times in a row (and has not run well since) ...
+SUPERVISOR_CRASH_LOOP_FAILURES = env_int("SUPERVISOR_CRASH_LOOP_FAILURES", 3, minimum=1)
+# ... where a run this long counts as well: the next crash starts a new count.
+SUPERVISOR_HEALTHY_AFTER_SECONDS = env_float("SUPERVISOR_HEALTHY_AFTER_SECONDS", 60.0, minimum=0.1)
+
+# --- the shared cache: DRF's throttle counts, shared by every web process (issue #24) ------------
+# Its own key prefix in Redis, so a clear() deletes only these keys (apps.core.cache), not the
+# broker's queues that share REDIS_URL by default. Each call is bounded: a Redis that does not
+# answer costs a request CACHE_TIMEOUT_SECONDS, then the throttle lets it through (and logs).
+CACHE_TIMEOUT_SECONDS = env_float("CACHE_TIMEOUT_SECONDS", 0.5, minimum=0.05)
+CACHES: dict[str, dict[str, Any]] = {
+    "default": {
+        "BACKEND": "apps.core.cache.PrefixedRedisCache",
+        "LOCATION": env_str("CACHE_URL", REDIS_URL),
+        "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "cp-cache"),
+        "OPTIONS": {
+            "socket_connect_timeout": CACHE_TIMEOUT_SECONDS,
+            "socket_timeout": CACHE_TIMEOUT_SECONDS,
+        },
+    }
+}
+
+# --- recreate (design §4.6): a recorded operation run by a task, finished by the sweep -------------
+RECREATE_DELETE_WAIT_SECONDS = env_float("RECREATE_DELETE_WAIT_SECONDS", 30.0, minimum=1.0)
+RECREATE_BACKOFF_BASE_SECONDS = env_float("RECREATE_BACKOFF_BASE_SECONDS", 0.5, minimum=0.0)
+RECREATE_BACKOFF_MAX_SECONDS = env_float("RECREATE_BACKOFF_MAX_SECONDS", 10.0, minimum=0.01)
+# Retries of one task run; then the operation waits for the sweep (it stays active, never dropped).
+RECREATE_TASK_RETRIES = env_int("RECREATE_TASK_RETRIES", 5, minimum=0)
+# An active operation nobody advanced for this long is queued again; longer than the delete wait.
+RECREATE_STALL_SECONDS = env_float("RECREATE_STALL_SECONDS", 60.0, minimum=RECREATE_DELETE_WAIT_SECONDS + 1)
 
 # --- push pipeline -------------------------------------------------------------------------------
 PUSH_LEASE_SECONDS = env_int("PUSH_LEASE_SECONDS", 120, minimum=5)
@@ -273,8 +315,36 @@ LOGIN_URL = "web:login"
 # before the limit resets the count. Counts live in the database, shared by every web process.
 AUTHENTICATION_BACKENDS = [
     "apps.accounts.login_guard.LoginGuardBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    "django.contrib.auth.backends.ModelBackend",  # local accounts: kept for break-glass
+    "apps.accounts.oidc.backend.OidcBackend",  # inert unless OIDC_ENABLED
 ]
+# --- sign-in with the company's identity provider (OpenID Connect, apps/accounts/oidc/) -----------
+# On when OIDC_RP_CLIENT_ID is set. Endpoints from OIDC_OP_DISCOVERY_URL (the issuer's
+# /.well-known/openid-configuration) or each OIDC_OP_* variable; ID tokens signed with RS256 and
+# checked against the provider's JWKS. OIDC_GROUP_ROLES maps the groups claim to namespace roles:
+# '{"ml-team-a": {"team-a": "editor"}, "sre": {"*": "admin"}}' (apps/accounts/oidc/group_roles.py).
+OIDC_RP_CLIENT_ID = env_str("OIDC_RP_CLIENT_ID", "")
+OIDC_RP_CLIENT_SECRET = env_secret("OIDC_RP_CLIENT_SECRET", "")
+OIDC_ENABLED = bool(OIDC_RP_CLIENT_ID)
+OIDC_PROVIDER_NAME = env_str("OIDC_PROVIDER_NAME", "your identity provider")
+OIDC_OP_DISCOVERY_URL = env_str("OIDC_OP_DISCOVERY_URL", "")
+OIDC_OP_ISSUER = env_str("OIDC_OP_ISSUER", "")
+OIDC_OP_AUTHORIZATION_ENDPOINT = env_str("OIDC_OP_AUTHORIZATION_ENDPOINT", "")
+OIDC_OP_TOKEN_ENDPOINT = env_str("OIDC_OP_TOKEN_ENDPOINT", "")
+OIDC_OP_USER_ENDPOINT = env_str("OIDC_OP_USER_ENDPOINT", "")
+OIDC_OP_JWKS_ENDPOINT = env_str("OIDC_OP_JWKS_ENDPOINT", "")
+OIDC_RP_SIGN_ALGO = env_str("OIDC_RP_SIGN_ALGO", "RS256")
+OIDC_RP_SCOPES = env_str("OIDC_RP_SCOPES", "openid email profile")
+OIDC_GROUPS_CLAIM = env_str("OIDC_GROUPS_CLAIM", "groups")
+OIDC_GROUP_ROLES = env_str("OIDC_GROUP_ROLES", "{}")
+OIDC_USE_PKCE = True
+OIDC_USE_NONCE = True
+OIDC_TIMEOUT = env_float("OIDC_TIMEOUT_SECONDS", 10.0, minimum=0.5)
+OIDC_VERIFY_SSL = env_bool("OIDC_VERIFY_SSL", default=True)
+OIDC_CREATE_USER = True
+OIDC_STORE_ID_TOKEN = False  # nothing of the provider's tokens is kept in the session
+LOGIN_REDIRECT_URL = "/"
+LOGIN_REDIRECT_URL_FAILURE = "/login/?sso=failed"
 AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
 AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15, minimum=1))
@@ -442,3 +512,12 @@ METRICS_CACHE_SECONDS = env_float("METRICS_CACHE_SECONDS", 10.0, minimum=0.0)
 # before. Faster answers; but if the job watcher adopts the new job within those milliseconds, the
 # job shows an observed revision 1 (same keys) instead of basis "admission". Off by default.
 ADMISSION_RECORD_ASYNC = env_bool("ADMISSION_RECORD_ASYNC", default=False)
+# serve_admission's TLS (deploy/admission/README.md): the serving pair, re-read when it changes
+# (checked this often, and on SIGHUP), and the CA whose client certificates may call the webhook.
+ADMISSION_TLS_CERT_FILE = env_str("ADMISSION_TLS_CERT_FILE", "")
+ADMISSION_TLS_KEY_FILE = env_str("ADMISSION_TLS_KEY_FILE", "")
+ADMISSION_CLIENT_CA_FILE = env_str("ADMISSION_CLIENT_CA_FILE", "")
+ADMISSION_TLS_RELOAD_SECONDS = env_float("ADMISSION_TLS_RELOAD_SECONDS", 10.0, minimum=0.1)
+# A pending admission (apps/admission/pending.py) the watcher has not seen created within this long
+# is marked expired by the beat sweep: the API server rejected the create, or dropped a late answer.
+ADMISSION_PENDING_TTL_SECONDS = env_float("ADMISSION_PENDING_TTL_SECONDS", 600.0, minimum=1.0)

@@ -8,8 +8,28 @@ answer, applies a ``JSONPatch`` and passes the result on. A call that fails (ref
 answer) is skipped under ``failurePolicy: Ignore`` and fails the request under ``Fail`` (the v1
 default). A webhook that says ``allowed: false`` rejects the request with its status.
 
-Two liberties, both so a local run needs neither DNS nor certificates: ``clientConfig.url`` may be
-``http://`` when its host is a loopback address (a real apiserver refuses any ``http`` URL), and a
+Order, as in kube-apiserver: the body is decoded, then the mutating webhooks run, then the object
+is validated (metadata, generateName) and stored, where a taken name fails with AlreadyExists. So a
+webhook IS called for a create that then fails: ``staging/src/k8s.io/apiserver/pkg/endpoints/
+handlers/create.go`` (``createHandler``: ``decoder.Decode``, then ``mutatingAdmission.Admit``, then
+``r.Create``) and ``staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go``
+(``Store.Create``: ``rest.BeforeCreate`` validates, then ``e.Storage.Create`` returns AlreadyExists
+via ``storeerr.InterpretCreateError``). The server calls :func:`admit_create` before its create path.
+
+A dry-run request is sent only to webhooks declaring ``sideEffects: None`` or ``NoneOnDryRun``; any
+other fails the request with 400 "does not support dry run", as the apiserver's mutating dispatcher
+does (``staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/mutating/dispatcher.go``,
+``webhookerrors.NewDryRunUnsupportedErr``).
+
+The client certificate the API server presents to a webhook comes from its ``AdmissionConfiguration``
+(``--admission-control-config-file``): the ``kubeConfigFile`` of the ``MutatingAdmissionWebhook``
+plugin, whose ``users`` are matched by the webhook's ``host:port`` (exact, then ``*.domain``, then
+without ``:443``, then ``*``), as ``staging/src/k8s.io/apiserver/pkg/util/webhook/authentication.go``
+(``defaultAuthenticationInfoResolver.clientConfig``) does. Here the file is named by the
+``SIMCLUSTER_ADMISSION_CONFIG`` environment variable (the same file format).
+
+Two liberties, both so a local run needs no DNS: ``clientConfig.url`` may be ``http://`` when its
+host is a loopback address (a real apiserver refuses any ``http`` URL), and a
 ``clientConfig.service`` cannot be resolved here, so calling one counts as a failed call.
 Not emulated: ``reinvocationPolicy``, ``matchPolicy: Equivalent`` conversions, match conditions,
 and admission on UPDATE/DELETE or on the server-side-apply create path.
@@ -21,12 +41,16 @@ import base64
 import ipaddress
 import json
 import logging
+import os
 import ssl
+import tempfile
 import uuid
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
+import yaml
 
 from .errors import ApiError
 from .patch import PatchDecodeError, PatchError, json_patch
@@ -116,6 +140,111 @@ def _is_loopback(host: str | None) -> bool:
         return False
 
 
+ADMISSION_CONFIG_ENV = "SIMCLUSTER_ADMISSION_CONFIG"
+_SIDE_EFFECTS_SAFE_FOR_DRY_RUN = ("None", "NoneOnDryRun")
+
+
+def _admission_kubeconfig() -> tuple[Path, dict[str, Any]] | None:
+    """The ``MutatingAdmissionWebhook`` plugin's kubeconfig named by the AdmissionConfiguration file."""
+    config_path = os.environ.get(ADMISSION_CONFIG_ENV)
+    if not config_path:
+        return None
+    try:
+        config = yaml.safe_load(Path(config_path).read_text()) or {}
+        plugin = next(p for p in config.get("plugins") or [] if p.get("name") == "MutatingAdmissionWebhook")
+        kubeconfig_file = Path((plugin.get("configuration") or {})["kubeConfigFile"])
+    except (OSError, yaml.YAMLError, StopIteration, KeyError, TypeError, AttributeError) as exc:
+        raise CallFailed(f"admission configuration {config_path}: {exc!r}") from None
+    if not kubeconfig_file.is_absolute():
+        kubeconfig_file = Path(config_path).parent / kubeconfig_file
+    try:
+        return kubeconfig_file, yaml.safe_load(kubeconfig_file.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise CallFailed(f"admission kubeconfig {kubeconfig_file}: {exc}") from None
+
+
+def _auth_info_for(users: dict[str, dict[str, Any]], target: str) -> dict[str, Any] | None:
+    """authentication.go's order: exact, ``*.suffix``, both again without ``:443``, then ``*``."""
+    candidates = [target]
+    host, _, port = target.rpartition(":")
+    if port == "443":
+        candidates.append(host)
+    for name in candidates:
+        if name in users:
+            return users[name]
+        steps = name.split(".")
+        for i in range(1, len(steps)):
+            star = "*." + ".".join(steps[i:])
+            if star in users:
+                return users[star]
+    return users.get("*")
+
+
+def _load_client_certificate(context: ssl.SSLContext, base: Path, user: dict[str, Any]) -> None:
+    cert, key = user.get("client-certificate"), user.get("client-key")
+    if cert and key:
+        context.load_cert_chain(str(base / cert), str(base / key))
+        return
+    cert_data, key_data = user.get("client-certificate-data"), user.get("client-key-data")
+    if cert_data and key_data:
+        # ssl loads a chain from files only: a private temporary file, removed once loaded.
+        with tempfile.TemporaryDirectory() as tmp:
+            cert_file, key_file = Path(tmp) / "tls.crt", Path(tmp) / "tls.key"
+            cert_file.write_bytes(base64.b64decode(cert_data))
+            key_file.write_bytes(base64.b64decode(key_data))
+            context.load_cert_chain(str(cert_file), str(key_file))
+
+
+_contexts: dict[tuple[str, str, str, int], ssl.SSLContext] = {}
+
+
+def _client_context(url: str, ca: str | None) -> ssl.SSLContext:
+    """:func:`_new_client_context`, kept per host, caBundle and admission configuration version (a
+    context per call would re-read the files and keys on every CREATE)."""
+    parts = urlsplit(url)
+    config_path = os.environ.get(ADMISSION_CONFIG_ENV, "")
+    try:
+        version = os.stat(config_path).st_mtime_ns if config_path else 0
+    except OSError:
+        version = -1
+    key = (f"{parts.hostname}:{parts.port or 443}", ca or "", config_path, version)
+    context = _contexts.get(key)
+    if context is None:
+        context = _contexts[key] = _new_client_context(url, ca)
+    return context
+
+
+def _new_client_context(url: str, ca: str | None) -> ssl.SSLContext:
+    """The TLS context for an https webhook: its caBundle (or the system store) and the client
+    certificate the admission configuration names for its host."""
+    try:
+        context = (
+            ssl.create_default_context(cadata=base64.b64decode(ca).decode())
+            if ca
+            else ssl.create_default_context()
+        )
+    except (ValueError, ssl.SSLError) as exc:
+        raise CallFailed(f"invalid caBundle: {exc}") from None
+    found = _admission_kubeconfig()
+    if found is None:
+        return context
+    kubeconfig_file, kubeconfig = found
+    parts = urlsplit(url)
+    target = f"{parts.hostname}:{parts.port or 443}"
+    users = {
+        str(u.get("name")): (u.get("user") or {})
+        for u in kubeconfig.get("users") or []
+        if isinstance(u, dict)
+    }
+    user = _auth_info_for(users, target)
+    if user:
+        try:
+            _load_client_certificate(context, kubeconfig_file.parent, user)
+        except (OSError, ValueError, ssl.SSLError) as exc:
+            raise CallFailed(f"client certificate for {target}: {exc}") from None
+    return context
+
+
 def _endpoint(hook: dict[str, Any]) -> tuple[str, ssl.SSLContext | bool]:
     config = hook.get("clientConfig") or {}
     url = config.get("url")
@@ -134,13 +263,7 @@ def _endpoint(hook: dict[str, Any]) -> tuple[str, ssl.SSLContext | bool]:
         return url, False
     if parts.scheme != "https":
         raise CallFailed(f"unsupported URL scheme {parts.scheme!r}")
-    ca = config.get("caBundle")
-    if not ca:
-        return url, True  # system trust store
-    try:
-        return url, ssl.create_default_context(cadata=base64.b64decode(ca).decode())
-    except (ValueError, ssl.SSLError) as exc:
-        raise CallFailed(f"invalid caBundle: {exc}") from None
+    return url, _client_context(url, config.get("caBundle"))
 
 
 def build_review(rt: ResourceType, ns: str, obj: dict[str, Any], dry_run: bool) -> dict[str, Any]:
@@ -256,6 +379,10 @@ async def admit_create(store: Store, rt: ResourceType, namespace: str, raw: byte
     async with aiohttp.ClientSession() as session:
         for hook in matching:
             name = str(hook.get("name", ""))
+            if dry_run and hook.get("sideEffects") not in _SIDE_EFFECTS_SAFE_FOR_DRY_RUN:
+                raise ApiError(
+                    400, f'admission webhook "{name}" does not support dry run', reason="BadRequest"
+                )
             try:
                 response = await _post(session, hook, build_review(rt, namespace, obj, dry_run))
                 if not response.get("allowed"):

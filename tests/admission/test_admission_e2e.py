@@ -1,7 +1,8 @@
 """Issue 15 end to end: the built-in cluster calls our webhook, the operator and ClusterD see the policy.
 
 Real parts only: the simulated MindCluster (API emulator + operator + ClusterD) over HTTP, the
-control plane served by pytest-django's live server (a real HTTP server on the test database), the
+control plane's webhook served as in production (``apps.admission.serving``: HTTPS that requires the
+API server's client certificate, which the built-in cluster presents; ``conftest.py``), the
 official Python client and ``kubectl apply`` (validated against the emulator's OpenAPI, generated
 from the real AscendJob CRD).
 
@@ -15,6 +16,7 @@ sets that label only when it creates the PodGroup from a job that already has ``
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import socket
@@ -34,8 +36,8 @@ from rest_framework.test import APIClient
 from apps.accounts.models import NamespaceGrant, Role
 from apps.accounts.services import token_issue
 from apps.admission.merge import ANNOTATION_PRESET
-from apps.admission.services import namespace_default_set
-from apps.admission.webhook_config import MANAGED_LABEL
+from apps.admission.models import PendingAdmission
+from apps.admission.pending import ANNOTATION_ADMISSION_UID
 from apps.audit.actors import Actor
 from apps.events.models import Incident, JobEvent
 from apps.jobs.models import Cluster, TrainingJob
@@ -46,7 +48,7 @@ from mindcluster import keys as k
 from simcluster.kube import Kube
 from simcluster.runtime import SimCluster
 from tests.support import wait_for
-from tests.support.sim import make_job
+from tests.support.admission import DEFAULT_SPEC, bare_job, create
 
 KUBECTL = next(
     (
@@ -56,12 +58,13 @@ KUBECTL = next(
     ),
     None,
 )
-DEFAULT_SPEC = {
-    "mindcluster_version": "26.1",
-    "strategies": ["retry", "recover", "dump"],
-    "fault_scheduling": "grace",
-}
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def world(admission_world: dict[str, Any]) -> dict[str, Any]:
+    """This module's world: the managed namespace with our webhook (``conftest.admission_world``)."""
+    return admission_world
 
 
 @pytest.fixture(scope="module")
@@ -81,32 +84,6 @@ def kube(sim: SimCluster) -> Iterator[Kube]:
     client.close()
 
 
-@pytest.fixture
-def world(sim: SimCluster, kube: Kube, live_server: Any) -> dict[str, Any]:
-    cluster = Cluster.objects.create(name="sim", kubeconfig_path=sim.kubeconfig_path, is_default=True)
-    namespace = f"managed-{uuid.uuid4().hex[:6]}"
-    call_command(
-        "register_webhook", "--cluster", "sim", "--url", live_server.url, "--manage-namespace", namespace
-    )
-    assert kube.core.read_namespace(namespace).metadata.labels[MANAGED_LABEL] == "true"
-    namespace_default_set(cluster=cluster, namespace=namespace, spec=DEFAULT_SPEC, actor=Actor(name="test"))
-    return {"cluster": cluster, "namespace": namespace, "url": live_server.url}
-
-
-def bare_job(name: str, namespace: str, **kw: Any) -> dict[str, Any]:
-    """A job with no recovery keys at all (what a team's own scheduler submits)."""
-    manifest = make_job(name, namespace=namespace, strategies=None, **kw)
-    manifest["metadata"]["labels"].pop(k.LABEL_FAULT_SCHEDULING)
-    return manifest
-
-
-def create(kube: Kube, manifest: dict[str, Any]) -> dict[str, Any]:
-    meta = manifest["metadata"]
-    return kube.custom.create_namespaced_custom_object(
-        k.ASCENDJOB_GROUP, k.ASCENDJOB_VERSION, meta["namespace"], k.ASCENDJOB_PLURAL, manifest
-    )
-
-
 def podgroup(kube: Kube, job: dict[str, Any]) -> dict[str, Any]:
     meta = job["metadata"]
     return wait_for(
@@ -115,13 +92,20 @@ def podgroup(kube: Kube, job: dict[str, Any]) -> dict[str, Any]:
 
 
 def assert_admitted(kube: Kube, job: dict[str, Any], strategies: str) -> TrainingJob:
+    """The job carries the admitted policy, and once the watcher has seen it (``job_adopt``, what the
+    ingester calls) its row has revision 1 from admission."""
     annotations = job["metadata"]["annotations"]
     assert annotations[k.ANNOTATION_RECOVER_STRATEGY] == strategies
     assert annotations[k.ANNOTATION_POLICY_REVISION] == "1"
+    assert annotations[ANNOTATION_ADMISSION_UID]  # the review's uid, confirmed by the watcher
     pg = podgroup(kube, job)
     assert pg["metadata"]["labels"][k.LABEL_PROCESS_RECOVER_ENABLE] == "on"
     assert pg["metadata"]["annotations"][k.ANNOTATION_RECOVER_STRATEGY] == strategies
-    row = TrainingJob.objects.get(namespace=job["metadata"]["namespace"], name=job["metadata"]["name"])
+    meta = job["metadata"]
+    assert not TrainingJob.objects.filter(namespace=meta["namespace"], name=meta["name"]).exists()
+    cluster = Cluster.objects.get(name="sim")
+    row, _ = job_adopt(cluster=cluster, manifest=kube.get_job(meta["namespace"], meta["name"]))
+    assert PendingAdmission.objects.get(uid=annotations[ANNOTATION_ADMISSION_UID]).state == "confirmed"
     assert row.current_revision is not None
     assert (row.current_revision.number, row.current_revision.source) == (1, PolicyRevision.Source.ADMISSION)
     return row
@@ -231,7 +215,10 @@ def test_webhook_down_or_hung_the_job_is_still_created_within_the_timeout(world,
     assert row.current_revision.spec["strategies"] == []  # the control plane shows it without its policy
 
 
-def test_recreate_applies_a_new_revision_keeps_one_history_and_waits_for_recoveries(world, kube) -> None:
+def test_recreate_applies_a_new_revision_keeps_one_history_and_waits_for_recoveries(
+    world, kube, worker_factory
+) -> None:
+    worker_factory()  # the recreate runs in a Celery task (202, then its status)
     job = create(kube, bare_job("redo", world["namespace"]))
     row = assert_admitted(kube, job, "retry,recover,dump")
     job_adopt(cluster=world["cluster"], manifest=kube.get_job(world["namespace"], "redo"))
@@ -245,8 +232,13 @@ def test_recreate_applies_a_new_revision_keeps_one_history_and_waits_for_recover
     url = f"/api/v1/jobs/{row.pk}/recreate/"
     assert api.post(url, {"confirm": "wrong", "revision": 2}, format="json").status_code == 400
     answer = api.post(url, {"confirm": "redo", "revision": r2.number}, format="json")
-    assert answer.status_code == 200, answer.content
-    body = answer.json()
+    assert answer.status_code == 202, answer.content
+    assert answer["Location"] == answer.json()["status_url"]
+    status_url = answer.json()["status_url"]
+    wait_for(lambda: api.get(status_url).json()["finished"], 30, "the recreate task")
+    body = api.get(status_url).json()
+    assert body["state"] == "done", body
+    assert [step["state"] for step in body["steps"]] == ["pending", "deleting", "creating", "done"]
     assert body["old_uid"] == job["metadata"]["uid"] != body["new_uid"]
     new = kube.get_job(world["namespace"], "redo")
     assert new["metadata"]["uid"] == body["new_uid"]
@@ -297,18 +289,30 @@ def test_admission_review_is_idempotent_and_never_denies(world, client) -> None:
 
     first, second = post(review).json()["response"], post(review).json()["response"]
     assert first["allowed"] and first["patch"] == second["patch"]
-    assert TrainingJob.objects.get(name="twice").revisions.count() == 1
+    assert PendingAdmission.objects.get(uid="u-1").name == "twice"
+    assert not TrainingJob.objects.filter(name="twice").exists()  # nothing seen, nothing recorded
     broken = json.loads(json.dumps(review))
     broken["request"]["uid"] = "u-2"
     broken["request"]["object"]["metadata"].update(name="broken", annotations={ANNOTATION_PRESET: "no-such"})
     broken["request"]["object"]["metadata"]["labels"][k.LABEL_POD_RESCHEDULING] = "on"
     broken["request"]["object"]["metadata"]["labels"][k.LABEL_FAULT_RETRY_TIMES] = "not-a-number"
     answer = post(broken).json()["response"]
-    assert answer["allowed"] is True and "patch" not in answer
+    assert answer["allowed"] is True
+    # No policy: the only change is the stamp, so the watcher can attach the skip to the job it sees.
+    stamp = {
+        "op": "add",
+        "path": "/metadata/annotations/recovery.mindcluster.io~1admission-uid",
+        "value": "u-2",
+    }
+    assert json.loads(base64.b64decode(answer["patch"])) == [stamp]
     assert any("no-such" in w for w in answer["warnings"]) and any(
         "not applied" in w for w in answer["warnings"]
     )
-    skipped = TrainingJob.objects.get(name="broken")
+    assert PendingAdmission.objects.get(uid="u-2").outcome == "skipped"
+    # Seen created with the stamp (the answer's only patch), the job gets the skip event.
+    seen = json.loads(json.dumps(broken["request"]["object"]))
+    seen["metadata"].update(uid="k8s-uid-2", annotations={ANNOTATION_ADMISSION_UID: "u-2"})
+    skipped, _ = job_adopt(cluster=world["cluster"], manifest=seen)
     assert JobEvent.objects.filter(job=skipped, kind="policy.admission_skipped").exists()
     assert client.post("/admission/ascendjobs/", "[]", content_type="application/json").status_code == 400
 
@@ -318,5 +322,4 @@ def test_async_recording_answers_first_and_records_right_after(world, client, se
     review = creation_review("u-async", bare_job("later", world["namespace"]))
     answer = client.post("/admission/ascendjobs/", json.dumps(review), content_type="application/json").json()
     assert "patch" in answer["response"]
-    row = wait_for(lambda: TrainingJob.objects.filter(name="later").first(), what="recorded job")
-    assert wait_for(lambda: row.revisions.filter(source="admission").exists(), what="revision 1")
+    assert wait_for(lambda: PendingAdmission.objects.filter(uid="u-async").exists(), what="pending admission")

@@ -45,7 +45,11 @@ def test_webhook_yaml_is_the_registered_configuration_with_a_service_and_tls() -
     expected = webhook_configuration(hook["clientConfig"])
     doc["metadata"].pop("annotations")
     assert doc == expected
-    assert hook["failurePolicy"] == "Ignore" and hook["timeoutSeconds"] == 2 and hook["sideEffects"] == "None"
+    assert (
+        hook["failurePolicy"] == "Ignore"
+        and hook["timeoutSeconds"] == 2
+        and hook["sideEffects"] == "NoneOnDryRun"
+    )
     assert hook["admissionReviewVersions"] == ["v1"]
     assert hook["namespaceSelector"] == {"matchLabels": {MANAGED_LABEL: "true"}}
     service = hook["clientConfig"]["service"]

@@ -206,3 +206,75 @@ def test_http_is_refused_off_loopback(emu, hook, cleanup) -> None:
     with pytest.raises(ApiException) as err:
         _cm(api, _namespace(api, managed=True))
     assert err.value.status == 500 and "loopback" in err.value.body
+
+
+# --- the real order: webhooks before validation and storage; dry runs; the client certificate ----------
+
+
+def test_the_webhook_is_called_for_a_create_that_then_fails_with_already_exists(emu, hook, cleanup) -> None:
+    """Mutating admission runs before the store's AlreadyExists check: create.go's ``createHandler``
+    calls ``mutatingAdmission.Admit`` before ``r.Create``, and store.go's ``Store.Create`` runs
+    ``rest.BeforeCreate`` (validation) and then ``e.Storage.Create``, which returns AlreadyExists
+    (staging/src/k8s.io/apiserver/pkg/endpoints/handlers/create.go,
+    staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go)."""
+    api = emu[1]
+    cleanup.append(_register(api, hook.url))
+    ns = _namespace(api, managed=True)
+    _cm(api, ns)
+    before = len(hook.reviews)
+    with pytest.raises(ApiException) as err:
+        _cm(api, ns)
+    assert err.value.status == 409 and json.loads(err.value.body)["reason"] == "AlreadyExists"
+    assert len(hook.reviews) == before + 1  # asked, then refused by the store
+    with pytest.raises(ApiException) as err:  # an invalid name: refused by validation, after the webhook
+        client.CoreV1Api(api).create_namespaced_config_map(ns, {"metadata": {"name": "Not_Valid"}})
+    assert err.value.status == 422
+    assert len(hook.reviews) == before + 2
+
+
+@pytest.mark.parametrize(
+    ("side_effects", "called"), [("NoneOnDryRun", True), ("None", True), ("Some", False)]
+)
+def test_a_dry_run_reaches_only_webhooks_without_side_effects(
+    emu, hook, cleanup, side_effects: str, called: bool
+) -> None:
+    """The mutating dispatcher refuses a dry run for a webhook with side effects
+    (staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/mutating/dispatcher.go,
+    ``webhookerrors.NewDryRunUnsupportedErr``: 400 "does not support dry run")."""
+    api = emu[1]
+    cleanup.append(_register(api, hook.url, sideEffects=side_effects))
+    ns = _namespace(api, managed=True)
+    before = len(hook.reviews)
+    body = {"metadata": {"name": "dry", "labels": {"app": "x"}}, "data": {"k": "v"}}
+    if called:
+        created = client.CoreV1Api(api).create_namespaced_config_map(ns, body, dry_run="All")
+        assert created.metadata.labels["mutated/by"] == "hook"
+        assert hook.reviews[-1]["request"]["dryRun"] is True
+    else:
+        with pytest.raises(ApiException) as err:
+            client.CoreV1Api(api).create_namespaced_config_map(ns, body, dry_run="All")
+        assert err.value.status == 400 and "does not support dry run" in err.value.body
+    assert len(hook.reviews) == before + int(called)
+    with pytest.raises(ApiException) as err:
+        client.CoreV1Api(api).read_namespaced_config_map("dry", ns)
+    assert err.value.status == 404  # a dry run stores nothing
+
+
+def test_the_client_certificate_is_chosen_by_host_as_the_apiserver_does() -> None:
+    """authentication.go's ``clientConfig``: exact host:port, ``*.suffix``, then without ``:443``, then ``*``
+    (staging/src/k8s.io/apiserver/pkg/util/webhook/authentication.go)."""
+    from simcluster.kubeapi.admission import _auth_info_for
+
+    users = {
+        "hook.ns.svc:8443": {"id": "exact"},
+        "*.ns.svc:8443": {"id": "star-port"},
+        "plain.ns.svc": {"id": "no-port"},
+        "*.other.svc": {"id": "star-no-port"},
+        "*": {"id": "default"},
+    }
+    assert _auth_info_for(users, "hook.ns.svc:8443") == {"id": "exact"}
+    assert _auth_info_for(users, "x.ns.svc:8443") == {"id": "star-port"}
+    assert _auth_info_for(users, "plain.ns.svc:443") == {"id": "no-port"}
+    assert _auth_info_for(users, "y.other.svc:443") == {"id": "star-no-port"}
+    assert _auth_info_for(users, "y.other.svc:8443") == {"id": "default"}
+    assert _auth_info_for({}, "a:443") is None

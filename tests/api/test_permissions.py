@@ -51,6 +51,14 @@ def new_preset(world: World, persona: str) -> str:
     return f"/api/v1/presets/{preset.name}/"
 
 
+def namespace_preset(world: World, persona: str) -> str:
+    """A preset of team-a (cluster sim), made by someone else than the persona."""
+    preset = Preset.objects.create(
+        name=f"ns-{persona}", cluster=world.cluster, namespace=NAMESPACE, spec={"strategies": []}
+    )
+    return f"/api/v1/clusters/{world.cluster.name}/namespaces/{NAMESPACE}/presets/{preset.name}/"
+
+
 def own_token(world: World, persona: str) -> str:
     token, _ = token_issue(world.users[persona], "to-revoke")
     return f"/api/v1/tokens/{token.pk}/"
@@ -119,25 +127,47 @@ CASES = [
         body=lambda w, p: {"manifest": MANIFEST, "preset": "retry-first"},
     ),
     Case("presets list", "get", lambda w, p: "/api/v1/presets/", everyone(200)),
+    # Issue #24: presets belong to a namespace, whose editors manage them; global ones reach every
+    # namespace, so only superusers add or change them (none of the personas is one).
     Case(
         "preset create",
         "post",
         lambda w, p: "/api/v1/presets/",
-        {"owner": 201, "teammate": 403, "outsider": 403, "admin": 201},
+        {"owner": 201, "teammate": 403, "outsider": 404, "admin": 201},
+        body=lambda w, p: {
+            "name": f"mine-{p}",
+            "cluster": w.cluster.name,
+            "namespace": NAMESPACE,
+            "spec": {"strategies": ["dump"]},
+        },
+    ),
+    Case(
+        "global preset create",
+        "post",
+        lambda w, p: "/api/v1/presets/",
+        everyone(403),
         body=lambda w, p: {"name": f"mine-{p}", "spec": {"strategies": ["dump"]}},
     ),
+    Case("namespace preset detail", "get", namespace_preset, {**job_scoped(read=True)}),
+    Case(
+        "namespace preset update",
+        "put",
+        namespace_preset,
+        job_scoped(read=False),
+        body=lambda w, p: {"description": "changed", "spec": {"strategies": ["retry"]}},
+    ),
+    Case("namespace preset delete", "delete", namespace_preset, with_status(job_scoped(read=False), 204)),
     Case("preset detail", "get", lambda w, p: "/api/v1/presets/retry-first/", everyone(200)),
     Case(
         "preset update",
         "put",
         lambda w, p: f"/api/v1/presets/{w.owner_preset.name}/",
-        # Issue #16: the author or a superuser; a namespace admin is not enough (presets are global).
-        {"owner": 200, "teammate": 403, "outsider": 403, "admin": 403},
+        # A global preset (here a legacy one the owner made before presets had namespaces): superusers
+        # only, its author included (issue #24: it reaches every namespace's jobs).
+        everyone(403),
         body=lambda w, p: {"description": "changed", "spec": {"strategies": ["retry"]}},
     ),
-    Case(
-        "preset delete", "delete", new_preset, {"owner": 204, "teammate": 403, "outsider": 403, "admin": 403}
-    ),
+    Case("preset delete", "delete", new_preset, everyone(403)),
     Case(
         "builtin preset update",
         "put",

@@ -67,25 +67,29 @@ def test_job_filters(world: World, superuser_client: Any) -> None:
 
 def test_presets_are_validated_with_the_validators_codes(world: World) -> None:
     response = world.client("owner").post(
-        "/api/v1/presets/", {"name": "broken", "spec": {"strategies": ["nope"]}}, format="json"
+        "/api/v1/presets/",
+        {"name": "broken", "cluster": "sim", "namespace": "team-a", "spec": {"strategies": ["nope"]}},
+        format="json",
     )
     assert response.status_code == 400 and response.json()["errors"][0]["code"] == "unknown_strategy"
 
 
 def test_preset_lifecycle_is_audited(world: World) -> None:
     client = world.client("owner")
+    scope = {"cluster": "sim", "namespace": "team-a"}
     created = client.post(
-        "/api/v1/presets/", {"name": "mine", "spec": {"strategies": ["dump"]}}, format="json"
+        "/api/v1/presets/", {"name": "mine", **scope, "spec": {"strategies": ["dump"]}}, format="json"
     )
     assert created.status_code == 201 and created.json()["created_by"] == "owner"
-    assert client.post("/api/v1/presets/", {"name": "mine", "spec": {}}, format="json").status_code == 409
-    updated = client.put(
-        "/api/v1/presets/mine/", {"description": "d", "spec": {"strategies": []}}, format="json"
-    )
+    path = created.json()["url"]
+    assert path == "/api/v1/clusters/sim/namespaces/team-a/presets/mine/"
+    again = client.post("/api/v1/presets/", {"name": "mine", **scope, "spec": {}}, format="json")
+    assert again.status_code == 409
+    updated = client.put(path, {"description": "d", "spec": {"strategies": []}}, format="json")
     assert updated.json()["spec"] == {"strategies": []}
-    renamed = client.put("/api/v1/presets/mine/", {"name": "other", "spec": {}}, format="json")
+    renamed = client.put(path, {"name": "other", "spec": {}}, format="json")
     assert renamed.status_code == 400 and renamed.json()["errors"][0]["field"] == "name"
-    assert client.delete("/api/v1/presets/mine/").status_code == 204
+    assert client.delete(path).status_code == 204
     assert list(
         AuditEntry.objects.filter(object_type="policies.preset")
         .values_list("action", flat=True)

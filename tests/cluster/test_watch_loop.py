@@ -19,9 +19,10 @@ import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
+from apps.cluster.backoff import Backoff
 from apps.cluster.client import ClusterRef, forget_client
 from apps.cluster.errors import ClusterError
-from apps.cluster.watch import Backoff, WatchHandler, WatchLoop, WatchTarget
+from apps.cluster.watch import WatchHandler, WatchLoop, WatchTarget
 from simcluster.kubeapi import KubeApiEmulator
 from tests.support import wait_for
 

@@ -45,9 +45,9 @@ def test_livez_touches_no_database(django_assert_num_queries) -> None:  # type: 
         assert Client().get("/livez").status_code == 200
 
 
-def test_readyz_checks_the_database_and_redis() -> None:
+def test_readyz_checks_the_database_redis_and_the_threads() -> None:
     body = Client().get("/readyz").json()
-    assert body["checks"] == {"database": "ok", "redis": "ok"}
+    assert body["checks"] == {"database": "ok", "redis": "ok", "threads": "ok"}
 
 
 def test_a_failing_check_makes_readyz_503_and_names_it_but_livez_stays_up(failing_check: str) -> None:

@@ -85,3 +85,92 @@ def test_webhook_admin_changes_are_audited_without_the_secret(admin_client: Clie
     assert entry.action == "webhook.admin_create" and entry.after["url"] == "https://hooks.example.com/x"
     assert "very-secret-hmac-key" not in str(entry.after)
     assert Webhook.objects.count() == 1
+
+
+# --- issue #24: users, groups, presets and jobs too ------------------------------------------------
+def test_a_user_put_in_a_group_in_the_admin_is_audited_with_the_group(admin_client: Client) -> None:
+    from django.contrib.auth.models import Group
+
+    group = Group.objects.create(name="team-a-admins")
+    added = admin_client.post(
+        "/admin/auth/user/add/",
+        {
+            "username": "eve",
+            "password1": "a-long-pass-phrase-1",
+            "password2": "a-long-pass-phrase-1",
+            "usable_password": "true",
+        },
+    )
+    assert added.status_code == 302, added.content[:2000]
+    eve = User.objects.get(username="eve")
+    changed = admin_client.post(
+        f"/admin/auth/user/{eve.pk}/change/",
+        {
+            "username": "eve",
+            "is_active": "on",
+            "groups": [group.pk],
+            "date_joined_0": "2026-01-01",
+            "date_joined_1": "00:00:00",
+        },
+    )
+    assert changed.status_code == 302, changed.content[:3000]
+    entries = _entries("auth.user")
+    assert [e.action for e in entries] == ["user.admin_create", "user.admin_update"]
+    assert entries[1].before["groups"] == [] and entries[1].after["groups"] == [group.pk]
+    assert all("a-long-pass-phrase-1" not in str(e.after) for e in entries)
+    assert entries[0].after["password"] == "(set)"
+
+
+def test_a_password_changed_in_the_admin_is_audited_without_it(admin_client: Client) -> None:
+    bob = User.objects.create_user("bob", password="pw")
+    response = admin_client.post(
+        f"/admin/auth/user/{bob.pk}/password/",
+        {
+            "password1": "another-long-phrase-2",
+            "password2": "another-long-phrase-2",
+            "usable_password": "true",
+        },
+    )
+    assert response.status_code == 302, response.content[:2000]
+    (entry,) = _entries("auth.user")
+    assert entry.action == "user.admin_password_change" and entry.after == {"password": "(changed)"}
+    assert entry.actor_name == "root"
+
+
+def test_group_and_job_changes_in_the_admin_are_audited(admin_client: Client) -> None:
+    from apps.jobs.models import TrainingJob
+    from tests.support.world import training_job
+
+    assert admin_client.post("/admin/auth/group/add/", {"name": "sre"}).status_code == 302
+    assert [e.action for e in _entries("auth.group")] == ["group.admin_create"]
+    job = training_job(Cluster.objects.create(name="sim"), "llama")
+    deleted = admin_client.post(f"/admin/jobs/trainingjob/{job.pk}/delete/", {"post": "yes"})
+    assert deleted.status_code == 302
+    assert not TrainingJob.objects.filter(pk=job.pk).exists()
+    (entry,) = _entries("jobs.trainingjob")
+    assert entry.action == "trainingjob.admin_delete" and entry.before["name"] == "llama"
+
+
+def test_the_preset_admin_validates_audits_and_keeps_builtins_read_only(admin_client: Client) -> None:
+    from apps.policies.models import Preset
+
+    builtin = Preset.objects.create(name="retry-first", spec={"strategies": ["retry"]}, builtin=True)
+    refused = admin_client.post(
+        "/admin/policies/preset/add/", {"name": "bad", "namespace": "", "spec": '{"strategies": ["nope"]}'}
+    )
+    assert refused.status_code == 200 and b"/strategies/0" in refused.content  # the validator's field
+    assert not Preset.objects.filter(name="bad").exists()
+    ok = admin_client.post(
+        "/admin/policies/preset/add/", {"name": "good", "namespace": "", "spec": '{"strategies": ["dump"]}'}
+    )
+    assert ok.status_code == 302, ok.content[:2000]
+    assert [e.action for e in _entries("policies.preset")] == ["preset.admin_create"]
+    changed = admin_client.post(
+        f"/admin/policies/preset/{builtin.pk}/change/", {"name": "retry-first", "spec": '{"strategies": []}'}
+    )
+    assert changed.status_code == 403
+    assert (
+        admin_client.post(f"/admin/policies/preset/{builtin.pk}/delete/", {"post": "yes"}).status_code == 403
+    )
+    builtin.refresh_from_db()
+    assert builtin.spec == {"strategies": ["retry"]}

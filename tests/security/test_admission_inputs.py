@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from apps.jobs.models import Cluster
 
-pytestmark = pytest.mark.django_db
+# The webhook's URLconf: what a process started with ADMISSION_WEBHOOK=true serves.
+pytestmark = [pytest.mark.django_db, pytest.mark.urls("controlplane.admission_urls")]
 
 URL = "/admission/ascendjobs/"
 

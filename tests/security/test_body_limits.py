@@ -52,6 +52,7 @@ def test_a_20_mb_body_is_refused_before_authentication() -> None:
 
 
 @pytest.mark.django_db
+@pytest.mark.urls("controlplane.admission_urls")  # the webhook exists only with ADMISSION_WEBHOOK=true
 def test_a_20_mb_admission_review_gets_413() -> None:
     response = Client().generic("POST", ADMISSION, _big_json(), content_type="application/json")
     _assert_too_large(response)
@@ -142,6 +143,7 @@ def test_a_declared_oversized_body_is_refused_by_the_asgi_layer_before_reading()
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.urls("controlplane.admission_urls")
 def test_a_chunked_body_under_the_limit_reaches_the_view_whole() -> None:
     """Without a declared length the WSGI layer would read an empty body; it is handed on with one."""
     chunked = [(b"transfer-encoding", b"chunked")]

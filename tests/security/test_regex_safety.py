@@ -54,7 +54,7 @@ PATTERN_INPUTS: dict[str, list[str]] = {
     "apps.policies.validation.rules:_A2_RING_CONTROLLER": ["ascend-" + _hostile("1"), _hostile("ascend-1")],
     "apps.policies.validation.manifest:_DNS1123_LABEL": ["a" + _hostile("-", "!"), _hostile("a-", "-")],
     "apps.core.api_inputs:DNS1123_LABEL": ["a" + _hostile("-", "!"), _hostile("a-", "-")],
-    "apps.api.admission.views:_NAMESPACE": ["a" + _hostile("-", "!"), _hostile("a-", "-")],
+    "apps.accounts.oidc.group_roles:_CLUSTER": [_hostile("a", "!"), _hostile("a.-_")],
     "apps.api.policies.views:_IF_MATCH": [_hostile(" "), '"1' + _hostile(" "), _hostile('W/"')],
     "apps.ingest.init_snapshot:_PAIR": [
         _hostile("a"),

@@ -104,7 +104,12 @@ def test_the_readme_run_command_on_a_clean_checkout(tmp_path: Path) -> None:
             return text if "ready: http" in text else None
 
         output = wait_until(ready_output, 600, "the run command to print its URL")
-        token = re.search(r"API token: (\S+)", output).group(1)  # type: ignore[union-attr]
+        # The key is in a file only its owner may read, never in the console output (issue #24).
+        assert re.search(r"API token: in var/demo-token \(owner-only, expires ", output), output
+        token_file = checkout / "var" / "demo-token"
+        assert token_file.stat().st_mode & 0o777 == 0o600
+        token = token_file.read_text().strip()
+        assert token not in output
         base = f"http://127.0.0.1:{port}"
         status, _ = get(f"{base}/")
         assert status == 200 or status == 302  # the dashboard, or its login page

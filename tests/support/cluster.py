@@ -134,6 +134,14 @@ class Worker:
             self.proc.wait(10)
         self.proc = None
 
+    def kill(self) -> None:
+        """SIGKILL the worker and its children at once (a node lost, an OOM kill): nothing runs after."""
+        if self.proc is None:
+            return
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+        self.proc = None
+
     def output(self) -> str:
         return self.log.read_text(errors="replace")
 

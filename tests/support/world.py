@@ -128,7 +128,9 @@ def install_builtin_presets() -> None:
     # Written here rather than with services.presets_sync_builtin, which expects an older shape of
     # BUILTIN_PRESETS ({"spec", "description"}) than the one builtin_presets.py now ships (spec only).
     for name, spec in BUILTIN_PRESETS.items():
-        Preset.objects.update_or_create(name=name, defaults={"spec": spec, "builtin": True})
+        Preset.objects.update_or_create(
+            name=name, namespace="", cluster=None, defaults={"spec": spec, "builtin": True}
+        )
 
 
 def build_world(tmp_path: Path) -> World:

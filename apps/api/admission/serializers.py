@@ -56,8 +56,37 @@ class RecreateInputSerializer(StrictInputSerializer):
     )
 
 
+class RecreateStepSerializer(serializers.Serializer):
+    at = serializers.DateTimeField()
+    state = serializers.CharField()
+    step = serializers.CharField()
+    error = serializers.CharField(required=False)
+    uid = serializers.CharField(required=False)
+
+
 class RecreateOutputSerializer(serializers.Serializer):
-    job = serializers.IntegerField()
-    old_uid = serializers.CharField()
-    new_uid = serializers.CharField()
+    """A recreate operation: ``202`` when queued, then read at ``status_url`` until it has finished."""
+
+    id = serializers.IntegerField(source="pk")
+    job = serializers.IntegerField(source="job_id")
     revision = serializers.IntegerField()
+    state = serializers.ChoiceField(
+        choices=["pending", "deleting", "creating", "rolling_back", "done", "rolled_back", "failed"],
+        help_text="done: created with the revision; rolled_back: the cluster refused the new manifest "
+        "and the job as it was is back; failed: another job took the name",
+    )
+    finished = serializers.SerializerMethodField()
+    old_uid = serializers.CharField()
+    new_uid = serializers.CharField(allow_blank=True, help_text="empty until the job is created")
+    attempts = serializers.IntegerField(help_text="create attempts so far")
+    last_error = serializers.CharField(allow_blank=True)
+    steps = RecreateStepSerializer(many=True)
+    status_url = serializers.SerializerMethodField()
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+    def get_finished(self, operation: Any) -> bool:
+        return operation.state not in operation.ACTIVE
+
+    def get_status_url(self, operation: Any) -> str:
+        return f"/api/v1/jobs/{operation.job_id}/recreates/{operation.pk}/"

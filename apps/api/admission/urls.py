@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from django.urls import path
 
-from apps.api.admission.views import DefaultPolicyApi, DefaultPolicyRevisionsApi, JobRecreateApi
+from apps.api.admission.views import (
+    DefaultPolicyApi,
+    DefaultPolicyRevisionsApi,
+    JobRecreateApi,
+    JobRecreateStatusApi,
+)
 
 urlpatterns = [
     path(
@@ -18,4 +23,9 @@ urlpatterns = [
         name="namespace-default-policy-revisions",
     ),
     path("jobs/<int:job_id>/recreate/", JobRecreateApi.as_view(), name="job-recreate"),
+    path(
+        "jobs/<int:job_id>/recreates/<int:operation_id>/",
+        JobRecreateStatusApi.as_view(),
+        name="job-recreate-status",
+    ),
 ]

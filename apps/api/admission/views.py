@@ -6,13 +6,12 @@ and ``apps.admission.recreate``.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from django.db.models import QuerySet
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, status
-from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -20,9 +19,9 @@ from rest_framework.views import APIView
 from apps.accounts.actors import actor_for
 from apps.accounts.models import Role
 from apps.accounts.permissions import job_for_request
-from apps.accounts.selectors import clusters_visible_to, has_role, role_in_namespace
-from apps.admission.models import NamespaceDefault, NamespaceDefaultRevision
-from apps.admission.recreate import RecoveryInProgress, RecreateFailed, job_recreate
+from apps.admission.models import NamespaceDefault, NamespaceDefaultRevision, RecreateOperation
+from apps.admission.recreate import RecoveryInProgress, RecreateFailed
+from apps.admission.recreate_ops import RecreateInProgress, recreate_request
 from apps.admission.services import default_for, namespace_default_delete, namespace_default_set
 from apps.api.admission.serializers import (
     DefaultPolicyOutputSerializer,
@@ -31,39 +30,14 @@ from apps.api.admission.serializers import (
     RecreateInputSerializer,
     RecreateOutputSerializer,
 )
+from apps.api.namespace_scope import namespace_scope
 from apps.core.api_errors import ApiError, ErrorResponseSerializer, field_error
 from apps.core.api_inputs import valid_input
-from apps.core.numbers import is_ascii_digits
 from apps.jobs.models import Cluster
-from apps.policies.builtin_presets import builtin_preset
-from apps.policies.models import Preset
+from apps.policies.preset_services import preset_spec_resolve
 from apps.policies.validation import validate_policy
 
 TAG = "namespace-defaults"
-_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-
-
-def _scope(request: Request, cluster_ref: str, namespace: str, need: str) -> Cluster:
-    """The cluster if the user may see ``namespace`` in it (else 404) with role ``need`` (else 403)."""
-    if len(namespace) > 63 or not _NAMESPACE.match(namespace):
-        raise field_error(
-            "namespace",
-            "A namespace is a DNS-1123 label: lower-case letters, digits and '-', at most 63.",
-            "invalid",
-        )
-    clusters = clusters_visible_to(request.user)
-    cluster = clusters.filter(name=cluster_ref).first()
-    if cluster is None and is_ascii_digits(cluster_ref) and len(cluster_ref) <= 18:
-        cluster = clusters.filter(pk=int(cluster_ref)).first()
-    role = role_in_namespace(request.user, cluster=cluster, namespace=namespace) if cluster else None
-    if cluster is None or role is None:
-        raise NotFound("No such cluster and namespace (or you may not see them).")
-    if not has_role(role, need):
-        raise PermissionDenied(
-            f"You have the {role} role on namespace {namespace!r} of cluster {cluster.name!r}; "
-            f"this needs {need}."
-        )
-    return cluster
 
 
 def default_body(cluster: Cluster, namespace: str, default: NamespaceDefault | None) -> dict[str, Any]:
@@ -93,7 +67,7 @@ class DefaultPolicyApi(APIView):
         responses={200: DefaultPolicyOutputSerializer, 404: ErrorResponseSerializer},
     )
     def get(self, request: Request, cluster: str, namespace: str) -> Response:
-        found = _scope(request, cluster, namespace, Role.VIEWER)
+        found = namespace_scope(request, cluster, namespace, Role.VIEWER)
         return Response(default_body(found, namespace, default_for(found, namespace)))
 
     @extend_schema(
@@ -106,12 +80,11 @@ class DefaultPolicyApi(APIView):
         },
     )
     def put(self, request: Request, cluster: str, namespace: str) -> Response:
-        found = _scope(request, cluster, namespace, Role.ADMIN)
+        found = namespace_scope(request, cluster, namespace, Role.ADMIN)
         values = valid_input(DefaultPolicyPutSerializer, request.data)
         preset_name = values.get("preset", "")
         if preset_name:
-            spec = Preset.objects.filter(name=preset_name).values_list("spec", flat=True).first()
-            spec = spec if spec is not None else builtin_preset(preset_name)
+            spec = preset_spec_resolve(preset_name, cluster=found, namespace=namespace)
             if spec is None:
                 raise field_error("preset", f"No preset named {preset_name!r}.", "unknown_preset")
         else:
@@ -135,7 +108,7 @@ class DefaultPolicyApi(APIView):
         },
     )
     def delete(self, request: Request, cluster: str, namespace: str) -> Response:
-        found = _scope(request, cluster, namespace, Role.ADMIN)
+        found = namespace_scope(request, cluster, namespace, Role.ADMIN)
         default = default_for(found, namespace)
         if default is None or default.current_revision is None:
             raise NotFound(f"Namespace {namespace!r} has no default policy.")
@@ -150,7 +123,7 @@ class DefaultPolicyRevisionsApi(generics.ListAPIView):
     def get_queryset(self) -> QuerySet[NamespaceDefaultRevision]:
         if getattr(self, "swagger_fake_view", False):  # schema generation: no request to scope
             return NamespaceDefaultRevision.objects.none()
-        found = _scope(self.request, self.kwargs["cluster"], self.kwargs["namespace"], Role.VIEWER)
+        found = namespace_scope(self.request, self.kwargs["cluster"], self.kwargs["namespace"], Role.VIEWER)
         return NamespaceDefaultRevision.objects.filter(
             default__cluster=found, default__namespace=self.kwargs["namespace"]
         ).order_by("-number")
@@ -158,19 +131,21 @@ class DefaultPolicyRevisionsApi(generics.ListAPIView):
 
 @extend_schema(tags=["jobs"])
 class JobRecreateApi(APIView):
-    """``POST /jobs/{id}/recreate/``."""
+    """``POST /jobs/{id}/recreate/``: record the recreate and queue it (design §4.6)."""
 
     @extend_schema(
         summary="Delete and re-create the AscendJob with a revision merged, so creation-time keys "
-        "take effect (editor; the training restarts from its last checkpoint)",
+        "take effect (editor; the training restarts from its last checkpoint). Answers 202 once the "
+        "manifest is recorded; a Celery task deletes and creates, and its state is at status_url",
         request=RecreateInputSerializer,
         responses={
-            200: RecreateOutputSerializer,
+            202: RecreateOutputSerializer,
             400: ErrorResponseSerializer,
             409: OpenApiResponse(
                 ErrorResponseSerializer,
-                "Not now: a recovery is in progress (recovery_in_progress), the job left the cluster "
-                "(job_deleted), or the cluster refused or could not be reached (recreate_failed)",
+                "Not now: a recovery is in progress (recovery_in_progress), another recreate of this job "
+                "is (recreate_in_progress), the job left the cluster (job_deleted), or the cluster could "
+                "not be read (recreate_failed)",
             ),
         },
     )
@@ -192,13 +167,32 @@ class JobRecreateApi(APIView):
         if revision is None:
             raise field_error("revision", f"The job has no revision {number}.", "unknown_revision")
         try:
-            done = job_recreate(job=job, revision=revision, actor=actor_for(request))
+            operation = recreate_request(job=job, revision=revision, actor=actor_for(request))
         except RecoveryInProgress as exc:
             raise ApiError(
                 str(exc), code="recovery_in_progress", status_code=status.HTTP_409_CONFLICT
             ) from None
+        except RecreateInProgress as exc:
+            raise ApiError(
+                str(exc), code="recreate_in_progress", status_code=status.HTTP_409_CONFLICT
+            ) from None
         except RecreateFailed as exc:
             raise ApiError(str(exc), code="recreate_failed", status_code=status.HTTP_409_CONFLICT) from None
-        return Response(
-            {"job": job.pk, "old_uid": done.old_uid, "new_uid": done.new_uid, "revision": done.revision}
-        )
+        body = RecreateOutputSerializer(operation).data
+        return Response(body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["status_url"]})
+
+
+@extend_schema(tags=["jobs"])
+class JobRecreateStatusApi(APIView):
+    """``GET /jobs/{id}/recreates/{operation}/``."""
+
+    @extend_schema(
+        summary="The state and steps of one recreate of the job (viewer)",
+        responses={200: RecreateOutputSerializer, 404: ErrorResponseSerializer},
+    )
+    def get(self, request: Request, job_id: int, operation_id: int) -> Response:
+        job = job_for_request(request, job_id, need=Role.VIEWER)
+        operation = RecreateOperation.objects.filter(job=job, pk=operation_id).first()
+        if operation is None:
+            raise NotFound(f"The job has no recreate {operation_id}.")
+        return Response(RecreateOutputSerializer(operation).data)

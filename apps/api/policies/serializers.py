@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -378,16 +379,44 @@ class RenderOutputSerializer(serializers.Serializer):
 class PresetOutputSerializer(serializers.ModelSerializer):
     created_by = serializers.CharField(source="created_by.get_username", allow_null=True, default=None)
     spec = serializers.DictField(child=AnyJsonField(), help_text="A policy spec (release may be left out)")
+    cluster = serializers.CharField(
+        source="cluster.name", allow_null=True, default=None, help_text="Null for a global preset"
+    )
+    namespace = serializers.CharField(help_text="Empty for a global preset (built-ins, superusers')")
+    url = serializers.SerializerMethodField(help_text="This preset's resource (GET, PUT, DELETE)")
 
     class Meta:
         model = Preset
-        fields = ["name", "description", "spec", "builtin", "created_by", "created_at", "updated_at"]
+        fields = [
+            "name",
+            "cluster",
+            "namespace",
+            "description",
+            "spec",
+            "builtin",
+            "created_by",
+            "created_at",
+            "updated_at",
+            "url",
+        ]
+
+    def get_url(self, preset: Preset) -> str:
+        if preset.cluster is None:
+            return reverse("api:preset-detail", kwargs={"name": preset.name})
+        kwargs = {"cluster": preset.cluster.name, "namespace": preset.namespace, "name": preset.name}
+        return reverse("api:namespace-preset", kwargs=kwargs)
 
 
 class PresetCreateInputSerializer(StrictInputSerializer):
     name = serializers.SlugField(max_length=63)
     description = serializers.CharField(max_length=300, required=False, allow_blank=True, default="")
     spec = PolicySpecField()
+    cluster = serializers.CharField(
+        max_length=100, required=False, help_text="With namespace: a preset of that namespace"
+    )
+    namespace = serializers.CharField(
+        max_length=63, required=False, help_text="Leave out (with cluster) for a global preset: superusers"
+    )
 
 
 class PresetUpdateInputSerializer(StrictInputSerializer):

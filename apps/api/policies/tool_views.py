@@ -23,9 +23,8 @@ from apps.api.policies.serializers import (
 from apps.core.api_errors import field_error
 from apps.core.api_inputs import valid_input
 from apps.core.errors import ValidationFailed
-from apps.policies.builtin_presets import builtin_preset
 from apps.policies.desired import desired_state
-from apps.policies.models import Preset
+from apps.policies.preset_services import preset_spec_resolve
 from apps.policies.preview import render_output, with_release
 from apps.policies.services import job_context
 from apps.policies.spec import RELEASES, JobContext
@@ -129,9 +128,8 @@ class RenderApi(APIView):
 
 
 def _preset_spec(name: str) -> Any:
-    preset = Preset.objects.filter(name=name).values_list("spec", flat=True).first()
-    if preset is None:
-        preset = builtin_preset(name)
+    # A stateless tool has no job, hence no namespace: only the global presets (and built-ins).
+    preset = preset_spec_resolve(name, cluster=None, namespace="")
     if preset is None:
         raise field_error("preset", f"No preset named {name!r}.", "unknown_preset")
     return preset

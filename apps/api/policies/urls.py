@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import path
 from rest_framework.routers import SimpleRouter
 
-from apps.api.policies.preset_views import PresetViewSet
+from apps.api.policies.preset_views import NamespacePresetApi, PresetViewSet
 from apps.api.policies.tool_views import PolicyValidateApi, RenderApi
 from apps.api.policies.views import (
     PolicyApplyApi,
@@ -32,5 +32,10 @@ urlpatterns = [
     path("jobs/<int:job_id>/sync/", SyncDetailApi.as_view(), name="job-sync"),
     path("policies/validate/", PolicyValidateApi.as_view(), name="policy-validate"),
     path("render/", RenderApi.as_view(), name="render"),
+    path(
+        "clusters/<str:cluster>/namespaces/<str:namespace>/presets/<slug:name>/",
+        NamespacePresetApi.as_view(),
+        name="namespace-preset",
+    ),
     *router.urls,
 ]

@@ -36,7 +36,8 @@ from apps.api.policies.serializers import (
 from apps.core.api_errors import ApiError, ErrorResponseSerializer, RevisionConflictSerializer, field_error
 from apps.core.api_inputs import valid_input
 from apps.jobs.models import TrainingJob
-from apps.policies.models import PolicyRevision, Preset
+from apps.policies.models import PolicyRevision
+from apps.policies.preset_services import preset_resolve
 from apps.policies.preview import policy_preview, with_release
 from apps.policies.services import policy_revision_create, policy_revision_restore
 from apps.policies.syncs import sync_request_apply
@@ -102,7 +103,7 @@ class PolicyDetailApi(APIView):
         expected = expected_revision(request, values.get("revision"))
         preset = None
         if "preset" in values:
-            preset = Preset.objects.filter(name=values["preset"]).first()
+            preset = preset_resolve(values["preset"], cluster=job.cluster, namespace=job.namespace)
             if preset is None:
                 raise field_error("preset", f"No preset named {values['preset']!r}.", "unknown_preset")
             spec = preset.spec

@@ -1,4 +1,4 @@
-"""Idempotent first-run setup: a first administrator, a fresh API token and the built-in presets.
+"""Idempotent first-run setup: a first administrator and the built-in presets; a demo token on request.
 
 With ``--seed-jobs`` it also creates the demo AscendJobs (``apps.web.demo_jobs``) in the default
 cluster: ``bootstrap.py run`` asks for them when it runs the simulated cluster, which itself seeds
@@ -8,17 +8,25 @@ The password is ``--password`` or ``DEMO_PASSWORD`` when given. Otherwise it is 
 ``demo-password`` only with ``DEBUG=true`` (``bootstrap.py run``, a local run on 127.0.0.1, prints
 it on purpose); with ``DEBUG=false`` (Compose, anything reachable) it is random, printed once when
 the user is created, and never again.
+
+No API token is made unless asked (issue #24 item 8: Compose used to print a fresh, never-expiring
+superuser key on every ``up``, into ``docker compose logs``). ``--token-file PATH`` issues one that
+expires after ``--token-hours`` (default 24), revokes the previous demo tokens, and writes the key to
+PATH readable by the owner only (0600); the output names the file and the expiry, never the key.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
 
 from apps.accounts.models import ApiToken
 from apps.accounts.services import token_issue, token_revoke
@@ -28,6 +36,23 @@ from apps.web.demo_jobs import seed_demo_jobs
 
 DEMO_TOKEN_NAME = "demo (bootstrap run)"
 LOCAL_DEMO_PASSWORD = "demo-password"  # DEBUG runs only; documented in the README
+DEFAULT_TOKEN_HOURS = 24
+MAX_TOKEN_HOURS = 24 * 30
+
+
+def write_private_file(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` with mode 0600, also when the file existed with a wider mode.
+
+    Created with 0600 from the start (no window where another user could open it), then chmod-ed,
+    because ``os.open``'s mode applies only to a new file.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
 
 
 class Command(BaseCommand):
@@ -45,10 +70,34 @@ class Command(BaseCommand):
             action="store_true",
             help="also create the demo AscendJobs (with rendered policies) in the default cluster",
         )
+        parser.add_argument(
+            "--token-file",
+            type=Path,
+            default=None,
+            metavar="PATH",
+            help="issue a demo API token and write its key to PATH (mode 0600); default: no token",
+        )
+        parser.add_argument(
+            "--token-hours",
+            type=int,
+            default=DEFAULT_TOKEN_HOURS,
+            metavar="N",
+            help=f"the demo token expires after N hours (default {DEFAULT_TOKEN_HOURS}, "
+            f"at most {MAX_TOKEN_HOURS})",
+        )
 
     def handle(
-        self, *args: Any, username: str, password: str | None, seed_jobs: bool = False, **options: Any
+        self,
+        *args: Any,
+        username: str,
+        password: str | None,
+        seed_jobs: bool = False,
+        token_file: Path | None = None,
+        token_hours: int = DEFAULT_TOKEN_HOURS,
+        **options: Any,
     ) -> None:
+        if not 1 <= token_hours <= MAX_TOKEN_HOURS:
+            raise CommandError(f"--token-hours must be between 1 and {MAX_TOKEN_HOURS}")
         if not password:
             password = LOCAL_DEMO_PASSWORD if settings.DEBUG else secrets.token_urlsafe(18)
         user_model = get_user_model()
@@ -58,11 +107,6 @@ class Command(BaseCommand):
         if created:
             user.set_password(password)
             user.save()
-        # A fresh demo token per run (keys are stored hashed, so an old one cannot be shown again);
-        # the previous demo tokens are revoked so they do not pile up.
-        for old in ApiToken.objects.filter(user=user, name=DEMO_TOKEN_NAME, revoked_at__isnull=True):
-            token_revoke(old)
-        _, key = token_issue(user, DEMO_TOKEN_NAME)
         count = presets_sync_builtin()
         cluster = cluster_register_default()
         if cluster is not None:
@@ -74,5 +118,19 @@ class Command(BaseCommand):
         self.stdout.write(
             f"demo user {username!r} {verb}; password: {password if created else '(unchanged)'}"
         )
-        self.stdout.write(f"API token: {key}")
+        if token_file is not None:
+            expires_at = self._demo_token(user, token_file, token_hours)
+            self.stdout.write(
+                f"API token: in {token_file} (owner-only, expires {expires_at:%Y-%m-%d %H:%M} UTC)"
+            )
         self.stdout.write(f"built-in presets: {count}")
+
+    def _demo_token(self, user: Any, token_file: Path, hours: int) -> datetime:
+        """A fresh demo token in ``token_file`` (keys are stored hashed, so an old one cannot be shown
+        again); the previous demo tokens are revoked so that only the one in the file works."""
+        for old in ApiToken.objects.filter(user=user, name=DEMO_TOKEN_NAME, revoked_at__isnull=True):
+            token_revoke(old)
+        expires_at = timezone.now() + timedelta(hours=hours)
+        _, key = token_issue(user, DEMO_TOKEN_NAME, expires_at)
+        write_private_file(token_file, key + "\n")
+        return expires_at

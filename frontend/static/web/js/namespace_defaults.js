@@ -11,7 +11,9 @@ async function init() {
   const [{ data: clusters }, { data: presets }] = await Promise.all([
     api("GET", "/api/v1/clusters/?limit=500"), api("GET", "/api/v1/presets/?limit=500")]);
   pick.elements.cluster.replaceChildren(...(clusters.results || clusters).map((c) => h("option", { value: c.name }, c.name)));
-  form.elements.preset.append(...(presets.results || presets).map((p) => h("option", { value: p.name }, p.name)));
+  // The global presets: a namespace's own are listed on the presets page and resolved by name here too.
+  const names = [...new Set((presets.results || presets).map((p) => p.name))];
+  form.elements.preset.append(...names.map((name) => h("option", { value: name }, name)));
   const params = new URLSearchParams(location.search);
   if (params.get("cluster")) pick.elements.cluster.value = params.get("cluster");
   if (params.get("namespace")) { pick.elements.namespace.value = params.get("namespace"); await show(); }

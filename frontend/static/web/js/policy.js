@@ -335,8 +335,12 @@ export class PolicyForm {
   // --- presets --------------------------------------------------------------------------------
   async loadPresets() {
     try {
-      const { data } = await api("GET", "/api/v1/presets/?limit=500");
-      this.presets = data.results || data;
+      // What a preset name means for this job: its namespace's own first, then the global ones.
+      const { cluster, namespace } = this.boot.job;
+      const query = new URLSearchParams({ limit: "500", cluster, namespace });
+      const { data } = await api("GET", `/api/v1/presets/?${query}`);
+      const all = data.results || data;
+      this.presets = all.filter((p) => p.namespace || !all.some((q) => q.namespace && q.name === p.name));
       const select = document.getElementById("preset-select");
       for (const preset of this.presets) {
         select.append(h("option", { value: preset.name }, `${preset.name}${preset.description ? ` — ${preset.description}` : ""}`));

@@ -18,6 +18,7 @@ async function load() {
   const presets = data.results || data;
   tbody.replaceChildren(...presets.map((p) => h("tr", { dataset: { preset: p.name } },
     h("th", { scope: "row" }, p.name, p.builtin ? h("span", { class: "badge", style: "margin-left:.4rem" }, "built-in") : null),
+    h("td", {}, p.namespace ? `${p.cluster}/${p.namespace}` : "global"),
     h("td", {}, p.description || ""),
     h("td", {}, ...(p.spec.strategies || []).map((s) => h("span", { class: "strategy-chip" }, s))),
     h("td", {}, p.created_by || (p.builtin ? "—" : "")),
@@ -28,9 +29,12 @@ async function load() {
 }
 
 function edit(preset) {
-  editing = preset.name;
+  editing = preset.url;
   form.elements.name.value = preset.name;
   form.elements.name.readOnly = true;
+  form.elements.cluster.value = preset.cluster || "";
+  form.elements.namespace.value = preset.namespace || "";
+  form.elements.cluster.readOnly = form.elements.namespace.readOnly = true;
   form.elements.description.value = preset.description || "";
   specField.value = JSON.stringify(preset.spec, null, 2);
   document.getElementById("preset-form-title").textContent = `Edit preset ${preset.name}`;
@@ -43,6 +47,7 @@ function clear() {
   editing = null;
   form.reset();
   form.elements.name.readOnly = false;
+  form.elements.cluster.readOnly = form.elements.namespace.readOnly = false;
   specField.value = JSON.stringify({ strategies: ["recover", "dump"], fault_scheduling: "grace" }, null, 2);
   document.getElementById("preset-form-title").textContent = "New preset";
   document.getElementById("preset-save").textContent = "Create preset";
@@ -52,7 +57,7 @@ function clear() {
 async function remove(preset) {
   if (!window.confirm(`Delete preset ${preset.name}?`)) return;
   try {
-    await api("DELETE", `/api/v1/presets/${preset.name}/`);
+    await api("DELETE", preset.url);
     toast(`Deleted ${preset.name}`);
     load();
   } catch (error) { toast(`Not deleted: ${error.message}`); }
@@ -79,21 +84,23 @@ form.addEventListener("submit", async (event) => {
   const { spec, error } = parseSpec();
   if (error) { issues.replaceChildren(h("p", { class: "issue error", role: "alert" }, error)); return; }
   const body = { name: form.elements.name.value.trim(), description: form.elements.description.value, spec };
+  const cluster = form.elements.cluster.value.trim(), namespace = form.elements.namespace.value.trim();
+  if (!editing && (cluster || namespace)) Object.assign(body, { cluster, namespace });
   try {
-    if (editing) await api("PUT", `/api/v1/presets/${editing}/`, body);
+    if (editing) await api("PUT", editing, body);
     else await api("POST", "/api/v1/presets/", body);
     toast(editing ? "Preset saved" : "Preset created");
     clear();
     load();
   } catch (e) {
-    const nameIssues = e.errors.filter((x) => x.field === "name");
+    const nameIssues = e.errors.filter((x) => ["name", "cluster", "namespace"].includes(x.field));
     document.getElementById("issues-p-name").replaceChildren(...issueList(nameIssues));
-    issues.replaceChildren(...issueList(e.errors.filter((x) => x.field !== "name")), ...(e.errors.length ? [] : [h("p", { class: "issue error" }, e.message)]));
+    issues.replaceChildren(...issueList(e.errors.filter((x) => !["name", "cluster", "namespace"].includes(x.field))), ...(e.errors.length ? [] : [h("p", { class: "issue error" }, e.message)]));
   }
 });
 if (!boot.user.is_editor) {
   form.querySelector("#preset-save").disabled = true;
-  form.prepend(h("p", { class: "hint" }, "Creating presets needs the editor role on at least one namespace."));
+  form.prepend(h("p", { class: "hint" }, "Creating presets needs the editor role on the namespace they are for."));
 }
 clear();
 load();

@@ -32,15 +32,29 @@ async function load() {
   section.hidden = false;
 }
 
+// Polls the operation until it has finished (or a minute has passed: the page keeps working).
+async function follow(url) {
+  let op = { finished: false };
+  for (let i = 0; i < 60 && !op.finished; i += 1) {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    ({ data: op } = await api("GET", url));
+  }
+  return op;
+}
+
 form?.addEventListener("submit", async (event) => {
   event.preventDefault();
   issues.replaceChildren();
   const body = { confirm: form.elements.confirm.value.trim(), revision: Number(form.elements.revision.value) };
   try {
-    const { data } = await api("POST", `/api/v1/jobs/${job.id}/recreate/`, body);
-    toast(`Recreated with revision ${data.revision}: new UID ${data.new_uid}`);
+    // 202: the manifest is recorded and a worker deletes and creates the job; follow its state.
+    const { data: queued } = await api("POST", `/api/v1/jobs/${job.id}/recreate/`, body);
     form.reset();
     section.hidden = true;
+    toast(`Recreate ${queued.id} queued (revision ${queued.revision})`);
+    const done = await follow(queued.status_url);
+    if (done.state === "done") toast(`Recreated with revision ${done.revision}: new UID ${done.new_uid}`);
+    else if (done.finished) toast(`Recreate ${done.id} ${done.state.replace("_", " ")}: ${done.last_error}`);
   } catch (e) {
     issues.replaceChildren(...(e.errors.length ? e.errors : [{ message: e.message }]).map((x) => h("p", { class: "issue error" }, x.message)));
   }
