@@ -91,20 +91,20 @@ def test_every_process_runs_in_its_own_deployment_and_the_migration_job(overlay:
 
 # What each process's ServiceAccount may do: (namespace or "*" for cluster-wide, group, resource) -> verbs.
 # From the calls each process makes (deploy/base/rbac.yaml explains each line). Recreate creates and
-# deletes AscendJobs (apps/cluster/client.py create_ascendjob / delete_ascendjob, apps/admission/recreate.py).
+# deletes AscendJobs in the worker (apps/cluster/client.py create_ascendjob / delete_ascendjob, called by
+# the Celery task of apps/admission/recreate_ops.py; the web only records the operation).
 def expected_grants(managed: str) -> dict[str, dict[tuple[str, str, str], set[str]]]:
     return {
         "recovery-web": {
             ("*", "mindxdl.gitee.com", "ascendjobs"): {"get"},
             ("*", "scheduling.volcano.sh", "podgroups"): {"get"},
-            (managed, "mindxdl.gitee.com", "ascendjobs"): {"create", "delete"},
             (managed, "scheduling.volcano.sh", "podgroups"): {"patch"},
             (managed, "", "configmaps"): {"get"},
         },
         "recovery-worker": {
             ("*", "mindxdl.gitee.com", "ascendjobs"): {"get", "list"},
             ("*", "scheduling.volcano.sh", "podgroups"): {"get", "list"},
-            (managed, "mindxdl.gitee.com", "ascendjobs"): {"patch"},
+            (managed, "mindxdl.gitee.com", "ascendjobs"): {"patch", "create", "delete"},
             (managed, "scheduling.volcano.sh", "podgroups"): {"patch"},
             (managed, "", "configmaps"): {"get", "create", "update", "delete"},
         },
