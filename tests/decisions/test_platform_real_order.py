@@ -32,12 +32,12 @@ from tests.decisions.platform_fixtures import (
     decision_for,
     platform_job,
     podgroup_of,
-    sim,
+    sim_clock_speed,
 )
 from tests.support import wait_for
 from tests.support.cluster import Worker
 
-__all__ = ["_clean", "decider", "platform_job", "sim"]  # fixtures used by name
+__all__ = ["_clean", "decider", "platform_job", "sim_clock_speed"]  # fixtures used by name
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
