@@ -26,16 +26,6 @@ from tests.support.sim import create_job, make_job
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture(scope="module")
-def sim() -> Iterator[SimCluster]:
-    # A cluster of this module's own, not the process's shared one: after
-    # ``test_two_faults_two_incidents_and_budget`` (a job rescheduled until its backoffLimit is used up),
-    # a later module's ingester on the same cluster never sees its new job's PodGroup
-    # (tests/policies/push/test_in_effect_e2e.py timed out so); until that is understood, keep it apart.
-    with SimCluster(clock_speed=200, seed=11) as cluster:
-        yield cluster
-
-
 @dataclass(frozen=True)
 class Path:
     """One strategy path: the job's policy, the fault, and what must come out of it."""
