@@ -314,8 +314,10 @@ def test_bad_fault_input_raises_clear_errors(sim) -> None:
 
 
 def test_unknown_rank_names_the_job(sim, kube) -> None:
+    # A job of its own: under xdist the test that creates cd-uce may run in another process.
+    create_job(kube, make_job("cd-two-pods"), running=False)
     with pytest.raises(UnknownJobError, match="no pod rank 7"):
-        sim.inject_fault("default", "cd-uce", rank=7)
+        sim.inject_fault("default", "cd-two-pods", rank=7)
 
 
 def test_backoff_limit_is_the_one_read_at_creation(sim, kube) -> None:
