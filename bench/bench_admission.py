@@ -23,7 +23,6 @@ import argparse
 import asyncio
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -31,7 +30,7 @@ import uuid
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from _common import REPO, emit, env_with, free_port, percentile, uvicorn_argv, wait_port
+from _common import REPO, emit, env_with, free_port, percentile, spawn, stop, uvicorn_argv, wait_port
 
 DB_NAME = "bench_admission"
 NAMESPACE = "team-bench"
@@ -217,11 +216,10 @@ def main() -> None:
 def run_mode(env: dict[str, str], mode: str, rate: float, seconds: float) -> dict[str, dict[str, Any]]:
     """One server per mode: ADMISSION_RECORD_ASYNC false (the default) or true; the baseline once."""
     port = free_port()
-    proc = subprocess.Popen(
+    proc = spawn(
         uvicorn_argv(port, 2, "--no-access-log"),
         cwd=REPO,
         env={**env, "ADMISSION_RECORD_ASYNC": "true" if mode == "async" else "false"},
-        start_new_session=True,
         stdout=subprocess.DEVNULL,
     )
     out: dict[str, dict[str, Any]] = {}
@@ -232,8 +230,7 @@ def run_mode(env: dict[str, str], mode: str, rate: float, seconds: float) -> dic
             out["baseline"] = asyncio.run(open_loop(port, rate, seconds, admission=False))
         out[f"admission-{mode}"] = asyncio.run(open_loop(port, rate, seconds, admission=True))
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(20)
+        stop(proc)
     return out
 
 

@@ -29,8 +29,10 @@ from _common import (
     fresh_database,
     give_applied_policy,
     product_env,
+    spawn,
     start_celery_worker,
     start_redis,
+    stop_all,
     summary,
     wait_port,
 )
@@ -95,7 +97,7 @@ def main() -> None:
     procs: list[subprocess.Popen[bytes]] = [redis_proc]
     try:
         procs.append(
-            subprocess.Popen(
+            spawn(
                 [
                     sys.executable,
                     "-c",
@@ -117,10 +119,7 @@ def main() -> None:
         procs.append(start_celery_worker(env))
         results = run(args, kubeconfig)
     finally:
-        for proc in reversed(procs):
-            proc.terminate()
-        for proc in procs:
-            proc.wait(20)
+        stop_all()
     emit({"bench": "push", **results})
 
 
