@@ -68,9 +68,10 @@ def test_run_all_reports_failures_and_leaves_no_process(tmp_path: Path) -> None:
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     reports = tmp_path / "reports"
     try:
+        argv = [sys.executable, str(BENCH / "run_all.py"), "--bench-dir", str(tmp_path)]
+        argv += ["--reports", str(reports), "--only", "hang,fail,leak", "--timeout", "3"]
         done = subprocess.run(
-            [sys.executable, str(BENCH / "run_all.py"), "--bench-dir", str(tmp_path), "--reports", str(reports)]
-            + ["--only", "hang,fail,leak", "--timeout", "3"],
+            argv,
             capture_output=True,
             text=True,
             timeout=120,
