@@ -4,10 +4,28 @@ from __future__ import annotations
 
 import os
 
-from celery import Celery
+from celery import Celery, signals
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.base")
 
 app = Celery("controlplane")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@signals.worker_init.connect
+def _serve_worker_metrics(**_: object) -> None:
+    # The worker's main process on METRICS_PORT; with the prefork pool the tasks run in its children,
+    # each of which serves its own on METRICS_PORT + 1 + its index (below).
+    from apps.core.metrics import serve_metrics
+
+    serve_metrics("celery")
+
+
+@signals.worker_process_init.connect
+def _serve_pool_process_metrics(**_: object) -> None:
+    from billiard.process import current_process
+
+    from apps.core.metrics import serve_metrics
+
+    serve_metrics("celery-pool", offset=1 + int(getattr(current_process(), "index", 0) or 0))

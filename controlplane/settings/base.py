@@ -87,6 +87,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",  # Swagger UI assets served locally: no CDN anywhere
     "channels",
     "axes",  # sign-in throttling (apps.accounts.login_guard)
+    "django_prometheus",  # request metrics (the middleware below), served at /metrics
     "apps.core",
     "apps.jobs",
     "apps.policies",
@@ -101,6 +102,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "django_prometheus.middleware.PrometheusBeforeMiddleware",  # first and last: times the whole stack
     "apps.core.middleware.RequestIdMiddleware",  # first: every response, even a redirect, carries the id
     "apps.core.body_limit.BodyLimitMiddleware",  # an oversized body is refused before anything reads it
     "apps.core.csp.ContentSecurityPolicyMiddleware",
@@ -113,6 +115,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",  # last: turns a locked-out sign-in into a 429 page
+    "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]
 
 # Every request body, API and admission alike (apps/core/body_limit.py): 3 MiB is the API server's own
@@ -432,9 +435,9 @@ WEBHOOK_BACKOFF_MAX_SECONDS = env_float("WEBHOOK_BACKOFF_MAX_SECONDS", 300.0, mi
 # A pending delivery whose message was lost (broker down, worker killed) is queued again by the
 # sweep this long after it was last queued; also the re-queue lease, so a backlog is not flooded.
 WEBHOOK_REQUEUE_SECONDS = env_float("WEBHOOK_REQUEUE_SECONDS", 60.0, minimum=1.0)
-# Required for /metrics unless DEBUG; the database gauges are recomputed at most this often.
+# Required for /metrics unless DEBUG. The ingester, decider and workers serve theirs on METRICS_PORT
+# (read from the environment by apps/core/metrics.py; unset: not served).
 METRICS_TOKEN = env_secret("METRICS_TOKEN", "")
-METRICS_CACHE_SECONDS = env_float("METRICS_CACHE_SECONDS", 10.0, minimum=0.0)
 # --- end of events block ------------------------------------------------------------------------
 
 # Admission webhook (issue 15): record the admitted job after answering the API server instead of
