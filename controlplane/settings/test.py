@@ -27,6 +27,8 @@ TEST_REDIS_URL = env_str("TEST_REDIS_URL", "redis://127.0.0.1:6379/13")
 CELERY_BROKER_URL = TEST_REDIS_URL
 CHANNEL_LAYERS["default"]["CONFIG"]["hosts"] = [TEST_REDIS_URL]  # noqa: F405
 LOGGING["root"]["level"] = "WARNING"  # noqa: F405
+if "LOG_FORMAT" not in os.environ:  # a failing test's captured log is read by a person
+    LOGGING["handlers"]["console"]["formatter"] = "plain"  # noqa: F405
 WEBHOOK_ALLOW_PRIVATE_TARGETS = True  # test receivers listen on 127.0.0.1; the rule has its own tests
 
 # Under pytest-xdist every worker process (PYTEST_XDIST_WORKER = gw0, gw1, ...) gets its own key space
