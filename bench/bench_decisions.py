@@ -27,17 +27,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from _common import (
-    REPO,
-    emit,
-    fresh_database,
-    product_env,
-    spawn,
-    start_celery_worker,
-    start_redis,
-    stop_all,
-    summary,
-)
+import _common
+from _common import REPO, emit, fresh_database, product_env, start_celery_worker, start_redis, summary
 
 POLICY = {
     "strategies": ["retry", "recover", "dump"],
@@ -75,7 +66,7 @@ def main() -> None:
     procs: list[subprocess.Popen[bytes]] = [redis_proc]
     # The simulated cluster runs in its own process, as in production: the bench process only observes.
     procs.append(
-        spawn(
+        _common.spawn(
             [
                 sys.executable,
                 "manage.py",
@@ -101,7 +92,7 @@ def main() -> None:
         procs.append(start_celery_worker(env))
         result = run(args, sim, env, procs)
     finally:
-        stop_all()
+        _common.stop_all()
     emit({"bench": "decisions", **result})
 
 
@@ -213,7 +204,9 @@ def run(args: argparse.Namespace, sim: Any, env: dict[str, str], procs: list[Any
         names.append(name)
     time.sleep(3)  # operator: PodGroups and pods
     procs.append(
-        spawn([sys.executable, "manage.py", "decide", "--processes", str(args.processes)], cwd=REPO, env=env)
+        _common.spawn(
+            [sys.executable, "manage.py", "decide", "--processes", str(args.processes)], cwd=REPO, env=env
+        )
     )
     time.sleep(3)  # decider: initial list done
 

@@ -16,7 +16,7 @@ from apps.core import metrics
 from apps.jobs.models import Cluster
 from tests.support import REPO_ROOT, wait_for
 from tests.support.metrics import assert_has_the_named_metrics, scrape
-from tests.support.processes import connectable, free_port, server_env
+from tests.support.processes import connectable, free_port, server_env, stop_process
 
 
 def test_metrics_port_bad_value_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -55,12 +55,7 @@ class Command:
         )
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait(5)
+        stop_process(self.proc)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from tests.support import REPO_ROOT as REPO
 from tests.support import wait_for
-from tests.support.processes import server_env, test_database_url
+from tests.support.processes import server_env, stop_process, test_database_url
 
 INGEST_APP_NAME = "ingest-under-test"
 
@@ -48,10 +48,5 @@ class IngestProcess:
 
     def stop(self) -> None:
         if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+            stop_process(self.proc)
             self.proc = None

@@ -45,6 +45,16 @@ def wait_for(
         time.sleep(interval)
 
 
+def stop_process(proc: subprocess.Popen[bytes], grace: float = 15) -> None:
+    """SIGTERM, then SIGKILL after ``grace`` seconds."""
+    proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(5)
+
+
 def connectable(port: int) -> bool:
     try:
         socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
@@ -170,10 +180,5 @@ class AsgiServer:
 
     def stop(self) -> None:
         if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+            stop_process(self.proc, 10)
             self.proc = None
