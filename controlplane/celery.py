@@ -22,6 +22,18 @@ def _serve_worker_metrics(**_: object) -> None:
     serve_metrics("celery")
 
 
+@signals.worker_ready.connect
+def _count_queue_depth(**_: object) -> None:
+    # After the pool has forked: the main process alone reads the queue depths, once per scrape.
+    from django.conf import settings
+
+    from apps.core.metrics import REGISTRY, QueueDepthCollector, metrics_port
+
+    if metrics_port() is not None:
+        queues = {settings.CELERY_PUSH_QUEUE, settings.CELERY_SLOW_QUEUE, settings.CELERY_TASK_DEFAULT_QUEUE}
+        REGISTRY.register(QueueDepthCollector(app.connection_for_read, sorted(queues)))
+
+
 @signals.worker_process_init.connect
 def _serve_pool_process_metrics(**_: object) -> None:
     from billiard.process import current_process

@@ -16,8 +16,12 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from prometheus_client import REGISTRY, Counter, Gauge, Histogram, start_http_server
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +81,32 @@ PENDING_DECISIONS = Gauge(
     "Questions from ClusterD waiting for a person's answer, as of the last decisions sweep",
 )
 LEASES_HELD = Gauge("controlplane_leases_held", "Leases this process holds, by kind", ["lease"])
+
+
+class QueueDepthCollector(Collector):
+    """``controlplane_celery_queue_depth{queue}``: messages waiting in each Celery queue, read from the
+    broker (one Redis ``LLEN`` per queue) when scraped; served by the worker's main process only.
+    Not a database read; a broker that does not answer yields no sample rather than a stale one."""
+
+    def __init__(self, connection_for_read: Callable[[], Any], queues: list[str]) -> None:
+        self.connection_for_read = connection_for_read
+        self.queues = queues
+
+    def describe(self) -> list[GaugeMetricFamily]:
+        return [GaugeMetricFamily("controlplane_celery_queue_depth", "", labels=["queue"])]
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        depth = GaugeMetricFamily(
+            "controlplane_celery_queue_depth", "Messages waiting in the Celery queue", labels=["queue"]
+        )
+        try:
+            with self.connection_for_read() as conn:
+                client = conn.default_channel.client  # kombu's Redis transport
+                for queue in self.queues:
+                    depth.add_metric([queue], float(client.llen(queue)))
+        except Exception as exc:  # the broker is down: say so in the log, not as a number
+            logger.warning("queue depth unavailable: %s", exc.__class__.__name__)
+        yield depth
 
 
 def decider_kind(decided_by: str) -> str:

@@ -89,3 +89,8 @@ def test_a_celery_worker_and_its_pool_process_serve_their_metrics(worker_factory
     for each in (port, port + 1):
         wait_for(lambda p=each: connectable(p), 30, f"worker metrics on {each}")  # type: ignore[misc]
         assert_has_the_named_metrics(scrape(each))
+    # Current state, from the broker, in the main process only (the pool processes would count it twice).
+    wait_for(lambda: "controlplane_celery_queue_depth" in scrape(port), 30, "queue depth gauge")
+    depth = scrape(port)["controlplane_celery_queue_depth"]
+    assert depth.type == "gauge" and {s.labels["queue"] for s in depth.samples} == {"default", "push", "slow"}
+    assert "controlplane_celery_queue_depth" not in scrape(port + 1)
