@@ -69,10 +69,14 @@ def job_manifest(namespace: str, name: str) -> dict[str, Any]:
 
 
 def write_kubeconfig(path: Path, port: int) -> None:
+    # The emulator authenticates since RBAC landed (issue #23): its static admin token, as in the
+    # kubeconfigs it writes itself (simcluster/kubeapi/authn.py).
+    from simcluster.kubeapi import ADMIN_TOKEN
+
     path.write_text(
         "apiVersion: v1\nkind: Config\ncurrent-context: bench\n"
         f"clusters: [{{name: bench, cluster: {{server: 'http://127.0.0.1:{port}'}}}}]\n"
-        "users: [{name: bench, user: {token: bench}}]\n"
+        f"users: [{{name: bench, user: {{token: {ADMIN_TOKEN}}}}}]\n"
         "contexts: [{name: bench, context: {cluster: bench, user: bench}}]\n"
     )
 

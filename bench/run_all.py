@@ -35,7 +35,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "kubeapi": ([], ["--jobs", "100", "--pods", "4", "--writes", "1000"]),
     "push": ([], ["--saves", "100", "--rate", "5", "--jobs", "1000"]),
     "decisions": ([], ["--jobs", "20"]),
-    "api": ([], []),
+    "api": ([], ["--jobs", "1000", "--seconds", "3", "--servers", "uvicorn", "--rounds", "1"]),
     "events": ([], ["--duration", "60"]),
     "stream": ([], ["--frames", "5000", "--rounds", "3"]),
     "page": ([], []),
