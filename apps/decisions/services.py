@@ -34,6 +34,7 @@ from apps.audit.actors import Actor
 from apps.audit.services import audit_record
 from apps.cluster import client as kube
 from apps.cluster.errors import ClusterError
+from apps.core import metrics
 from apps.core.errors import ApplicationError
 from apps.core.queue import enqueue
 from apps.decisions.models import Decision
@@ -486,9 +487,14 @@ def decision_write(*, decision_id: int) -> Decision | None:
             Decision.objects.filter(pk=decision.pk).update(state=State.FAILED)
             return Decision.objects.get(pk=decision.pk)
         raise
-    Decision.objects.filter(pk=decision.pk, state=State.DECIDED).update(
-        state=State.WRITTEN, written_at=timezone.now()
-    )
+    written_at = timezone.now()
+    written = Decision.objects.filter(pk=decision.pk, state=State.DECIDED)
+    if written.update(state=State.WRITTEN, written_at=written_at):
+        who = metrics.decider_kind(decision.decided_by)
+        metrics.DECISIONS.labels(decided_by=who).inc()
+        # From the question seen (the row is created then) to the answer in the PodGroup.
+        seconds = max(0.0, (written_at - decision.created_at).total_seconds())
+        metrics.DECISION_SECONDS.labels(decided_by=who).observe(seconds)
     decision.refresh_from_db()
     return decision
 
@@ -579,4 +585,6 @@ def decisions_sweep() -> int:
     ):
         decision_complete(decision=decision, outcome=NO_STATUS)
         count += 1
+    # Current state for /metrics, refreshed by the sweep (a scrape never queries the database).
+    metrics.PENDING_DECISIONS.set(Decision.objects.filter(state=State.PENDING).count())
     return count

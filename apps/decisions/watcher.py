@@ -17,7 +17,9 @@ from typing import Any
 
 from django.db import close_old_connections, connection
 
+from apps.cluster.errors import ClusterError
 from apps.cluster.watch import WatchHandler, WatchLoop, WatchTarget
+from apps.core import metrics
 from apps.core.supervision import Supervisor
 from apps.decisions.services import decision_observe, is_standing
 from apps.jobs.clusters import cluster_ref
@@ -87,6 +89,12 @@ class PodGroupWatcher(WatchHandler):
     def changed(self, event_type: str, obj: dict[str, Any], resource_version: str) -> None:
         if event_type in ("ADDED", "MODIFIED"):
             self.dispatch(obj)
+
+    def expired(self, error: ClusterError) -> None:
+        metrics.WATCH_RESTARTS.labels(process="decide", resource="podgroups", reason="expired").inc()
+
+    def failed(self, error: ClusterError, delay: float) -> None:
+        metrics.WATCH_RESTARTS.labels(process="decide", resource="podgroups", reason="error").inc()
 
     def dispatch(self, podgroup: dict[str, Any]) -> None:
         name = str((podgroup.get("metadata") or {}).get("name", ""))
