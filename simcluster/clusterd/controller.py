@@ -698,7 +698,7 @@ class _FaultRun:
             if step.recover_status:
                 self.patch_podgroup(annotations={k.ANNOTATION_RECOVER_STATUS: step.recover_status})
             self.write_reset(GracefulExit=1)
-            self.event("ProcessExited", "training processes stopped (exit-completed); " + step.reason)
+            self.event("ProcessExited", "training processes stopped (no status written); " + step.reason)
         elif kind == StepKind.DUMP_EXIT:
             self.signal(
                 "changeStrategy",
@@ -709,6 +709,20 @@ class _FaultRun:
             self.sleep(step.duration_s)
             self.write_reset(GracefulExit=1)
             self.event("ProcessExited", "training processes stopped (dump-exit); " + step.reason)
+        elif kind == StepKind.LISTEN_SCHEDULE:
+            self.sleep(step.duration_s)
+            self.event("ScheduleTimeout", step.reason)
+        elif kind == StepKind.RESTART_ALL_PROCESS:
+            # restartAllProcess adds 1 to RetryTime and keeps the rest (utils.go:231-269, facts D12).
+            self.write_reset(RetryTime=int(self.reset_state.get("RetryTime", 0)) + 1)
+            self.event("RestartAllProcess", step.reason)
+        elif kind == StepKind.FAULT_CLEAR:
+            self.write_reset(RankList=[], FaultFlushing=False)  # ClearOperation empties RankList (D12)
+            self.event("FaultClear", step.reason)
+        elif kind == StepKind.KILL_MASTER:
+            self.sleep(step.duration_s)
+            self.signal("killMaster", [])
+            self.event("KillMaster", step.reason, warning=True)
         elif kind in (StepKind.PAUSE, StepKind.RESUME):
             self.patch_podgroup(labels=step.label_changes)
             value = step.label_changes.get(k.LABEL_PROCESS_RECOVER_ENABLE, "")

@@ -98,15 +98,17 @@ def test_normal_fault_with_retry_recover_dump_is_recovered_and_the_pod_migrates(
 
 def test_recover_failing_falls_to_dump_then_dump_exit_and_rescheduling(sim, kube) -> None:
     # Issue 13 changed this: after a failed recover ClusterD goes dump → dump-exit signal and waits
-    # for Volcano (controller.go:1153-1158, 1446-1458); it writes dump-failed, no exit-completed, and
-    # only fault-retry pauses the label (controller.go:1534-1566).
+    # for Volcano (controller.go:1153-1158, 1446-1458); it writes dump-failed, no exit-completed.
+    # Issue 25 corrects the label: a dump result ends in CheckResultFinish → ListenScheduleResult →
+    # FaultClear → FaultRetry, which pauses the label and sets it on again once the job runs
+    # (rules.go:236-275, controller.go:1534-1568), not only after a 508.
     job = create_job(kube, make_job("cd-fail"))
     recorder = LabelRecorder(kube, job)
     sim.inject_fault("default", "cd-fail", rank=1, fault_type="normal", recovers=False)
     assert sim.wait_idle(20)
     labels = recorder.stop(kube, job)
     assert chosen(kube, job) == ["recover", "dump"]
-    assert labels == ["on"]
+    assert labels == ["on", "pause", "on"]
     reasons = event_reasons(kube, job)
     assert reasons.index("ProcessExited") < reasons.index("JobRescheduled")
     assert pg_annotation(kube, job, k.ANNOTATION_RECOVER_STATUS) == "dump-failed"
