@@ -340,3 +340,23 @@ def test_backoff_limit_is_the_one_read_at_creation(sim, kube) -> None:
     assert job["spec"]["runPolicy"]["backoffLimit"] == 100
     assert job["status"]["conditions"][-1]["type"] == "Failed"
     assert "budget" in job["status"]["conditions"][-1]["message"]
+
+
+def test_a_fault_during_a_recovery_is_reported_at_once_and_merged(sim, kube) -> None:
+    # fault_recover_service.go:165 merges it into the running controller's cache (controller.go:204-219);
+    # its FaultOccurEvent is dropped outside InitState (controller.go:474-479, rules.go:148), and
+    # getAdditionFault (fault_recover_service.go:233-258) does not raise it again: one recovery, not two.
+    job = create_job(kube, make_job("cd-merge", workers=2))
+    before = len(sim._clusterd().history)
+    with clock_speed(
+        sim, 20
+    ):  # the first recovery (retry fails → … → rescheduling) outlasts the second fault
+        first = sim.inject_fault("default", "cd-merge", rank=1, fault_type="normal", recovers=[False] * 6)
+        wait_for(lambda: "StrategyChosen" in event_reasons(kube, job), 10, "the first recovery under way")
+        second = sim.inject_fault("default", "cd-merge", rank=2, fault_type="uce", recovers=True)
+        text = wait_for(
+            lambda: (t := events_text(kube, job)) and f"[{second}]" in t and t, 2, "second fault shown"
+        )
+    assert f"[{first}]" in text and "FaultMerged" in event_reasons(kube, job)
+    assert sim.wait_idle(20)
+    assert len(sim._clusterd().history) == before + 1
