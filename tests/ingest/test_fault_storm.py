@@ -35,7 +35,7 @@ JOBS = 24
 WAVES = 3
 WAVE_GAP_S = 25.0  # simulated
 SHOWN_WITHIN_S = 5.0  # simulated
-CLOCK_SPEED = 20  # 5 simulated seconds = 250 ms
+CLOCK_SPEED = 10  # 5 simulated seconds = 500 ms of real time for the API write and the watch
 _FAULT_ID = re.compile(r"\[([^\]]+)\]$")
 
 
