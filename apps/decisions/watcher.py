@@ -57,8 +57,15 @@ def handle_podgroup(cluster: Cluster, podgroup: dict[str, Any]) -> None:
         and c.ANNOTATION_RESULT_FAULT not in annotations
     ):
         return  # no question, no outcome, and a standing answer in place: nothing to do
-    if c.ANNOTATION_RESULT_FAULT in annotations and not annotations.get(c.ANNOTATION_RECOVER_STATUS):
-        return  # answered, no outcome yet (or a stale copy): no database work while ClusterD recovers
+    labels = (podgroup.get("metadata") or {}).get("labels") or {}
+    if (
+        c.ANNOTATION_RESULT_FAULT in annotations
+        and not annotations.get(c.ANNOTATION_RECOVER_STATUS)
+        and labels.get(c.LABEL_PROCESS_RECOVER_ENABLE) != c.PROCESS_RECOVER_PAUSE
+    ):
+        # Answered, no outcome yet (or a stale copy): no database work while ClusterD recovers. The
+        # label at pause is an outcome: FaultRetry, the end of an exit or dump (services.py, D1/D2).
+        return
     job = job_for_podgroup(cluster, podgroup)
     if job is None:
         return

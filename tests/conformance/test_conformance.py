@@ -12,7 +12,7 @@ import pytest
 from simcluster.kube import Kube
 from simcluster.runtime import SimCluster
 from tests.conformance.runners import run_builtin, run_whatif
-from tests.conformance.scenarios import SCENARIOS, Scenario, sources
+from tests.conformance.scenarios_hard_paths import SCENARIOS, Scenario, sources
 
 IDS = [s.id for s in SCENARIOS]
 
