@@ -46,6 +46,7 @@ def test_a_scrape_issues_no_database_query(django_assert_num_queries: Any) -> No
 
 
 @override_settings(DEBUG=False, METRICS_TOKEN="t")
+@pytest.mark.urls("controlplane.admission_urls")  # the webhook's routes exist only in its own process
 def test_the_admission_histogram_is_observed_by_the_review_itself() -> None:
     family, bucket = "controlplane_admission_review_seconds", "controlplane_admission_review_seconds_count"
     before = sample(

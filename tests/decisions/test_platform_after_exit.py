@@ -18,7 +18,7 @@ question was cleared before it asks again.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -32,12 +32,11 @@ from apps.ingest.runner import ClusterIngester
 from apps.jobs.models import TrainingJob
 from mindcluster import keys as c
 from simcluster.runtime import SimCluster
-from tests.decisions.platform_fixtures import POLICY, _clean, decider, platform_job, podgroup_of
+from tests.decisions.platform_fixtures import POLICY, Platform, platform, podgroup_of
 from tests.decisions.test_platform_real_order import GAVE_UP, clusterd_reasons
 from tests.support import wait_for
-from tests.support.cluster import Worker
 
-__all__ = ["_clean", "decider", "platform_job"]  # fixtures used by name
+__all__ = ["platform"]  # fixtures used by name
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow(seconds=20)]
 
@@ -62,16 +61,9 @@ def _custom(sim: SimCluster) -> k8s.CustomObjectsApi:
 
 
 @pytest.fixture
-def exit_job(
-    platform_job: Callable[..., TrainingJob],
-    decider: Callable[[], None],
-    worker_factory: Callable[..., Worker],
-) -> TrainingJob:
+def exit_job(platform: Platform) -> TrainingJob:
     """A running platform-mode job whose normal faults are answered exit, with the decider and a worker."""
-    worker_factory()
-    job = platform_job(EXIT_POLICY)
-    decider()
-    return job
+    return platform.running_job(EXIT_POLICY)
 
 
 def test_exit_then_a_second_fault_60s_later_is_answered(sim: SimCluster, exit_job: TrainingJob) -> None:
