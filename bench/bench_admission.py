@@ -25,7 +25,6 @@ import argparse
 import asyncio
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -34,7 +33,7 @@ import uuid
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from _common import REPO, emit, env_with, free_port, percentile, wait_port
+from _common import REPO, emit, env_with, free_port, percentile, spawn, stop, wait_port
 
 DB_NAME = "bench_admission"
 NAMESPACE = "team-bench"
@@ -245,11 +244,10 @@ def run_mode(
 ) -> dict[str, dict[str, Any]]:
     """One server per mode: ADMISSION_RECORD_ASYNC false (the default) or true; the baseline once."""
     port = free_port()
-    proc = subprocess.Popen(
+    proc = spawn(
         [sys.executable, "manage.py", "serve_admission", "--host", "127.0.0.1", "--port", str(port)],
         cwd=REPO,
         env={**env, "ADMISSION_RECORD_ASYNC": "true" if mode == "async" else "false"},
-        start_new_session=True,
         stdout=subprocess.DEVNULL,
     )
     out: dict[str, dict[str, Any]] = {}
@@ -260,8 +258,7 @@ def run_mode(
             out["baseline"] = asyncio.run(open_loop(port, rate, seconds, False, tls_dir))
         out[f"admission-{mode}"] = asyncio.run(open_loop(port, rate, seconds, True, tls_dir))
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(20)
+        stop(proc)
     return out
 
 

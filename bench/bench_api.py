@@ -23,7 +23,6 @@ import argparse
 import asyncio
 import os
 import random
-import signal
 import statistics
 import subprocess
 import sys
@@ -40,6 +39,8 @@ from _common import (
     give_applied_policy,
     percentile,
     product_env,
+    spawn,
+    stop,
     uvicorn_argv,
     wait_port,
 )
@@ -203,30 +204,24 @@ def start_server(name: str, env: dict[str, str]) -> tuple[subprocess.Popen[bytes
         "DB_CONN_MAX_AGE": "600" if name in PERSISTENT_CONNECTIONS else "0",
         **SERVER_ENV.get(name, {}),
     }
-    proc = subprocess.Popen(
+    proc = spawn(
         server_command(name, port),
         cwd=REPO,
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        start_new_session=True,
     )
     try:
         wait_port(port, 60)
     except RuntimeError as exc:
-        proc.kill()
+        stop(proc, grace=0)
         output = proc.stderr.read().decode()[-2000:] if proc.stderr else ""
         raise RuntimeError(f"{name} did not start: {output}") from exc
     return proc, port
 
 
 def stop_server(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(20)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(10)
+    stop(proc)
 
 
 # --- client -----------------------------------------------------------------------------------------

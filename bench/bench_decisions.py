@@ -24,8 +24,10 @@ import sys
 import threading
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
+import _common
 from _common import REPO, emit, fresh_database, product_env, start_celery_worker, start_redis, summary
 
 POLICY = {
@@ -57,13 +59,14 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     from _common import free_port, wait_port
 
-    api_port, grpc_port, control_port = free_port(), free_port(), free_port()
+    api_port, grpc_port = free_port(), free_port()
     kubeconfig = REPO / "var" / "bench" / f"decisions-{api_port}.kubeconfig"
     kubeconfig.parent.mkdir(parents=True, exist_ok=True)
+    kubeconfig.unlink(missing_ok=True)  # a stale one would name a stale fault endpoint
     procs: list[subprocess.Popen[bytes]] = [redis_proc]
     # The simulated cluster runs in its own process, as in production: the bench process only observes.
     procs.append(
-        subprocess.Popen(
+        _common.spawn(
             [
                 sys.executable,
                 "manage.py",
@@ -74,8 +77,6 @@ def main() -> None:
                 str(api_port),
                 "--grpc-port",
                 str(grpc_port),
-                "--control-port",
-                str(control_port),
                 "--kubeconfig",
                 str(kubeconfig),
             ],
@@ -83,18 +84,43 @@ def main() -> None:
             env=env,
         )
     )
-    wait_port(api_port)
-    wait_port(control_port)
-    sim = SimProcess(str(kubeconfig), f"http://127.0.0.1:{control_port}")
     try:
+        wait_port(api_port, 60)
+        # The control endpoint has a port of its own, recorded in the kubeconfig once it listens
+        # (simcluster's _record_fault_endpoint; sim_fault reads it the same way).
+        sim = SimProcess(str(kubeconfig), wait_control_url(kubeconfig, procs[-1]))
         procs.append(start_celery_worker(env))
         result = run(args, sim, env, procs)
     finally:
-        for proc in reversed(procs):
-            proc.terminate()
-        for proc in procs:
-            proc.wait(20)
+        _common.stop_all()
     emit({"bench": "decisions", **result})
+
+
+def wait_control_url(kubeconfig: Path, sim: subprocess.Popen[bytes], seconds: float = 60) -> str:
+    """The fault endpoint the simulated cluster recorded in its kubeconfig, once it is there and listening."""
+    from urllib.parse import urlsplit
+
+    import yaml
+    from _common import wait_port
+
+    from simcluster.endpoints import FAULT_ENDPOINT_EXTENSION
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if sim.poll() is not None:
+            raise RuntimeError(f"the simulated cluster exited with {sim.returncode} before it was ready")
+        try:
+            clusters = (yaml.safe_load(kubeconfig.read_text()) or {}).get("clusters") or []
+        except (OSError, yaml.YAMLError):
+            clusters = []
+        for entry in clusters:
+            for extension in (entry.get("cluster") or {}).get("extensions") or []:
+                url = (extension.get("extension") or {}).get("url")
+                if extension.get("name") == FAULT_ENDPOINT_EXTENSION and url:
+                    wait_port(int(urlsplit(url).port or 0), 10)
+                    return str(url)
+        time.sleep(0.1)
+    raise RuntimeError(f"no fault endpoint recorded in {kubeconfig} within {seconds:.0f} s")
 
 
 class SimProcess:
@@ -178,7 +204,7 @@ def run(args: argparse.Namespace, sim: Any, env: dict[str, str], procs: list[Any
         names.append(name)
     time.sleep(3)  # operator: PodGroups and pods
     procs.append(
-        subprocess.Popen(
+        _common.spawn(
             [sys.executable, "manage.py", "decide", "--processes", str(args.processes)], cwd=REPO, env=env
         )
     )

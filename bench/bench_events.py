@@ -38,7 +38,9 @@ from _common import (
     fresh_database,
     percentile,
     product_env,
+    spawn,
     start_redis,
+    stop_all,
     uvicorn_argv,
     wait_port,
 )
@@ -313,7 +315,7 @@ def run_producers(
         reports.append(report)
         count = int(total_rate * seconds / processes)
         procs.append(
-            subprocess.Popen(
+            spawn(
                 [
                     sys.executable,
                     __file__,
@@ -446,7 +448,7 @@ def orchestrate(args: argparse.Namespace) -> None:
         "cores": os.cpu_count(),
     }
     try:
-        server = subprocess.Popen(
+        server = spawn(
             uvicorn_argv(
                 port,
                 args.workers,
@@ -462,7 +464,7 @@ def orchestrate(args: argparse.Namespace) -> None:
         )
         procs.append(server)
         wait_port(port)
-        clients = subprocess.Popen(
+        clients = spawn(
             [
                 sys.executable,
                 __file__,
@@ -588,12 +590,7 @@ def orchestrate(args: argparse.Namespace) -> None:
             "p99_ratio": round(out["steady"]["p99_ms"] / max(out["floor"]["p99_ms"], 0.01), 2),
         }
     finally:
-        for proc in reversed(procs):
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_all()
         from django.db import connections
 
         connections.close_all()

@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import urllib3
+from _common import spawn, stop
 from kubernetes import client, watch
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,7 +57,7 @@ def free_port() -> int:
 
 def start(code: str) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-c", code.format(root=str(ROOT), port=port, history=10_000)])
+    proc = spawn([sys.executable, "-c", code.format(root=str(ROOT), port=port, history=10_000)])
     url = f"http://127.0.0.1:{port}"
     http = urllib3.PoolManager()
     for _ in range(200):
@@ -65,7 +66,7 @@ def start(code: str) -> tuple[subprocess.Popen, str]:
             return proc, url
         except urllib3.exceptions.HTTPError:
             time.sleep(0.05)
-    proc.kill()
+    stop(proc, grace=0)
     raise RuntimeError("server did not start")
 
 
@@ -222,15 +223,13 @@ def main() -> None:
         rss = rss_mib(proc.pid)
         delivered = min(seen, default=0)
     finally:
-        proc.terminate()
-        proc.wait(10)
+        stop(proc)
 
     base_proc, base_url = start(BASELINE_CODE)
     try:
         base_elapsed, base_lat = write_loop(base_url, args.jobs, args.writes, args.threads)
     finally:
-        base_proc.terminate()
-        base_proc.wait(10)
+        stop(base_proc)
 
     wps, base_wps = args.writes / elapsed, args.writes / base_elapsed
     summary = {

@@ -29,8 +29,10 @@ from _common import (
     fresh_database,
     give_applied_policy,
     product_env,
+    spawn,
     start_celery_worker,
     start_redis,
+    stop_all,
     summary,
     wait_port,
 )
@@ -67,10 +69,14 @@ def job_manifest(namespace: str, name: str) -> dict[str, Any]:
 
 
 def write_kubeconfig(path: Path, port: int) -> None:
+    # The emulator authenticates since RBAC landed (issue #23): its static admin token, as in the
+    # kubeconfigs it writes itself (simcluster/kubeapi/authn.py).
+    from simcluster.kubeapi import ADMIN_TOKEN
+
     path.write_text(
         "apiVersion: v1\nkind: Config\ncurrent-context: bench\n"
         f"clusters: [{{name: bench, cluster: {{server: 'http://127.0.0.1:{port}'}}}}]\n"
-        "users: [{name: bench, user: {token: bench}}]\n"
+        f"users: [{{name: bench, user: {{token: {ADMIN_TOKEN}}}}}]\n"
         "contexts: [{name: bench, context: {cluster: bench, user: bench}}]\n"
     )
 
@@ -95,7 +101,7 @@ def main() -> None:
     procs: list[subprocess.Popen[bytes]] = [redis_proc]
     try:
         procs.append(
-            subprocess.Popen(
+            spawn(
                 [
                     sys.executable,
                     "-c",
@@ -117,10 +123,7 @@ def main() -> None:
         procs.append(start_celery_worker(env))
         results = run(args, kubeconfig)
     finally:
-        for proc in reversed(procs):
-            proc.terminate()
-        for proc in procs:
-            proc.wait(20)
+        stop_all()
     emit({"bench": "push", **results})
 
 

@@ -12,12 +12,15 @@ smaller sizes for a smoke check; the README's table comes from a full run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +35,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "kubeapi": ([], ["--jobs", "100", "--pods", "4", "--writes", "1000"]),
     "push": ([], ["--saves", "100", "--rate", "5", "--jobs", "1000"]),
     "decisions": ([], ["--jobs", "20"]),
-    "api": ([], []),
+    "api": ([], ["--jobs", "1000", "--seconds", "3", "--servers", "uvicorn", "--rounds", "1"]),
     "events": ([], ["--duration", "60"]),
     "stream": ([], ["--frames", "5000", "--rounds", "3"]),
     "page": ([], []),
@@ -41,23 +44,127 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
 }
 
 
-def run(name: str, quick: bool) -> dict[str, Any]:
-    script = BENCH / f"bench_{name}.py"
+def run(
+    name: str, quick: bool, timeout: float, bench_dir: Path = BENCH, log_dir: Path | None = None
+) -> dict[str, Any]:
+    """Run ``bench_<name>.py`` to the end or to ``timeout``, then make sure nothing it started lives on.
+
+    Its output goes to files, never to pipes of ours: a grandchild that inherited a pipe would keep a
+    ``communicate()`` waiting after the benchmark itself is gone (issue #27). It runs in a session of
+    its own, so one ``killpg`` reaches it and whatever it did not move into a session of its own.
+    """
+    script = bench_dir / f"bench_{name}.py"
     if not script.exists():
         return {"bench": name, "error": "not present"}
-    full, small = BENCHMARKS[name]
+    full, small = BENCHMARKS.get(name, ([], []))
+    log_dir = log_dir or bench_dir / "reports" / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    stdout_path, stderr_path = log_dir / f"{name}.out", log_dir / f"{name}.err"
     print(f"== {name}", flush=True)
-    proc = subprocess.run(
-        [PY, str(script), *(small if quick else full)], cwd=BENCH, capture_output=True, text=True
-    )
-    for line in reversed(proc.stdout.strip().splitlines()):
+    started = time.monotonic()
+    with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
+        proc = subprocess.Popen(
+            [PY, str(script), *(small if quick else full)],
+            cwd=bench_dir,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+            close_fds=True,
+        )
+        try:
+            status = f"exit {proc.wait(timeout)}"
+        except subprocess.TimeoutExpired:
+            status = f"timed out after {timeout:.0f} s"
+        finally:
+            leftovers = stop_tree(proc)
+    seconds = round(time.monotonic() - started, 1)
+    for line in reversed(stdout_path.read_text(errors="replace").strip().splitlines()):
         line = line.strip()
         if line.startswith("{"):
             try:
-                return json.loads(line)
+                result: dict[str, Any] = json.loads(line)
             except ValueError:
                 break
-    return {"bench": name, "error": f"exit {proc.returncode}: {proc.stderr.strip()[-400:]}"}
+            if leftovers:  # a benchmark that does not clean up after itself is a bug worth a line
+                result["leftover_processes_killed"] = leftovers
+            return result
+    tail = stderr_path.read_text(errors="replace").strip()[-400:]
+    failure: dict[str, Any] = {"bench": name, "error": f"{status} after {seconds} s: {tail}"}
+    if leftovers:
+        failure["leftover_processes_killed"] = leftovers
+    return failure
+
+
+# --- process cleanup --------------------------------------------------------------------------------
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+
+
+def become_subreaper() -> None:
+    """On Linux, orphans of our descendants are re-parented to us rather than to init, so a benchmark
+    that died without stopping its children (SIGKILL, a crash) still leaves them where we can find them."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below ``pid`` (from /proc; empty where there is none)."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _signal_all(pids: list[int], sig: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def _reap() -> None:
+    """Collect exited children, the benchmark's orphans included (we are their subreaper)."""
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+
+
+def stop_tree(proc: subprocess.Popen[bytes], grace: float = 20) -> int:
+    """Stop the benchmark and everything below it; how many processes outlived the benchmark itself."""
+    if proc.poll() is None:
+        # SIGTERM first: the benchmark's handler stops its children's process groups (bench/_common.py).
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    # Whatever is left: in the benchmark's group, or re-parented to us from groups of its own.
+    left = descendants(os.getpid())
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    _signal_all(left, signal.SIGTERM)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and descendants(os.getpid()):
+        _reap()
+        time.sleep(0.1)
+    _signal_all(descendants(os.getpid()), signal.SIGKILL)
+    _reap()
+    return len(left)
 
 
 def _fmt(value: Any, digits: int = 1) -> str:
@@ -263,19 +370,31 @@ def versions() -> str:
     return ", ".join(f"{n} {md.version(n)}" for n in names) + f", Python {platform.python_version()}"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--only", default="")
-    args = parser.parse_args()
-    selected = [n for n in BENCHMARKS if not args.only or n in args.only.split(",")]
-    latest = BENCH / "reports" / "latest"
+    parser.add_argument("--only", default="", help="comma-separated names (bench_<name>.py)")
+    parser.add_argument(
+        "--timeout", type=float, default=None, help="seconds per benchmark (default 900 quick, 3600 full)"
+    )
+    parser.add_argument("--bench-dir", type=Path, default=BENCH, help="where the bench_<name>.py scripts are")
+    parser.add_argument("--reports", type=Path, default=None, help="default <bench-dir>/reports")
+    args = parser.parse_args(argv)
+    timeout = args.timeout or (900.0 if args.quick else 3600.0)
+    reports = args.reports or args.bench_dir / "reports"
+    wanted = [n for n in args.only.split(",") if n]
+    selected = [n for n in BENCHMARKS if not wanted or n in wanted]
+    selected += [n for n in wanted if n not in BENCHMARKS]  # a script of the same form, run without arguments
+    become_subreaper()
+    latest = reports / "latest"
     latest.mkdir(parents=True, exist_ok=True)
     for name in selected:
-        (latest / f"{name}.json").write_text(json.dumps(run(name, args.quick), sort_keys=True))
+        result = run(name, args.quick, timeout, args.bench_dir, reports / "logs")
+        (latest / f"{name}.json").write_text(json.dumps(result, sort_keys=True))
     # The table covers every benchmark's latest result, so --only can refresh one at a time.
+    names = [*BENCHMARKS, *(n for n in selected if n not in BENCHMARKS)]
     results = [
-        json.loads((latest / f"{n}.json").read_text()) for n in BENCHMARKS if (latest / f"{n}.json").exists()
+        json.loads((latest / f"{n}.json").read_text()) for n in names if (latest / f"{n}.json").exists()
     ]
     table = ["| benchmark | median | p99 | goal | vs baseline |", "|---|---|---|---|---|"]
     for result in results:
@@ -295,7 +414,7 @@ def main() -> None:
         "```",
         "",
     ]
-    out = BENCH / "reports" / f"{today}{'-quick' if args.quick else ''}.md"
+    out = reports / f"{today}{'-quick' if args.quick else ''}.md"
     out.parent.mkdir(exist_ok=True)
     out.write_text("\n".join(report))
     print("\n".join(table))

@@ -115,7 +115,7 @@ DEFAULT_OTHER_FAILURE_CODE: Final = CODE_CLIENT_ERROR
 PLATFORM_STANDING_ANSWERS: Final = ("retry", "recover", "dump")
 PLATFORM_FINAL_ANSWERS: Final = ("retry", "recover", "dump", "exit")
 LABEL_ON: Final = "on"
-LABEL_PAUSE: Final = "pause"
+LABEL_PAUSE: Final = k.PROCESS_RECOVER_PAUSE
 
 # Source lines the rules come from (cited in reasons and by the conformance table).
 SRC: Final = {
@@ -145,6 +145,12 @@ SRC: Final = {
     "fault-retry": "component/clusterd/pkg/application/recover/controller.go:1534-1566",
     "dump-exit": "component/clusterd/pkg/application/recover/controller.go:1840-1850",
     "schedule": "component/clusterd/pkg/application/recover/controller.go:1809-1827",
+    "after-result": "component/clusterd/pkg/application/recover/rules.go:236-275",
+    "exit-decided": "component/clusterd/pkg/application/recover/controller.go:1804-1807",
+    "restart-all": "component/clusterd/pkg/application/recover/controller.go:1829-1838",
+    "restart-wait": "component/clusterd/pkg/application/recover/controller.go:1866-1880",
+    "fault-clear": "component/clusterd/pkg/application/recover/controller.go:692-701",
+    "kill-master": "component/clusterd/pkg/application/recover/rules.go:264-271",
     "codes": "component/clusterd/pkg/domain/common/code.go:11-81",
 }
 
@@ -159,12 +165,16 @@ class StepKind:
     SUCCEEDED = "succeeded"  # the attempt worked
     FAILED = "failed"  # the attempt failed (``code`` = the agent's code)
     REFLUSH = "reflush"  # retry failed with 405: ClusterD flushes the faults again
-    EXIT = "exit"  # training processes stopped; ProcessRecoverStatus exit-completed
+    EXIT = "exit"  # changeStrategy exit; no ProcessRecoverStatus (rules.go:202-203, controller.go:1804-1807)
     DUMP_EXIT = "dump-exit"  # changeStrategy exit with extraParams dump_exit (after dump / in fault-retry)
     PAUSE = "pause"  # PodGroup label process-recover-enable=pause (fault-retry only)
     POD_RESCHEDULE = "pod-reschedule"  # Pod-level rescheduling of the faulty pods (Volcano)
     JOB_RESCHEDULE = "job-reschedule"  # Job-level rescheduling: every pod recreated (Volcano)
     RESUME = "resume"  # PodGroup label process-recover-enable=on again (fault-retry only)
+    LISTEN_SCHEDULE = "listen-schedule"  # after exit / dump: ≤20 s for the job (controller.go:1809-1827)
+    RESTART_ALL_PROCESS = "restart-all-process"  # reset.json RetryTime+1 (controller.go:1829-1838)
+    FAULT_CLEAR = "fault-clear"  # reset.json clear: RankList emptied (controller.go:692-701)
+    KILL_MASTER = "kill-master"  # fault-retry found no running job within 135 s (rules.go:266-271)
     JOB_FAILED = "job-failed"  # nothing left to restart the job with
     DONE = "done"  # training runs again
 
@@ -560,27 +570,19 @@ def _result_code(result: bool | int, strategy: str) -> int:
 
 def outer_rescheduling(inputs: EngineInput, why: str, *, fault_retry: bool = False) -> list[Step]:
     """What follows exit / dump: Volcano's Pod- or Job-level rescheduling, which ClusterD waits for
-    (controller.go:1809-1827). Only fault-retry (controller.go:1534-1566) pauses the label around it."""
+    (controller.go:1809-1827). Only fault-retry (controller.go:1534-1568) pauses the label around it;
+    when nothing restarts the job it finds no running job within 135 s and sends killMaster, the
+    label left at ``pause`` (rules.go:264-271)."""
     policy = inputs.policy
     pause = fault_retry and policy.process_recovery_on
     steps: list[Step] = []
+    nothing_restarts: str | None = None
     if not (policy.pod_rescheduling or policy.job_rescheduling):
-        steps.append(
-            Step(
-                StepKind.JOB_FAILED,
-                reason=f"{why}; neither fault-scheduling nor pod-rescheduling is configured, so nothing "
-                "restarts the job",
-            )
+        nothing_restarts = (
+            "neither fault-scheduling nor pod-rescheduling is configured, so nothing restarts the job"
         )
-        return steps
-    if inputs.restart_budget is not None and inputs.restart_budget <= 0:
-        steps.append(
-            Step(
-                StepKind.JOB_FAILED,
-                reason=f"{why}; the restart budget (backoffLimit / fault-retry-times) is exhausted",
-            )
-        )
-        return steps
+    elif inputs.restart_budget is not None and inputs.restart_budget <= 0:
+        nothing_restarts = "the restart budget (backoffLimit / fault-retry-times) is exhausted"
     if pause:
         steps.append(
             Step(
@@ -601,6 +603,19 @@ def outer_rescheduling(inputs: EngineInput, why: str, *, fault_retry: bool = Fal
                 actions=(ACTION_CHANGE_STRATEGY,),
             )
         )
+    if nothing_restarts is not None:
+        if pause:
+            steps.append(
+                Step(
+                    StepKind.KILL_MASTER,
+                    reason=f"fault-retry: the job did not run again within {int(FAULT_RETRY_WAIT_S)} s; "
+                    f"killMaster, label left at pause ({SRC['kill-master']})",
+                    signal="killMaster",
+                    duration_s=FAULT_RETRY_WAIT_S,
+                )
+            )
+        steps.append(Step(StepKind.JOB_FAILED, reason=f"{why}; {nothing_restarts}"))
+        return steps
     if policy.pod_rescheduling and not inputs.rank0_faulty:
         steps.append(
             Step(
@@ -780,15 +795,14 @@ def _run(
         Step(
             StepKind.EXIT,
             "exit",
-            f"stop training; ProcessRecoverStatus exit-completed ({SRC['result']})",
-            recover_status="exit-completed",
+            f"stop training; handleDecideExitStrategy writes no ProcessRecoverStatus ({SRC['exit-decided']})",
             signal="changeStrategy",
             change_strategy="exit",
             duration_s=PHASE_SECONDS["exit"],
             actions=(ACTION_CHANGE_STRATEGY,),
         )
     )
-    steps.extend(outer_rescheduling(inputs, "after exit"))
+    steps.extend(after_result(inputs, "after exit"))
     return steps
 
 
@@ -807,7 +821,47 @@ def _after_dump(inputs: EngineInput, steps: list[Step]) -> list[Step]:
             actions=(ACTION_CHANGE_STRATEGY,),
         )
     )
-    steps.extend(outer_rescheduling(inputs, "after dump"))
+    steps.extend(after_result(inputs, "after dump"))
+    return steps
+
+
+# ListenScheduleResult outside platform mode: CheckPodReschedulingTimes x SleepSecondBeforeCheckPGRunning
+# (const.go:138-141); FaultRetry waits CheckPGRunningRetryTimes/2 x 5 s = 135 s (const.go:136-137).
+LISTEN_SCHEDULE_S: Final = 4 * 5.0
+FAULT_RETRY_WAIT_S: Final = 27 * 5.0
+
+
+def after_result(inputs: EngineInput, why: str) -> list[Step]:
+    """What ClusterD does after a chosen exit or a dump result (rules.go:236-275, source facts D2).
+
+    Platform mode: ListenScheduleResult succeeds at once (controller.go:1810-1813), so reset.json gets
+    ``restartAllProcess`` (RetryTime+1, controller.go:1829-1838), the 60 s wait is skipped
+    (controller.go:1867-1870), FaultClear empties reset.json (controller.go:692-701) and FaultRetry
+    pauses the label, sends dump-exit and waits ≤135 s for the job (controller.go:1534-1568).
+    Otherwise ClusterD first waits ≤4x5 s for the job running with its fault pods rescheduled
+    (controller.go:1814-1826); Volcano's rescheduling takes longer than that here (``PHASE_SECONDS``),
+    so it is ScheduleTimeout → FaultClear → FaultRetry (rules.go:246-247, 259-260).
+    """
+    steps: list[Step] = []
+    if inputs.policy.platform_mode:
+        steps.append(
+            Step(
+                StepKind.RESTART_ALL_PROCESS,
+                reason=f"{why}: platform mode skips the schedule wait; reset.json restartAllProcess "
+                f"({SRC['schedule']}, {SRC['restart-all']}; no 60 s wait, {SRC['restart-wait']})",
+            )
+        )
+    else:
+        steps.append(
+            Step(
+                StepKind.LISTEN_SCHEDULE,
+                reason=f"{why}: ≤4x5 s for the job running with its fault pods rescheduled "
+                f"({SRC['schedule']})",
+                duration_s=LISTEN_SCHEDULE_S,
+            )
+        )
+    steps.append(Step(StepKind.FAULT_CLEAR, reason=f"reset.json cleared ({SRC['fault-clear']})"))
+    steps.extend(outer_rescheduling(inputs, why, fault_retry=True))
     return steps
 
 

@@ -32,6 +32,8 @@ LABEL_RING_CONTROLLER = "ring-controller.atlas"
 LABEL_FAULT_SCHEDULING = "fault-scheduling"
 LABEL_POD_RESCHEDULING = "pod-rescheduling"
 LABEL_PROCESS_RECOVER_ENABLE = "process-recover-enable"
+# ClusterD sets it while FaultRetry waits for the job to run again (controller.go:1534-1568).
+PROCESS_RECOVER_PAUSE = "pause"
 LABEL_FAULT_RETRY_TIMES = "fault-retry-times"
 LABEL_SUB_HEALTHY_STRATEGY = "subHealthyStrategy"
 

@@ -2,7 +2,7 @@
 path's broker and Celery workers, and the simulated cluster with an in-process ingester.
 
 A package's own fixtures stay in its conftest (which may override these by name, e.g. ``kube`` in
-``tests/policies/push``, ``sim`` in ``tests/simcluster``); helpers are in ``tests/support/``.
+``tests/policies/push``, ``sim_clock_speed`` in ``tests/simcluster``); helpers are in ``tests/support/``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from simcluster.kube import Kube
 from simcluster.runtime import SimCluster
 from tests.support.cluster import Worker, purge_queues, use_broker
 from tests.support.processes import FIXTURES_DIR, RedisServer
+from tests.support.sim import clock_speed
 from tests.support.world import World, build_world, superuser_api_client
 
 # 200x: a retry takes 40 ms, a Job-level reschedule 0.75 s, the platform-mode wait 1.5 s.
@@ -159,14 +160,29 @@ def worker_factory(broker: RedisServer, _shared_worker: list[Worker]) -> Iterato
 
 
 # --- the simulated cluster over real HTTP/gRPC and an in-process ingester --------------------------------
-@pytest.fixture(scope="module")
-def sim() -> Iterator[SimCluster]:
-    cluster = SimCluster(clock_speed=CLOCK_SPEED, seed=11)
-    cluster.start()
-    try:
+# One simulated cluster per test process (under xdist: per worker process), booted by the first module
+# that asks for ``sim``; tests stay apart by namespace (``namespace``) or by unique job names. A module
+# picks its clock speed by overriding ``sim_clock_speed``; the speed holds for that module only. A module
+# that must own a cluster (it stops or restarts it, injects API-server-wide faults, counts cluster-wide
+# state, or needs a fresh seed for determinism) builds its own ``SimCluster`` and says why there.
+@pytest.fixture(scope="session")
+def shared_sim() -> Iterator[SimCluster]:
+    with SimCluster(clock_speed=CLOCK_SPEED, seed=11, control_port=0) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def sim_clock_speed() -> float:
+    """The shared cluster's clock speed while this module runs (a module or package may override it)."""
+    return CLOCK_SPEED
+
+
+@pytest.fixture(scope="module")
+def sim(shared_sim: SimCluster, sim_clock_speed: float) -> Iterator[SimCluster]:
+    with clock_speed(shared_sim, sim_clock_speed):
+        yield shared_sim
+        # Recoveries a module leaves in flight end at its own speed, not in the next module's time.
+        shared_sim.wait_idle(30)
 
 
 @pytest.fixture(scope="module")

@@ -7,18 +7,29 @@ counts against the job's creation (goal p99 ≤ 50 ms).
 
 from __future__ import annotations
 
+import time
+
 from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from apps.admission.review import BadReview, admit, parse_review, response_for
+from apps.core import metrics
 from apps.core.parsers import parse_json_text
 
 
 @csrf_exempt
 @require_POST
 def admission_ascendjobs(request: HttpRequest) -> JsonResponse:
+    started = time.perf_counter()
+    response = _review(request)
+    result = "answered" if response.status_code == 200 else "rejected"
+    metrics.ADMISSION_REVIEW_SECONDS.labels(result=result).observe(time.perf_counter() - started)
+    return response
+
+
+def _review(request: HttpRequest) -> JsonResponse:
     # The body-limit middleware refuses a declared or chunked body first; this guards a direct call.
     if len(request.body) > settings.REQUEST_BODY_MAX_BYTES:
         return JsonResponse({"error": "request body too large"}, status=413)

@@ -55,7 +55,12 @@ def path_of(steps: list[engine.Step]) -> Path:
     dump_saved = False
     rescheduled = False
     fails = False
+    stopped = False  # training processes stop once; FaultRetry's second dump-exit finds them stopped
     for step in steps:
+        if step.kind in (StepKind.EXIT, StepKind.DUMP_EXIT):
+            if stopped:
+                continue  # after exit / a dump result (rules.go:236-275, controller.go:1534-1568)
+            stopped = True
         if step.kind == StepKind.ATTEMPT and step.strategy in ATTEMPT_NAMES:
             priced.append(ATTEMPT_NAMES[step.strategy])
             labels.append(step.strategy)

@@ -33,6 +33,15 @@ def current_request_id() -> str:
     return _current.get()
 
 
+def bind_request_id(request_id: str) -> contextvars.Token[str]:
+    """Make ``request_id`` current in this context (a Celery task carrying one); undo with ``unbind``."""
+    return _current.set(request_id)
+
+
+def unbind_request_id(token: contextvars.Token[str]) -> None:
+    _current.reset(token)
+
+
 def request_id_of(request: Any) -> str:
     """The request id stored on a Django or DRF request ("" when the middleware did not run)."""
     return str(

@@ -25,6 +25,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection
+from prometheus_client import REGISTRY
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -224,3 +225,7 @@ class SupervisedThreadsCollector(Collector):
             restarts.add_metric([status.name], float(status.restarts))
             failures.add_metric([status.name], float(status.failures_in_a_row))
         yield from (up, restarts, failures)
+
+
+# In the default registry, which every process's /metrics (web, ingest, decide, workers) serves.
+REGISTRY.register(SupervisedThreadsCollector())

@@ -15,6 +15,13 @@ The handshake (``component/clusterd/pkg/application/recover/fault_recover_platfo
 3. When ClusterD reports ``ProcessRecoverStatus``, the decision is completed: ``ProcessConfirmFault``
    is emptied (ClusterD refuses to ask again until it is), ``ProcessResultFault`` removed (its mere
    presence would answer the next question) and the standing answer restored — never "".
+   An ``exit`` answer gets no status at all (``rules.go:202-203``, ``controller.go:1804-1807``; source
+   facts D1), and ClusterD never clears the keys itself (plat:60-105, D11). What it does write next is
+   the end of every exit, dump result, 508 and 509 (``rules.go:236-275``, D2): FaultRetry sets the
+   label ``process-recover-enable=pause`` (``controller.go:1534-1568``; in platform mode right after
+   ``restartAllProcess`` and FaultClear, with no schedule or 60 s wait, ``controller.go:1810-1813,
+   1867-1870``). By then ClusterD has long read the answer, so the label turning ``pause`` completes
+   the decision too, in time for the job's next fault.
 
 All steps are idempotent, so any of them can be repeated after a crash.
 """
@@ -34,6 +41,7 @@ from apps.audit.actors import Actor
 from apps.audit.services import audit_record
 from apps.cluster import client as kube
 from apps.cluster.errors import ClusterError
+from apps.core import metrics
 from apps.core.errors import ApplicationError
 from apps.core.queue import enqueue
 from apps.decisions.models import Decision
@@ -216,6 +224,12 @@ def decision_observe(*, job: TrainingJob, podgroup: dict[str, Any]) -> Decision 
     open_decision = Decision.objects.filter(job=job, state__in=OPEN_STATES).first()
     if open_decision is not None and open_decision.state == State.WRITTEN and status:
         return decision_complete(decision=open_decision, outcome=status, podgroup=podgroup)
+    if (
+        open_decision is not None
+        and open_decision.state == State.WRITTEN
+        and fault_retry_began(open_decision, podgroup)
+    ):
+        return decision_complete(decision=open_decision, outcome=FAULT_RETRY, podgroup=podgroup)
     if open_decision is not None:
         return open_decision
     if not confirm:
@@ -233,7 +247,32 @@ def decision_observe(*, job: TrainingJob, podgroup: dict[str, Any]) -> Decision 
         confirm_fault=confirm,
         rank_table=c.ANNOTATION_RANK_TABLE_READY in annotations,
         standing=str(annotations.get(c.ANNOTATION_PLATFORM_STRATEGY, "")).strip().strip(","),
+        recover_label=recover_label(podgroup),
     )
+
+
+# The outcome recorded when FaultRetry, not a status, ended the decision (fits Decision.outcome).
+FAULT_RETRY = "fault-retry: label pause"
+
+
+def recover_label(podgroup: dict[str, Any]) -> str:
+    """The PodGroup's ``process-recover-enable`` label ("" when absent)."""
+    labels = (podgroup.get("metadata") or {}).get("labels") or {}
+    return str(labels.get(c.LABEL_PROCESS_RECOVER_ENABLE, ""))
+
+
+def fault_retry_began(decision: Decision, podgroup: dict[str, Any]) -> bool:
+    """Has ClusterD entered FaultRetry since it asked this question (label ``pause``)?
+
+    FaultRetry (``controller.go:1534-1568``) is the last state of every path that starts from an exit
+    answer, a dump result or a 508/509 (``rules.go:236-275``), and it comes after ClusterD read the
+    answer. A label already at ``pause`` when the question was asked (a killMaster leaves it there,
+    ``rules.go:264-271``) says nothing about this decision.
+    """
+    if recover_label(podgroup) != c.PROCESS_RECOVER_PAUSE:
+        return False
+    context = decision.context if isinstance(decision.context, dict) else {}
+    return context.get("recover_label") != c.PROCESS_RECOVER_PAUSE
 
 
 def decision_open(
@@ -243,6 +282,7 @@ def decision_open(
     confirm_fault: str,
     rank_table: bool = False,
     standing: str | None = None,
+    recover_label: str | None = None,
 ) -> Decision | None:
     """Store the question with its verdict, answer at once when a rule decided, then record it.
 
@@ -271,6 +311,7 @@ def decision_open(
                 "fault_types": sorted({CONFIRM_TYPE_NAMES.get(str(f["type"]), "normal") for f in faults}),
                 "rank_table": rank_table,
                 **({"standing": standing} if standing is not None else {}),
+                **({"recover_label": recover_label} if recover_label is not None else {}),
             },
             state=State.PENDING if ask else State.DECIDED,
             strategy="" if ask else strategy,
@@ -486,9 +527,14 @@ def decision_write(*, decision_id: int) -> Decision | None:
             Decision.objects.filter(pk=decision.pk).update(state=State.FAILED)
             return Decision.objects.get(pk=decision.pk)
         raise
-    Decision.objects.filter(pk=decision.pk, state=State.DECIDED).update(
-        state=State.WRITTEN, written_at=timezone.now()
-    )
+    written_at = timezone.now()
+    written = Decision.objects.filter(pk=decision.pk, state=State.DECIDED)
+    if written.update(state=State.WRITTEN, written_at=written_at):
+        who = metrics.decider_kind(decision.decided_by)
+        metrics.DECISIONS.labels(decided_by=who).inc()
+        # From the question seen (the row is created then) to the answer in the PodGroup.
+        seconds = max(0.0, (written_at - decision.created_at).total_seconds())
+        metrics.DECISION_SECONDS.labels(decided_by=who).observe(seconds)
     decision.refresh_from_db()
     return decision
 
@@ -540,7 +586,10 @@ def decision_complete(
             kind="decision.completed",
             source="decision",
             message=(
-                f"ClusterD reported {outcome} for the {decision.strategy} decision"
+                f"ClusterD entered fault-retry (label {c.LABEL_PROCESS_RECOVER_ENABLE}=pause) after the "
+                f"{decision.strategy} decision: question cleared, standing answer restored"
+                if outcome == FAULT_RETRY
+                else f"ClusterD reported {outcome} for the {decision.strategy} decision"
                 if outcome != NO_STATUS
                 else f"ClusterD reported no outcome for the {decision.strategy} decision within "
                 f"{ABANDONED_AFTER_S // 60} min: question cleared, standing answer restored"
@@ -579,4 +628,6 @@ def decisions_sweep() -> int:
     ):
         decision_complete(decision=decision, outcome=NO_STATUS)
         count += 1
+    # Current state for /metrics, refreshed by the sweep (a scrape never queries the database).
+    metrics.PENDING_DECISIONS.set(Decision.objects.filter(state=State.PENDING).count())
     return count

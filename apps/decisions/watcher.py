@@ -17,7 +17,9 @@ from typing import Any
 
 from django.db import close_old_connections, connection
 
+from apps.cluster.errors import ClusterError
 from apps.cluster.watch import WatchHandler, WatchLoop, WatchTarget
+from apps.core import metrics
 from apps.core.supervision import Supervisor
 from apps.decisions.services import decision_observe, is_standing
 from apps.jobs.clusters import cluster_ref
@@ -55,8 +57,15 @@ def handle_podgroup(cluster: Cluster, podgroup: dict[str, Any]) -> None:
         and c.ANNOTATION_RESULT_FAULT not in annotations
     ):
         return  # no question, no outcome, and a standing answer in place: nothing to do
-    if c.ANNOTATION_RESULT_FAULT in annotations and not annotations.get(c.ANNOTATION_RECOVER_STATUS):
-        return  # answered, no outcome yet (or a stale copy): no database work while ClusterD recovers
+    labels = (podgroup.get("metadata") or {}).get("labels") or {}
+    if (
+        c.ANNOTATION_RESULT_FAULT in annotations
+        and not annotations.get(c.ANNOTATION_RECOVER_STATUS)
+        and labels.get(c.LABEL_PROCESS_RECOVER_ENABLE) != c.PROCESS_RECOVER_PAUSE
+    ):
+        # Answered, no outcome yet (or a stale copy): no database work while ClusterD recovers. The
+        # label at pause is an outcome: FaultRetry, the end of an exit or dump (services.py, D1/D2).
+        return
     job = job_for_podgroup(cluster, podgroup)
     if job is None:
         return
@@ -87,6 +96,12 @@ class PodGroupWatcher(WatchHandler):
     def changed(self, event_type: str, obj: dict[str, Any], resource_version: str) -> None:
         if event_type in ("ADDED", "MODIFIED"):
             self.dispatch(obj)
+
+    def expired(self, error: ClusterError) -> None:
+        metrics.WATCH_RESTARTS.labels(process="decide", resource="podgroups", reason="expired").inc()
+
+    def failed(self, error: ClusterError, delay: float) -> None:
+        metrics.WATCH_RESTARTS.labels(process="decide", resource="podgroups", reason="error").inc()
 
     def dispatch(self, podgroup: dict[str, Any]) -> None:
         name = str((podgroup.get("metadata") or {}).get("name", ""))

@@ -11,10 +11,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from apps.core import metrics
 from apps.events import incidents as fold
 from apps.events import kinds
 from apps.events.models import Incident, JobEvent, RestartBudget
@@ -184,6 +185,8 @@ def incident_follow(event: JobEvent, incident: Incident | None) -> None:
         _notify("incident.opened", incident.pk)
     if "closed" in changes:
         _notify("incident.closed", incident.pk)
+        outcome = str(state.get("outcome") or "unknown")
+        transaction.on_commit(lambda: metrics.INCIDENTS.labels(outcome=outcome).inc())
 
 
 def budget_for(job: TrainingJob) -> RestartBudget:

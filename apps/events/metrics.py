@@ -6,11 +6,13 @@ sync state as well, and the events app must not depend on the policies app.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import Counter, Gauge
 
-REGISTRY = CollectorRegistry(auto_describe=True)
+from apps.core import metrics as core
+from apps.core.metrics import REGISTRY  # one registry per process, served whole
 
 EVENTS_STORED = Counter(
     "controlplane_events_stored_in_process", "Events stored by this process", ["kind"], registry=REGISTRY
@@ -40,7 +42,19 @@ INGEST_ERRORS = Counter(
 
 
 def event_stored(event: Any) -> None:
+    """After the commit that stored ``event``: counted, and its lag from the cluster's own timestamp."""
     EVENTS_STORED.labels(kind=event.kind).inc()
+    if event.kind.startswith("fault."):
+        core.FAULTS.labels(source=event.source).inc()
+    if event.occurred_at is not None and event.stored_at is not None:
+        lag = (event.stored_at - event.occurred_at).total_seconds()
+        core.INGEST_LAG_SECONDS.labels(source=event.source).observe(max(0.0, lag))
+
+
+def event_handed_to_broadcast(event: Any) -> None:
+    """The live stream has the event: stored → handed to the channel layer's sender."""
+    if event.stored_at is not None:
+        core.BROADCAST_LAG_SECONDS.observe(max(0.0, (datetime.now(UTC) - event.stored_at).total_seconds()))
 
 
 def broadcast_failed() -> None:

@@ -183,6 +183,8 @@ def _after_commit_many(events: list[JobEvent]) -> None:
     for event in events:
         metrics.event_stored(event)
     broadcast.broadcast_events(events)
+    for event in events:
+        metrics.event_handed_to_broadcast(event)
 
 
 def _after_commit(event: JobEvent) -> None:
@@ -190,3 +192,4 @@ def _after_commit(event: JobEvent) -> None:
 
     metrics.event_stored(event)
     broadcast.broadcast_event(event)
+    metrics.event_handed_to_broadcast(event)

@@ -32,6 +32,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from apps.core import metrics
 from apps.core.queue import task_named
 from apps.events.models import Incident, RestartBudget, Webhook, WebhookDelivery
 from apps.events.webhook_urls import OPENER, allow_private, webhook_url_problem
@@ -217,6 +218,8 @@ def delivery_attempt(*, delivery_id: int) -> Attempt | None:
     elif not result.retryable:
         updates["state"] = WebhookDelivery.State.FAILED
     WebhookDelivery.objects.filter(pk=delivery.pk).update(**updates)
+    outcome = "delivered" if result.delivered else "retry" if result.retryable else "failed"
+    metrics.WEBHOOK_DELIVERIES.labels(result=outcome).inc()
     return Attempt(result.delivered, result.status, result.error, result.retryable, delivery.attempts + 1)
 
 

@@ -9,6 +9,8 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
+from apps.core import metrics
+
 LEASE_NAMESPACE = 0x6576  # first key of the two-int advisory lock: "ev"
 
 
@@ -30,11 +32,19 @@ class ClusterLease:
         self.held = False
         self.backend_pid = 0  # the PostgreSQL session holding the lock
         self._file: Any = None
+        self._counted = False
 
     def __enter__(self) -> ClusterLease:
         return self
 
     def acquire(self) -> bool:
+        held = self._acquire()
+        if held and not self._counted:  # the gauge counts each lease once, however often acquired
+            metrics.LEASES_HELD.labels(lease="ingest").inc()
+            self._counted = True
+        return held
+
+    def _acquire(self) -> bool:
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute(
@@ -75,6 +85,9 @@ class ClusterLease:
             return bool(cursor.fetchone()[0])
 
     def __exit__(self, *exc: object) -> None:
+        if self._counted:
+            metrics.LEASES_HELD.labels(lease="ingest").dec()
+            self._counted = False
         if self._file is not None:
             self._file.close()
         elif self.held:

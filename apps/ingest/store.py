@@ -77,8 +77,18 @@ class IngestStore:
         if job is not None and job.uid:
             self._jobs_by_uid.pop(job.uid, None)
 
+    def watches(self, namespace: str) -> bool:
+        """Whether ``namespace`` is one of this cluster's (every namespace when it names none)."""
+        return not self.cluster.namespaces or namespace in self.cluster.namespaces
+
     def resolve_job(self, ref: JobRef) -> TrainingJob | None:
-        """The live job row for ``ref``, adopting the AscendJob from the cluster if we have not yet."""
+        """The live job row for ``ref``, adopting the AscendJob from the cluster if we have not yet.
+
+        None for a job in a namespace this cluster does not watch: ``mindx-dl/job-reschedule-reason``
+        is one ConfigMap for the whole cluster, keyed ``<ns>/<name>-<uid>`` for every namespace's jobs,
+        and a report about another namespace's job must not adopt it here."""
+        if ref.namespace and not self.watches(ref.namespace):
+            return None
         if ref.uid and ref.uid in self._jobs_by_uid:
             return self._jobs_by_uid[ref.uid]
         if ref.name and (ref.namespace, ref.name) in self._jobs:

@@ -19,6 +19,7 @@ from apps.cluster.backoff import Backoff
 from apps.cluster.errors import ClusterError
 from apps.cluster.watch import WatchHandler, WatchLoop, WatchTarget
 from apps.clusterd.client import ClusterDError, FaultStream
+from apps.core import metrics as core_metrics
 from apps.events import metrics
 from apps.ingest.cursors import cursor_load
 from apps.ingest.feed import Feed, SyncGate
@@ -79,6 +80,10 @@ class StreamToFeed(WatchHandler):
 
     def failed(self, error: ClusterError, delay: float) -> None:
         metrics.INGEST_ERRORS.labels(source=self.resource).inc()
+        core_metrics.WATCH_RESTARTS.labels(process="ingest", resource=self.resource, reason="error").inc()
+
+    def expired(self, error: ClusterError) -> None:
+        core_metrics.WATCH_RESTARTS.labels(process="ingest", resource=self.resource, reason="expired").inc()
 
 
 def resume_point(cluster: Cluster, source: str, feed: Feed, retry_max: float) -> str | None:

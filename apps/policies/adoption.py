@@ -194,9 +194,11 @@ def job_mark_deleted(*, cluster: Cluster, namespace: str, name: str, uid: str = 
 def jobs_mark_gone(*, cluster: Cluster, namespace: str | None, present: set[tuple[str, str]]) -> int:
     """A full listing of ``namespace`` (None: every namespace) came without these jobs: they left.
 
-    A list after a lost watch (410) is the only news of a job deleted while the watch was gone.
+    A list after a lost watch (410) is the only news of a job deleted while the watch was gone. A job
+    registered here and never seen in the cluster (no uid yet) cannot have left it: its manifest may
+    be applied a moment after the list was taken.
     """
-    live = TrainingJob.objects.filter(cluster=cluster, deleted_at__isnull=True)
+    live = TrainingJob.objects.filter(cluster=cluster, deleted_at__isnull=True).exclude(uid="")
     if namespace:
         live = live.filter(namespace=namespace)
     gone = [(job.namespace, job.name) for job in live.only("namespace", "name")]

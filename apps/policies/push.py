@@ -29,6 +29,7 @@ from django.utils import timezone
 from apps.cluster import client as kube
 from apps.cluster.backoff import jittered_delay
 from apps.cluster.errors import ClusterError
+from apps.core import metrics
 from apps.core.numbers import ascii_int
 from apps.events.services import event_record
 from apps.jobs.clusters import cluster_ref
@@ -181,6 +182,7 @@ class _Superseded(Exception):
 
 def _mark_superseded(sync: PolicySync) -> PolicySync:
     PolicySync.objects.filter(pk=sync.pk).update(state=State.SUPERSEDED, finished_at=timezone.now())
+    metrics.POLICY_PUSHES.labels(result="superseded").inc()
     return PolicySync.objects.get(pk=sync.pk)
 
 
@@ -348,6 +350,8 @@ def _mark_applied(sync: PolicySync, progress: _Progress, effects: list[dict[str,
         lease_expires_at=None,
     )
     sync.refresh_from_db()
+    metrics.POLICY_PUSHES.labels(result="applied").inc()
+    metrics.POLICY_PUSH_SECONDS.observe(max(0.0, (now - sync.queued_at).total_seconds()))
     started = sync.started_at.isoformat() if sync.started_at else ""
     event_record(
         job=sync.job,
@@ -381,6 +385,7 @@ def _mark_failed(sync: PolicySync, exc: ClusterError, message: str) -> None:
         lease_expires_at=None,
     )
     sync.refresh_from_db()
+    metrics.POLICY_PUSHES.labels(result="failed").inc()
     event_record(
         job=sync.job,
         kind="policy.failed",

@@ -86,6 +86,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",  # Swagger UI assets served locally: no CDN anywhere
     "channels",
     "axes",  # sign-in throttling (apps.accounts.login_guard)
+    "django_prometheus",  # request metrics (the middleware below), served at /metrics
     "apps.core",
     "apps.jobs",
     "apps.policies",
@@ -100,6 +101,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "django_prometheus.middleware.PrometheusBeforeMiddleware",  # first and last: times the whole stack
     "apps.core.middleware.RequestIdMiddleware",  # first: every response, even a redirect, carries the id
     "apps.core.body_limit.BodyLimitMiddleware",  # an oversized body is refused before anything reads it
     "apps.core.csp.ContentSecurityPolicyMiddleware",
@@ -114,6 +116,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",  # last: turns a locked-out sign-in into a 429 page
+    "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]
 
 # Every request body, API and admission alike (apps/core/body_limit.py): 3 MiB is the API server's own
@@ -440,13 +443,25 @@ REQUEST_ID_TRUSTED_PROXIES = env_list("REQUEST_ID_TRUSTED_PROXIES", [])
 
 # --- logging -------------------------------------------------------------------------------------
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
+# json (production default) or plain (the default with DEBUG, for a person reading a terminal).
+LOG_FORMAT = env_str("LOG_FORMAT", "plain" if DEBUG else "json").lower()
+if LOG_FORMAT not in ("json", "plain"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be json or plain, not {LOG_FORMAT!r}")
 LOGGING: dict[str, Any] = {
     "version": 1,
     "disable_existing_loggers": False,
     "filters": {"request_id": {"()": "apps.core.middleware.RequestIdLogFilter"}},
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+        # One JSON object a line (python-json-logger), for a log shipper: the same fields, named.
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": "%(asctime)s %(levelname)s %(name)s %(request_id)s %(process)d %(message)s",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+        },
+    },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["request_id"]}
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_id"]}
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {"django.db.backends": {"level": "INFO"}},
@@ -503,9 +518,9 @@ WEBHOOK_BACKOFF_MAX_SECONDS = env_float("WEBHOOK_BACKOFF_MAX_SECONDS", 300.0, mi
 # A pending delivery whose message was lost (broker down, worker killed) is queued again by the
 # sweep this long after it was last queued; also the re-queue lease, so a backlog is not flooded.
 WEBHOOK_REQUEUE_SECONDS = env_float("WEBHOOK_REQUEUE_SECONDS", 60.0, minimum=1.0)
-# Required for /metrics unless DEBUG; the database gauges are recomputed at most this often.
+# Required for /metrics unless DEBUG. The ingester, decider and workers serve theirs on METRICS_PORT
+# (read from the environment by apps/core/metrics.py; unset: not served).
 METRICS_TOKEN = env_secret("METRICS_TOKEN", "")
-METRICS_CACHE_SECONDS = env_float("METRICS_CACHE_SECONDS", 10.0, minimum=0.0)
 # --- end of events block ------------------------------------------------------------------------
 
 # Admission webhook (issue 15): record the admitted job after answering the API server instead of

@@ -28,7 +28,8 @@ CELERY_BROKER_URL = TEST_REDIS_URL
 CHANNEL_LAYERS["default"]["CONFIG"]["hosts"] = [TEST_REDIS_URL]  # noqa: F405
 CACHES["default"]["LOCATION"] = TEST_REDIS_URL  # noqa: F405
 LOGGING["root"]["level"] = "WARNING"  # noqa: F405
-METRICS_CACHE_SECONDS = 0.0  # every scrape sees the test's data; the cache has its own test
+if "LOG_FORMAT" not in os.environ:  # a failing test's captured log is read by a person
+    LOGGING["handlers"]["console"]["formatter"] = "plain"  # noqa: F405
 WEBHOOK_ALLOW_PRIVATE_TARGETS = True  # test receivers listen on 127.0.0.1; the rule has its own tests
 
 # Under pytest-xdist every worker process (PYTEST_XDIST_WORKER = gw0, gw1, ...) gets its own key space

@@ -159,6 +159,8 @@ class ClusterD:
         self._busy = 0
         self._queues: dict[str, queue.Queue[list[FaultSpec]]] = {}
         self._workers: dict[str, threading.Thread] = {}
+        self._running: dict[str, _FaultRun] = {}  # job uid → the recovery in progress (merges new faults)
+        self.merged = 0  # faults merged into a running recovery
         self._faults: dict[str, list[ActiveFault]] = {}  # job uid → active faults
         self.jobs: dict[str, JobRecord] = {}  # job uid → record
         self._reschedules: dict[str, int] = {}  # job uid → reschedules done
@@ -342,6 +344,10 @@ class ClusterD:
                 )
         uid = job["metadata"]["uid"]
         with self._lock:
+            running = self._running.get(uid)
+        if running is not None and running.merge([spec, *more]):
+            return spec.id
+        with self._lock:
             self._busy += 1
             work = self._queues.setdefault(uid, queue.Queue())
             work.put([spec, *more])
@@ -457,6 +463,7 @@ class _FaultRun:
         self.active: ActiveFault | None = None
         self.actives: list[ActiveFault] = []
         self.per_pod = 1
+        self.closed = False  # the recovery has ended: a new fault starts its own
 
     # --- helpers ------------------------------------------------------------------------------------
     def event(self, reason: str, message: str, warning: bool = False) -> None:
@@ -575,7 +582,20 @@ class _FaultRun:
         with self.cd._lock:
             current = list(self.cd._faults.get(self.uid, []))
         self.cd._set_faults(self.uid, [*current, *self.actives])
-        for active in self.actives:
+        self.report(self.actives)
+        with self.cd._lock:
+            self.cd._running[self.uid] = self  # from now on a new fault of this job is merged
+        try:
+            return self._recover(rank_faults)
+        finally:
+            with self.cd._lock:
+                self.closed = True
+                if self.cd._running.get(self.uid) is self:
+                    del self.cd._running[self.uid]
+
+    def report(self, actives: list[ActiveFault]) -> None:
+        """A FaultDetected Event per fault, when it happens (the fault centre sees it at once)."""
+        for active in actives:
             fault = active.rank_fault
             what = f"{active.spec.kind} fault (code {fault.code or '-'}, level {fault.level or 'business'})"
             self.event(
@@ -584,6 +604,35 @@ class _FaultRun:
                 f"node {active.node}) [{active.spec.id}]",
                 warning=True,
             )
+
+    def merge(self, specs: list[FaultSpec]) -> bool:
+        """A fault of this job while this recovery runs: reported at once and merged, not queued.
+
+        ``notifyFaultInfoForJob`` saves it in the running controller's fault cache
+        (``fault_recover_service.go:165``, ``saveCacheFault`` at ``controller.go:204-219``), which the
+        recovery's later signals and reset.json writes read (``updateCacheFaultAndPod``,
+        ``controller.go:986-990``); its FaultOccurEvent is dropped ("order mix") because only InitState
+        and ScaleInRunningState take one (``controller.go:474-479``, ``rules.go:148, 322``); and it is not
+        raised again while it lasts, since ``getAdditionFault`` only passes faults new since the last
+        check (``fault_recover_service.go:233-258``). The reset at the end empties the cache
+        (``controller.go:252, 287-288``). False when the recovery has already ended (then it is queued).
+        """
+        pods = self.kube.list_job_pods(self.namespace, self.name)
+        new = [self.rank_fault(spec, pods) for spec in specs]
+        with self.cd._lock:
+            if self.closed:
+                return False
+            self.specs.extend(specs)
+            self.actives.extend(new)
+            current = list(self.cd._faults.get(self.uid, []))
+            self.cd.merged += len(new)
+        self.cd._set_faults(self.uid, [*current, *new])
+        self.report(new)
+        ids = ", ".join(spec.id for spec in specs)
+        self.event("FaultMerged", f"fault {ids} joins the recovery in progress of {self.spec.id}")
+        return True
+
+    def _recover(self, rank_faults: tuple[RankFault, ...]) -> list[Step]:
         self.write_reset(
             RankList=[
                 reset_json.rank_entry(
@@ -613,6 +662,9 @@ class _FaultRun:
             if handshake is None or handshake.wait_standing():
                 self.signal("stopTrain", ["stop_train"], timeout=900)
                 self.sleep(engine.PHASE_SECONDS["detect"])
+                # The cache by now holds any fault merged since (getAllFaultRanks, controller.go:986-990).
+                with self.cd._lock:
+                    rank_faults = tuple(f.rank_fault for f in self.actives)
                 faults = platform.confirm_faults(rank_faults, self.per_pod)
                 if handshake is None or handshake.confirm(faults):  # before the globalFault signal
                     self.signal("globalFault", ["on_global_rank"])
@@ -698,7 +750,7 @@ class _FaultRun:
             if step.recover_status:
                 self.patch_podgroup(annotations={k.ANNOTATION_RECOVER_STATUS: step.recover_status})
             self.write_reset(GracefulExit=1)
-            self.event("ProcessExited", "training processes stopped (exit-completed); " + step.reason)
+            self.event("ProcessExited", "training processes stopped (no status written); " + step.reason)
         elif kind == StepKind.DUMP_EXIT:
             self.signal(
                 "changeStrategy",
@@ -709,6 +761,20 @@ class _FaultRun:
             self.sleep(step.duration_s)
             self.write_reset(GracefulExit=1)
             self.event("ProcessExited", "training processes stopped (dump-exit); " + step.reason)
+        elif kind == StepKind.LISTEN_SCHEDULE:
+            self.sleep(step.duration_s)
+            self.event("ScheduleTimeout", step.reason)
+        elif kind == StepKind.RESTART_ALL_PROCESS:
+            # restartAllProcess adds 1 to RetryTime and keeps the rest (utils.go:231-269, facts D12).
+            self.write_reset(RetryTime=int(self.reset_state.get("RetryTime", 0)) + 1)
+            self.event("RestartAllProcess", step.reason)
+        elif kind == StepKind.FAULT_CLEAR:
+            self.write_reset(RankList=[], FaultFlushing=False)  # ClearOperation empties RankList (D12)
+            self.event("FaultClear", step.reason)
+        elif kind == StepKind.KILL_MASTER:
+            self.sleep(step.duration_s)
+            self.signal("killMaster", [])
+            self.event("KillMaster", step.reason, warning=True)
         elif kind in (StepKind.PAUSE, StepKind.RESUME):
             self.patch_podgroup(labels=step.label_changes)
             value = step.label_changes.get(k.LABEL_PROCESS_RECOVER_ENABLE, "")
@@ -815,6 +881,8 @@ class _FaultRun:
         )
 
     def finish(self) -> None:
+        with self.cd._lock:
+            self.closed = True  # handleFinish → reset (controller.go:659-662): a later fault is its own
         self.write_reset(FaultFlushing=False, RestartFaultProcess=False)
         with self.cd._lock:
             remaining = [

@@ -69,12 +69,11 @@ def world(admission_world: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def sim() -> Iterator[SimCluster]:
-    cluster = SimCluster(clock_speed=500, seed=15, control_port=0)
-    cluster.start()
-    try:
+    # A cluster of this module's own, not the shared one: the tests register admission webhooks on the API
+    # server (cluster-wide objects that outlive the test, one of them pointing at a listener that hangs),
+    # which would make every later create on a shared cluster wait for them.
+    with SimCluster(clock_speed=500, seed=15, control_port=0) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture(scope="module")

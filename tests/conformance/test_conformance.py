@@ -6,36 +6,21 @@ only what ClusterD wrote is read back."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 
 import pytest
 
 from simcluster.kube import Kube
 from simcluster.runtime import SimCluster
 from tests.conformance.runners import run_builtin, run_whatif
-from tests.conformance.scenarios import SCENARIOS, Scenario, sources
+from tests.conformance.scenarios_hard_paths import SCENARIOS, Scenario, sources
 
 IDS = [s.id for s in SCENARIOS]
 
 
 @pytest.fixture(scope="module")
-def sim() -> Iterator[SimCluster]:
-    # 3000x: a 300 s platform wait takes 0.1 s, a Job-level rescheduling 50 ms.
-    cluster = SimCluster(clock_speed=3000, seed=13, control_port=0)
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
-
-
-@pytest.fixture(scope="module")
-def kube(sim: SimCluster) -> Iterator[Kube]:
-    client = Kube(sim.kubeconfig_path)
-    try:
-        yield client
-    finally:
-        client.close()
+def sim_clock_speed() -> float:
+    # 3000x on the shared SimCluster: a 300 s platform wait takes 0.1 s, a Job-level rescheduling 50 ms.
+    return 3000
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,8 @@
 """Shared pieces of the platform-mode end-to-end tests: a simulated cluster, jobs created from a
 rendered platform-mode policy, and the decider's PodGroup watchers running in threads.
 
-``sim`` is module-scoped; a test module may define its own ``sim`` (another clock speed) and the other
-fixtures use it.
+``sim`` is the test process's shared SimCluster at this module's ``sim_clock_speed``; a test module may
+set another speed, or define its own ``sim`` (a cluster of its own) and the other fixtures use it.
 """
 
 from __future__ import annotations
@@ -48,11 +48,9 @@ POLICY: dict[str, Any] = {
 
 
 @pytest.fixture(scope="module")
-def sim() -> Iterator[SimCluster]:
-    # 1 simulated second = 20 ms: ClusterD's 3 s poll is 60 ms, its 300 s limit 6 s.
-    cluster = SimCluster(clock_speed=50, seed=7).start()
-    yield cluster
-    cluster.stop()
+def sim_clock_speed() -> float:
+    # The shared SimCluster at 50x: 1 simulated s = 20 ms, ClusterD's 3 s poll 60 ms, its 300 s limit 6 s.
+    return 50
 
 
 def _job_maker(sim: SimCluster) -> Callable[..., TrainingJob]:

@@ -41,6 +41,8 @@ STANDING = ("retry", "recover", "dump")
 
 @pytest.fixture(scope="module")
 def sim() -> Iterator[SimCluster]:
+    # A cluster of this module's own, not the shared one: ``active_jobs`` reads ClusterD's faults across the
+    # whole cluster, and the test waits for it to be empty; a fault an earlier module left would count.
     # 1 simulated second = 5 ms: ClusterD's 3 s poll is 15 ms, its 300 s limit 1.5 s.
     cluster = SimCluster(clock_speed=200, seed=13).start()
     yield cluster

@@ -18,11 +18,18 @@ from apps.decisions.services import decision_answer, decisions_sweep
 from apps.events.models import JobEvent
 from mindcluster import keys as c
 from simcluster.runtime import SimCluster
-from tests.decisions.platform_fixtures import POLICY, Platform, decision_for, platform, podgroup_of, sim
+from tests.decisions.platform_fixtures import (
+    POLICY,
+    Platform,
+    decision_for,
+    platform,
+    podgroup_of,
+    sim_clock_speed,
+)
 from tests.support import wait_for
 from tests.support.sim import clock_speed
 
-__all__ = ["POLICY", "platform", "sim"]  # fixtures used by name
+__all__ = ["POLICY", "platform", "sim_clock_speed"]  # fixtures used by name
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

@@ -31,11 +31,11 @@ from tests.decisions.platform_fixtures import (
     decision_for,
     platform,
     podgroup_of,
-    sim,
+    sim_clock_speed,
 )
 from tests.support import wait_for
 
-__all__ = ["platform", "sim"]  # fixtures used by name
+__all__ = ["platform", "sim_clock_speed"]  # fixtures used by name
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -37,10 +36,8 @@ PODS = 4  # Master + 3 Workers
 
 
 @pytest.fixture(scope="module")
-def sim() -> Iterator[SimCluster]:
-    cluster = SimCluster(clock_speed=400, seed=11).start()
-    yield cluster
-    cluster.stop()
+def sim_clock_speed() -> float:
+    return 400  # the shared SimCluster at 400x while this module runs
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
@@ -15,25 +17,36 @@ BEFORE = ("policies", "0003_alter_policyrevision_source")
 DATA_MIGRATION = ("policies", "0004_builtin_presets")
 
 
-def migrate_to(target: tuple[str, str]) -> None:
+def migrate_to(target: tuple[str, str]) -> Any:
+    """Migrate the test database to ``target``; the Preset model as it was there."""
     executor = MigrationExecutor(connection)
     executor.migrate([target])
+    return executor.loader.project_state([target]).apps.get_model("policies", "Preset")
 
 
+def latest_migration() -> tuple[str, str]:
+    return next(iter(MigrationExecutor(connection).loader.graph.leaf_nodes("policies")))
+
+
+@pytest.mark.django_db(transaction=True)  # migrations alter tables: not inside a test transaction
 def test_the_data_migration_creates_every_builtin_preset_and_leaves_user_presets_alone() -> None:
-    migrate_to(BEFORE)  # reversing the data migration keeps the rows; start from none
-    Preset.objects.all().delete()
-    Preset.objects.create(name="mine", spec={"strategies": ["dump"]})
-    Preset.objects.create(name="retry-first", spec={"strategies": []}, description="stale")
+    latest = latest_migration()
+    try:
+        old_preset = migrate_to(BEFORE)  # reversing the data migration keeps the rows; start from none
+        old_preset.objects.all().delete()
+        old_preset.objects.create(name="mine", spec={"strategies": ["dump"]})
+        old_preset.objects.create(name="retry-first", spec={"strategies": []}, description="stale")
 
-    migrate_to(DATA_MIGRATION)
+        preset = migrate_to(DATA_MIGRATION)
 
-    builtin = {p.name: p for p in Preset.objects.filter(builtin=True)}
-    assert set(builtin) == set(BUILTIN_PRESETS)
-    for name, preset in builtin.items():
-        assert preset.spec == BUILTIN_PRESETS[name]
-        assert preset.description == PRESET_DESCRIPTIONS[name]
-    assert Preset.objects.get(name="mine").builtin is False
+        builtin = {p.name: p for p in preset.objects.filter(builtin=True)}
+        assert set(builtin) == set(BUILTIN_PRESETS)
+        for name, row in builtin.items():
+            assert row.spec == BUILTIN_PRESETS[name]
+            assert row.description == PRESET_DESCRIPTIONS[name]
+        assert preset.objects.get(name="mine").builtin is False
+    finally:
+        migrate_to(latest)  # the rest of the suite runs on the current schema
 
 
 def test_the_migrated_test_database_already_has_them() -> None:

@@ -195,6 +195,19 @@ POLICY_ROWS: list[tuple[str, Any, JobContext | None, str, str, str]] = [
      "grace_exit_requires_dump", "/sub_healthy_strategy", E),
     ("hot-switch-alone", {"sub_healthy_strategy": "hotSwitch"}, None,
      "hot_switch_without_strategies", "/sub_healthy_strategy", W),
+    # controller.go:448-456 (onlySupportDumpStrategy): the priority-sorted configuration must start with
+    # dump, else fault_recover_service.go:345-350 skips every sub-healthy fault
+    ("grace-exit-dump-not-first", {"strategies": ["retry", "dump"], "sub_healthy_strategy": "graceExit"},
+     None, "grace_exit_needs_dump_first", "/sub_healthy_strategy", W),
+    # controller.go:436-446: in platform mode the answer ClusterD holds (the standing one) must be dump
+    ("grace-exit-platform-standing-recover",
+     {**platform(["dump", "exit"], [], default_strategy="recover"), "sub_healthy_strategy": "graceExit"},
+     None, "grace_exit_needs_dump_first", "/sub_healthy_strategy", W),
+    # fault_recover_service.go:352-359: hotSwitch on another framework turns into ignore
+    ("hot-switch-tensorflow", {"sub_healthy_strategy": "hotSwitch"}, job("tensorflow"),
+     "hot_switch_unsupported_framework", "/sub_healthy_strategy", E),
+    ("hot-switch-7.1", {"mindcluster_version": "7.1", "sub_healthy_strategy": "hotSwitch"}, None,
+     "hot_switch_needs_7_2", "/sub_healthy_strategy", E),
     # --- platform mode
     ("platform-empty", {"platform_mode": True}, None, "platform_mode_without_strategies", "/platform_mode",
      E),
@@ -234,8 +247,10 @@ POLICY_ROWS: list[tuple[str, Any, JobContext | None, str, str, str]] = [
     ("retry-rule-recover-standing",
      platform(["retry", "recover"], [{"match": {"fault_type": "uce"}, "strategy": "retry"}]), None,
      "retry_answer_needs_standing_retry", "/decision_rules/0/strategy", W),
+    # controller.go:1107-1135: scale-in is chosen without the platform's answer (the old warning said
+    # "never used", which the source contradicts)
     ("platform-elastic", platform(["recover", "elastic-training"], []), None,
-     "platform_cannot_choose", "/strategies", W),
+     "platform_scale_in_without_answer", "/strategies", W),
     ("match-key-typo", platform(["recover"], [{"match": {"fault_types": ["uce"]}, "strategy": "ask"}]), None,
      "unknown_match_key", R0 + "/match/fault_types", E),
     ("max-below-min", platform(["recover"], [{"match": {"min_ranks": 8, "max_ranks": 4}, "strategy": "ask"}]),
@@ -293,6 +308,13 @@ CLEAN_ROWS: list[tuple[str, Any, JobContext | None, str]] = [
      "retry_with_no_npu_memory_caching"),
     ("grace-exit-with-dump", {"strategies": ["dump"], "sub_healthy_strategy": "graceExit"}, None,
      "grace_exit_requires_dump"),
+    ("grace-exit-dump-first", {"strategies": ["dump"], "sub_healthy_strategy": "graceExit"}, None,
+     "grace_exit_needs_dump_first"),
+    ("grace-exit-platform-standing-dump",
+     {**platform(["dump"], [], default_strategy="dump"), "sub_healthy_strategy": "graceExit"}, None,
+     "grace_exit_needs_dump_first"),
+    ("hot-switch-mindspore", {"sub_healthy_strategy": "hotSwitch"}, job("mindspore"),
+     "hot_switch_unsupported_framework"),
     ("rule-exit-always-ok", platform(["retry"], [{"strategy": "exit"}], default_strategy="retry"), None,
      "rule_strategy_not_configured"),
     ("scheduler-unset", {"strategies": ["recover"]}, job(scheduler=None), "gang_scheduling_required"),

@@ -160,9 +160,14 @@ def valid_policies(draw: st.DrawFn) -> dict[str, Any]:
     strategies = draw(st.lists(st.sampled_from(available), unique=True, max_size=6))
     # Platform mode needs a standing answer the policy configures: retry, recover or dump (issue #13).
     platform_mode = any(s in ("retry", "recover", "dump") for s in strategies) and draw(st.booleans())
-    sub_healthy = draw(
-        st.sampled_from([v for v in SUB_HEALTHY_VALUES if v != "graceExit" or "dump" in strategies])
-    )
+    # graceExit needs dump; hotSwitch exists from 7.2 (issue #25: hot_switch_needs_7_2).
+    allowed_sub_healthy = [
+        v
+        for v in SUB_HEALTHY_VALUES
+        if (v != "graceExit" or "dump" in strategies)
+        and (v != "hotSwitch" or release_at_least(release, "7.2"))
+    ]
+    sub_healthy = draw(st.sampled_from(allowed_sub_healthy))
     spec: dict[str, Any] = {
         "mindcluster_version": release,
         "strategies": draw(st.sampled_from([strategies, ",".join(strategies)])),

@@ -1,5 +1,5 @@
 """Fixtures for the simulator's tests: one Kubernetes API emulator per session, one namespace per test;
-a module-scoped SimCluster (500x) and its ``Kube`` client (a module may define its own ``sim``)."""
+the test process's shared SimCluster at 500x (a module may set its own ``sim_clock_speed``)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ if str(_ROOT) not in sys.path:
 from kubernetes import client, config  # noqa: E402
 
 from simcluster.kubeapi import FaultInjector, KubeApiEmulator  # noqa: E402
-from simcluster.runtime import SimCluster  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -71,11 +70,6 @@ def ns(core: client.CoreV1Api) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def sim() -> Iterator[SimCluster]:
-    """A running SimCluster at 500x speed (a 300 s platform wait takes 0.6 s)."""
-    cluster = SimCluster(clock_speed=500, seed=7, control_port=0)
-    cluster.start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
+def sim_clock_speed() -> float:
+    """The shared SimCluster (``tests/conftest.py``) at 500x here: a 300 s platform wait takes 0.6 s."""
+    return 500

@@ -98,15 +98,17 @@ def test_normal_fault_with_retry_recover_dump_is_recovered_and_the_pod_migrates(
 
 def test_recover_failing_falls_to_dump_then_dump_exit_and_rescheduling(sim, kube) -> None:
     # Issue 13 changed this: after a failed recover ClusterD goes dump → dump-exit signal and waits
-    # for Volcano (controller.go:1153-1158, 1446-1458); it writes dump-failed, no exit-completed, and
-    # only fault-retry pauses the label (controller.go:1534-1566).
+    # for Volcano (controller.go:1153-1158, 1446-1458); it writes dump-failed, no exit-completed.
+    # Issue 25 corrects the label: a dump result ends in CheckResultFinish → ListenScheduleResult →
+    # FaultClear → FaultRetry, which pauses the label and sets it on again once the job runs
+    # (rules.go:236-275, controller.go:1534-1568), not only after a 508.
     job = create_job(kube, make_job("cd-fail"))
     recorder = LabelRecorder(kube, job)
     sim.inject_fault("default", "cd-fail", rank=1, fault_type="normal", recovers=False)
     assert sim.wait_idle(20)
     labels = recorder.stop(kube, job)
     assert chosen(kube, job) == ["recover", "dump"]
-    assert labels == ["on"]
+    assert labels == ["on", "pause", "on"]
     reasons = event_reasons(kube, job)
     assert reasons.index("ProcessExited") < reasons.index("JobRescheduled")
     assert pg_annotation(kube, job, k.ANNOTATION_RECOVER_STATUS) == "dump-failed"
@@ -314,8 +316,10 @@ def test_bad_fault_input_raises_clear_errors(sim) -> None:
 
 
 def test_unknown_rank_names_the_job(sim, kube) -> None:
+    # A job of its own: under xdist the test that creates cd-uce may run in another process.
+    create_job(kube, make_job("cd-two-pods"), running=False)
     with pytest.raises(UnknownJobError, match="no pod rank 7"):
-        sim.inject_fault("default", "cd-uce", rank=7)
+        sim.inject_fault("default", "cd-two-pods", rank=7)
 
 
 def test_backoff_limit_is_the_one_read_at_creation(sim, kube) -> None:
@@ -338,3 +342,23 @@ def test_backoff_limit_is_the_one_read_at_creation(sim, kube) -> None:
     assert job["spec"]["runPolicy"]["backoffLimit"] == 100
     assert job["status"]["conditions"][-1]["type"] == "Failed"
     assert "budget" in job["status"]["conditions"][-1]["message"]
+
+
+def test_a_fault_during_a_recovery_is_reported_at_once_and_merged(sim, kube) -> None:
+    # fault_recover_service.go:165 merges it into the running controller's cache (controller.go:204-219);
+    # its FaultOccurEvent is dropped outside InitState (controller.go:474-479, rules.go:148), and
+    # getAdditionFault (fault_recover_service.go:233-258) does not raise it again: one recovery, not two.
+    job = create_job(kube, make_job("cd-merge", workers=2))
+    before = len(sim._clusterd().history)
+    with clock_speed(
+        sim, 20
+    ):  # the first recovery (retry fails → … → rescheduling) outlasts the second fault
+        first = sim.inject_fault("default", "cd-merge", rank=1, fault_type="normal", recovers=[False] * 6)
+        wait_for(lambda: "StrategyChosen" in event_reasons(kube, job), 10, "the first recovery under way")
+        second = sim.inject_fault("default", "cd-merge", rank=2, fault_type="uce", recovers=True)
+        text = wait_for(
+            lambda: (t := events_text(kube, job)) and f"[{second}]" in t and t, 2, "second fault shown"
+        )
+    assert f"[{first}]" in text and "FaultMerged" in event_reasons(kube, job)
+    assert sim.wait_idle(20)
+    assert len(sim._clusterd().history) == before + 1

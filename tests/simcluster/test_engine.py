@@ -163,18 +163,52 @@ def test_agent_words_map_to_product_strategies() -> None:
 
 
 # --- fallback ---------------------------------------------------------------------------------------
-def test_recover_failing_goes_to_dump_then_dump_exit_without_pause() -> None:
-    # Issue 13: dump (saved or not) ends in the dump-exit signal, no exit-completed, and only
-    # fault-retry pauses the label (controller.go:1446-1458, 1534-1566).
+def test_recover_failing_goes_to_dump_then_dump_exit_and_fault_retry() -> None:
+    # Issue 13 said only fault-retry pauses the label; issue 25 (source facts D2) corrects it: a dump
+    # result writes dump-failed and sends dump_exit (controller.go:1451-1457), then CheckResultFinish →
+    # ListenScheduleResult (≤4x5 s, controller.go:1809-1827) → ScheduleTimeout → FaultClear → FaultRetry,
+    # which pauses the label and sends dump_exit again (rules.go:236-275, controller.go:1534-1568).
     steps = plan(inputs("retry,recover,dump", NORMAL), always(False))
     assert chosen_strategies(steps) == ["recover", "dump"]
     kinds = [s.kind for s in steps]
-    assert StepKind.PAUSE not in kinds
-    assert kinds.index(StepKind.DUMP_EXIT) < kinds.index(StepKind.JOB_RESCHEDULE)
+    tail = kinds[kinds.index(StepKind.DUMP_EXIT) :]
+    assert tail[:5] == [
+        StepKind.DUMP_EXIT,
+        StepKind.LISTEN_SCHEDULE,
+        StepKind.FAULT_CLEAR,
+        StepKind.PAUSE,
+        StepKind.DUMP_EXIT,
+    ]
+    assert tail.index(StepKind.PAUSE) < tail.index(StepKind.JOB_RESCHEDULE) < tail.index(StepKind.RESUME)
     dump_exit = next(s for s in steps if s.kind == StepKind.DUMP_EXIT)
     assert (dump_exit.change_strategy, dump_exit.extra_params) == ("exit", "dump_exit")
     statuses = [s.recover_status for s in steps if s.recover_status]
     assert statuses == ["recover-failed", "dump-failed"]
+
+
+def test_exit_writes_no_status_and_platform_mode_skips_the_schedule_wait() -> None:
+    # D1: a chosen exit goes NotifyExitSuccessEvent → handleDecideExitStrategy, which writes nothing
+    # (rules.go:202-203, controller.go:1804-1807). D2 in platform mode: ListenScheduleResult succeeds at
+    # once (controller.go:1810-1813) → restartAllProcess (controller.go:1829-1838) → no 60 s wait
+    # (controller.go:1867-1870) → FaultClear (controller.go:692-701) → FaultRetry (controller.go:1534-1568).
+    steps = plan(inputs("recover", NORMAL, platform=True, platform_choice="exit"), always(True))
+    assert "exit-completed" not in [s.recover_status for s in steps]
+    kinds = [s.kind for s in steps]
+    after = kinds[kinds.index(StepKind.EXIT) + 1 :]
+    restart_clear_pause = [StepKind.RESTART_ALL_PROCESS, StepKind.FAULT_CLEAR, StepKind.PAUSE]
+    assert after[:4] == [*restart_clear_pause, StepKind.DUMP_EXIT]
+    assert StepKind.LISTEN_SCHEDULE not in after and after[-2:] == [StepKind.RESUME, StepKind.DONE]
+
+
+def test_fault_retry_with_nothing_to_restart_the_job_ends_in_kill_master() -> None:
+    # FaultRetry waits 27x5 s for the job (const.go:136-141); on timeout killMaster, label left at pause
+    # (rules.go:264-271).
+    steps = plan(inputs("recover", NORMAL, fault_scheduling="off", supported=frozenset()), always(True))
+    kinds = [s.kind for s in steps]
+    assert kinds[-3:] == [StepKind.DUMP_EXIT, StepKind.KILL_MASTER, StepKind.JOB_FAILED]
+    assert StepKind.RESUME not in kinds
+    kill = steps[-2]
+    assert kill.signal == "killMaster" and kill.duration_s == 135
 
 
 def test_retry_failing_walks_the_whole_fallback_chain() -> None:

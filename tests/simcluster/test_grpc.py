@@ -16,26 +16,14 @@ from mindcluster.wire.grpc_gen.services import (
     pubfault_pb2_grpc,
     recover_pb2_grpc,
 )
-from simcluster.kube import Kube
 from simcluster.runtime import SimCluster
 from tests.support.sim import create_job, event_reasons, make_job
 
 
 @pytest.fixture(scope="module")
-def sim() -> Iterator[SimCluster]:
-    # 100x: the 300 s platform wait lasts 3 s, long enough to watch a fault stay active.
-    cluster = SimCluster(clock_speed=100, seed=3).start()
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
-
-
-@pytest.fixture(scope="module")
-def kube(sim: SimCluster) -> Iterator[Kube]:
-    client = Kube(sim.kubeconfig_path)
-    yield client
-    client.close()
+def sim_clock_speed() -> float:
+    # 100x on the shared SimCluster: the 300 s platform wait lasts 3 s, long enough to watch a fault stay up.
+    return 100
 
 
 @pytest.fixture(scope="module")

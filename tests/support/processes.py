@@ -106,7 +106,7 @@ def test_database_url(port: int | None = None) -> str:
     return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{port or db['PORT'] or 5432}/{db['NAME']}"
 
 
-def stop_process(proc: subprocess.Popen[bytes] | None, grace: float) -> None:
+def stop_process(proc: subprocess.Popen[bytes] | None, grace: float = 15) -> None:
     """SIGTERM, ``grace`` seconds to exit, then SIGKILL (``None``: nothing running, nothing to do)."""
     if proc is None:
         return

@@ -1,7 +1,7 @@
 """AscendJob manifests and small readers for the simulated MindCluster (``simcluster.runtime.SimCluster``).
 
-The ``sim``/``kube`` fixtures live in the conftest of the package that uses them (each suite picks its
-own clock speed and seed).
+The ``sim``/``kube`` fixtures are in ``tests/conftest.py``: one SimCluster per test process, which a
+module runs at its own ``sim_clock_speed``.
 """
 
 from __future__ import annotations

@@ -56,6 +56,9 @@ CODES: dict[str, str] = {
     # --- sub-health ------------------------------------------------------------------------------
     "grace_exit_requires_dump": "sub_healthy_strategy 'graceExit' needs the 'dump' strategy.",
     "hot_switch_without_strategies": "hotSwitch uses the process-level machinery even with no strategies.",
+    "grace_exit_needs_dump_first": "graceExit acts only when dump is the first configured strategy.",
+    "hot_switch_unsupported_framework": "hotSwitch works only for PyTorch and MindSpore jobs.",
+    "hot_switch_needs_7_2": "hotSwitch exists from MindCluster 7.2.",
     # --- platform mode ---------------------------------------------------------------------------
     "platform_mode_without_strategies": "platform_mode needs at least one strategy to choose from.",
     "decision_rules_without_platform_mode": "decision_rules only run in platform_mode.",
@@ -67,7 +70,7 @@ CODES: dict[str, str] = {
     "default_strategy_not_configured": "default_strategy is not configured, so ClusterD cannot use it.",
     "standing_answer_not_accepted": "The standing answer (default_strategy) must be retry, recover or dump.",
     "retry_answer_needs_standing_retry": "A rule answers retry but the standing answer is not retry.",
-    "platform_cannot_choose": "A configured strategy the platform can never answer with.",
+    "platform_scale_in_without_answer": "ClusterD picks elastic-training itself, whatever the answer.",
     "unknown_match_key": "A decision-rule match key the rule engine does not know.",
     "max_ranks_below_min_ranks": "A rule's max_ranks is smaller than its min_ranks; it never matches.",
     "min_repeats_without_window": "A rule's min_repeats needs repeat_within_s.",

@@ -336,11 +336,16 @@ def check_platform(
             _answerable(strategies),
         )
     if "elastic-training" in strategies:
+        # Scale-in is the one choice ClusterD makes without the platform: chooseForRestartProcessFail
+        # takes it whenever recover is not usable (canChooseScaleInStrategy, controller.go:1107-1135:
+        # rank-0 pod healthy, agent reports downgrade, no rescheduling or no spare resources), so a
+        # dump or retry answer may end in elastic-training.
         out.warn(
-            "platform_cannot_choose",
+            "platform_scale_in_without_answer",
             pointer("strategies"),
-            "In platform_mode ClusterD uses a strategy only when the platform answers with it, and "
-            "ProcessRecoverStrategy cannot carry elastic-training, so it will never be used.",
+            "In platform_mode ProcessRecoverStrategy cannot carry elastic-training, but ClusterD still "
+            "chooses it on its own when recover is not usable (the platform did not answer recover, or "
+            "recover failed) and the rank-0 pod is healthy: a dump or retry answer may end in scale-in.",
         )
     _check_unreachable(rules, parsed.where if parsed else [], out)
     _check_retry_answers(rules, parsed.where if parsed else [], default_strategy, strategies, out)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Final
 
 from apps.policies.spec import (
     STRATEGIES,
@@ -136,6 +137,16 @@ def _check_strategy_mix(draft: Draft, out: IssueCollector) -> None:
             "graceExit saves a dying-gasp checkpoint before rescheduling, which needs the dump strategy; "
             'add "dump" to strategies or pick another sub_healthy_strategy.',
         )
+    _check_grace_exit_order(draft, sub_healthy, out)
+    if usable and sub_healthy == "hotSwitch" and draft.release and not release_at_least(draft.release, "7.2"):
+        # The hot-switch controller (hot_switch_controller.go) and Init's hotSwitch snapshot
+        # (fault_recover_service.go:550-555) exist from v7.2.RC1 (source facts, coverage gaps).
+        out.error(
+            "hot_switch_needs_7_2",
+            pointer("sub_healthy_strategy"),
+            f"hotSwitch exists from MindCluster 7.2; on {draft.release} ClusterD does not know it, so "
+            "sub-healthy faults are skipped.",
+        )
     # hotSwitch is allowed on its own: the operator injects the recovery env for it and ClusterD's Init
     # accepts it without recover-strategy. It still needs TaskD and MindIO in the image, so say so.
     if usable and sub_healthy == "hotSwitch" and not strategies:
@@ -153,6 +164,38 @@ def _check_strategy_mix(draft: Draft, out: IssueCollector) -> None:
             "With --max_restarts 0 torchrun stops instead of restarting processes inside the container, "
             "so process-level strategies fall back to rescheduling; the TaskD default is 32767.",
         )
+
+
+# ClusterD's priority order of configured strategies (recoverStrategyPriorityMap): these come before dump.
+_BEFORE_DUMP: Final = ("retry", "recover-in-place", "recover", "elastic-training")
+
+
+def _check_grace_exit_order(draft: Draft, sub_healthy: object, out: IssueCollector) -> None:
+    """graceExit acts only with dump first (source facts D3/D8).
+
+    A sub-healthy fault is skipped unless ``onlySupportDumpStrategy`` holds
+    (``fault_recover_service.go:331-352``): the priority-sorted configuration must start with dump
+    (``controller.go:448-456``), and in platform mode the answer ClusterD holds must be dump
+    (``controller.go:436-446``), i.e. the standing answer, read before it asks.
+    """
+    strategies = draft.strategies if draft.usable("strategies") else []
+    if sub_healthy != "graceExit" or "dump" not in strategies:
+        return
+    before = [s for s in _BEFORE_DUMP if s in strategies]
+    platform_mode = draft.usable("platform_mode") and draft.values["platform_mode"] is True
+    default = draft.values.get("default_strategy") if draft.usable("default_strategy") else None
+    if before:
+        why = f"{', '.join(before)} come{'s' if len(before) == 1 else ''} before dump in ClusterD's order"
+    elif platform_mode and default != "dump":
+        why = f'in platform_mode the standing answer must be dump, but default_strategy is "{default}"'
+    else:
+        return
+    out.warn(
+        "grace_exit_needs_dump_first",
+        pointer("sub_healthy_strategy"),
+        f"graceExit saves a checkpoint at a sub-healthy fault only when dump is the first strategy ClusterD "
+        f"has ({why}); otherwise every sub-healthy fault is skipped.",
+    )
 
 
 def _check_rescheduling(draft: Draft, job: JobContext | None, out: IssueCollector) -> None:
@@ -236,6 +279,15 @@ def _check_framework(draft: Draft, job: JobContext, out: IssueCollector) -> None
             draft.where("elastic-training"),
             f"elastic-training works only for PyTorch; for a {framework} job the operator ignores it "
             f"with a warning and recovery falls back to the next strategy.",
+        )
+    sub_healthy = draft.values["sub_healthy_strategy"] if draft.usable("sub_healthy_strategy") else None
+    if sub_healthy == "hotSwitch" and framework not in ("pytorch", "mindspore"):
+        # skipHandleSubHealthyHotSwitch turns the job's snapshot to ignore (fault_recover_service.go:352-359).
+        out.error(
+            "hot_switch_unsupported_framework",
+            pointer("sub_healthy_strategy"),
+            f"hotSwitch works only for PyTorch and MindSpore jobs; for a {framework} job ClusterD sets "
+            "the strategy to ignore at the first sub-healthy fault.",
         )
     if strategies and framework == "tensorflow":
         out.warn(

@@ -156,3 +156,28 @@ def test_watch_adopts_new_jobs_and_marks_deleted_ones(
         wait_marked_deleted(cluster, "second", 15)  # by the relist
     finally:
         ingester.stop()
+
+
+def test_a_relist_does_not_mark_a_registered_job_gone_before_it_was_created(
+    emulator: KubeApiEmulator, kube: k8s.ApiClient
+) -> None:
+    """A job registered here (its manifest rendered, not applied yet) has no uid: the cluster never had
+    it, so a listing without it says nothing about it. It used to be marked deleted by any (re)list
+    taken before the user applied the manifest (an ingester starting, a 410): the job created a moment
+    later was adopted as a new row, and the registered one's policy stayed with the deleted row."""
+    namespace = f"reg-{uuid.uuid4().hex[:6]}"
+    k8s.CoreV1Api(kube).create_namespace({"metadata": {"name": namespace}})
+    cluster = Cluster.objects.create(
+        name=f"reg-{uuid.uuid4().hex[:6]}",
+        kubeconfig_path=str(emulator.kubeconfig),  # type: ignore[attr-defined]
+        namespaces=[namespace],
+    )
+    registered = TrainingJob.objects.create(cluster=cluster, namespace=namespace, name="later")
+    adopt_listing(cluster, namespace)  # the namespace is empty: the job is not applied yet
+    registered.refresh_from_db()
+    assert registered.deleted_at is None
+    from tests.support.cluster import create_live_job
+
+    create_live_job(kube, namespace, "later")
+    adopt_listing(cluster, namespace)
+    assert list(TrainingJob.objects.filter(cluster=cluster).values_list("pk", flat=True)) == [registered.pk]

@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
 from apps.core.heartbeat import Heartbeat
+from apps.core.metrics import serve_metrics
 from apps.decisions.watcher import run_decision_watchers
 
 
@@ -19,6 +20,7 @@ def _serve(shard: int, shards: int) -> None:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
+    serve_metrics("decide", offset=shard)  # the n-th decide process on METRICS_PORT + n
     run_decision_watchers(stop, shard=shard, shards=shards)
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.core.heartbeat import Heartbeat
+from apps.core.metrics import serve_metrics
 from apps.ingest.runner import run_ingest
 from apps.jobs.clusters import cluster_register_default
 from apps.jobs.models import Cluster
@@ -42,6 +43,7 @@ class Command(BaseCommand):
         stop = threading.Event()
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: stop.set())
+        serve_metrics("ingest")
         ingesters = run_ingest(stop, cluster_names=names or None)
         self.stdout.write(
             f"ingesting {', '.join(i.cluster.name for i in ingesters)} (active where this process holds the "
