@@ -219,13 +219,13 @@ def private_broker() -> Iterator[RedisServer]:
     server = RedisServer()
     server.start()
     old = celery_app.conf.broker_url
-    celery_app.conf.broker_url = server.url
-    celery_app.pool.force_close_all()
+    # use_broker drops the cached pools; force_close_all() would leave a *closed* pool cached, and the
+    # next test of this process that publishes gets "Acquire on closed pool".
+    use_broker(server.url)
     try:
         yield server
     finally:
-        celery_app.conf.broker_url = old
-        celery_app.pool.force_close_all()
+        use_broker(old)
         server.stop()
 
 

@@ -173,3 +173,21 @@ def annotate_podgroup(sim: SimCluster, job: TrainingJob, annotations: dict[str, 
         f"{job.name}-{job.uid}",
         {"metadata": {"annotations": annotations}},
     )
+
+
+# ClusterD's Event reasons for a platform answer it gave up on (508/509 paths).
+GAVE_UP = {
+    "WaitPlatStrategyTimeout",
+    "ConfirmFaultNotCleared",
+    "WaitProcessResultFaultTimeout",
+    "PlatformStrategyInvalid",
+}
+
+
+def clusterd_reasons(sim: SimCluster, job: TrainingJob) -> list[str]:
+    """The reasons of ClusterD's Events about ``job``, in write order."""
+    api = k8s_config.new_client_from_config(config_file=sim.kubeconfig_path)
+    events = k8s.CoreV1Api(api).list_namespaced_event(job.namespace).items
+    mine = [e for e in events if e.involved_object.name == job.name and e.source.component == "clusterd"]
+    mine.sort(key=lambda e: int(e.metadata.resource_version))  # write order (timestamps are whole seconds)
+    return [e.reason for e in mine]

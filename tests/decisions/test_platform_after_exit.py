@@ -32,8 +32,14 @@ from apps.ingest.runner import ClusterIngester
 from apps.jobs.models import TrainingJob
 from mindcluster import keys as c
 from simcluster.runtime import SimCluster
-from tests.decisions.platform_fixtures import POLICY, Platform, platform, podgroup_of
-from tests.decisions.test_platform_real_order import GAVE_UP, clusterd_reasons
+from tests.decisions.platform_fixtures import (
+    GAVE_UP,
+    POLICY,
+    Platform,
+    clusterd_reasons,
+    platform,
+    podgroup_of,
+)
 from tests.support import wait_for
 
 __all__ = ["platform"]  # fixtures used by name

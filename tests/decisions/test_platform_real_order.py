@@ -25,9 +25,11 @@ from apps.jobs.models import TrainingJob
 from mindcluster import keys as c
 from simcluster.runtime import SimCluster
 from tests.decisions.platform_fixtures import (
+    GAVE_UP,
     POLICY,
     Platform,
     annotate_podgroup,
+    clusterd_reasons,
     decision_for,
     platform,
     podgroup_of,
@@ -42,24 +44,8 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 # fault_recover_platform_plugin.go:30-35: what ClusterD accepts before it asks
 STANDING = ("retry", "recover", "dump")
 # The simulated ClusterD's reasons for the fault-retry way: 508 (code.go:75) and 509 (code.go:77).
-GAVE_UP = {
-    "WaitPlatStrategyTimeout",
-    "ConfirmFaultNotCleared",
-    "WaitProcessResultFaultTimeout",
-    "PlatformStrategyInvalid",
-}
-
-
 def annotations_of(sim: SimCluster, job: TrainingJob) -> dict[str, str]:
     return dict(podgroup_of(sim, job)["metadata"].get("annotations") or {})
-
-
-def clusterd_reasons(sim: SimCluster, job: TrainingJob) -> list[str]:
-    api = k8s_config.new_client_from_config(config_file=sim.kubeconfig_path)
-    events = k8s.CoreV1Api(api).list_namespaced_event(job.namespace).items
-    mine = [e for e in events if e.involved_object.name == job.name and e.source.component == "clusterd"]
-    mine.sort(key=lambda e: int(e.metadata.resource_version))  # write order (timestamps are whole seconds)
-    return [e.reason for e in mine]
 
 
 def settled(sim: SimCluster, job: TrainingJob) -> dict[str, str]:
