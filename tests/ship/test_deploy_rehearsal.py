@@ -75,6 +75,14 @@ def own_kubeconfig(sim: SimCluster, service_account: str, workdir: Path) -> Path
 
 
 @pytest.fixture(scope="module")
+def sim() -> Iterator[SimCluster]:
+    """The install's own cluster, not the process's shared one: it creates a namespace and Secrets of
+    fixed names, and under xdist a module's fixtures may be set up more than once in one process."""
+    with SimCluster(seed=23, control_port=0) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
 def fresh_database() -> Iterator[str]:
     """A database nobody has migrated: the install's. Dropped afterwards."""
     from django.db import connection
