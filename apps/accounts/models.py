@@ -8,6 +8,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from apps.core.model_parts import optional_cluster
+
 ALL_NAMESPACES = "*"
 
 
@@ -64,14 +66,7 @@ class NamespaceGrant(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True, related_name="grants"
     )
     group = models.ForeignKey(Group, on_delete=models.CASCADE, null=True, blank=True, related_name="grants")
-    cluster = models.ForeignKey(
-        "jobs.Cluster",
-        on_delete=models.CASCADE,
-        null=True,
-        blank=True,
-        related_name="grants",
-        help_text="Empty = every cluster",
-    )
+    cluster = optional_cluster(related_name="grants")
     namespace = models.CharField(max_length=63, default=ALL_NAMESPACES, help_text='"*" = every namespace')
     # Set on the grants OIDC sign-in made from the provider's groups (OIDC_GROUP_ROLES): those, and only
     # those, are granted and revoked at each sign-in to match the groups. Grants made by hand stay.

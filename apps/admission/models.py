@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
 from django.db import models
+
+from apps.core.model_parts import WriteOnceModel
 
 
 class NamespaceDefault(models.Model):
@@ -36,8 +36,10 @@ class NamespaceDefault(models.Model):
         return f"{self.cluster.name}/{self.namespace} default"
 
 
-class NamespaceDefaultRevision(models.Model):
+class NamespaceDefaultRevision(WriteOnceModel):
     """One immutable version of a namespace default; ``spec`` is null for a deletion."""
+
+    rewrite_error = "NamespaceDefaultRevision is immutable; create a new revision instead"
 
     default = models.ForeignKey(NamespaceDefault, on_delete=models.CASCADE, related_name="revisions")
     number = models.PositiveIntegerField()
@@ -58,11 +60,6 @@ class NamespaceDefaultRevision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.default} r{self.number}"
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        if self.pk is not None:
-            raise ValueError("NamespaceDefaultRevision is immutable; create a new revision instead")
-        super().save(*args, **kwargs)
 
 
 class RecreateOperation(models.Model):

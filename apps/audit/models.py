@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
 from django.db import models
 
+from apps.core.model_parts import WriteOnceModel
 
-class AuditEntry(models.Model):
+
+class AuditEntry(WriteOnceModel):
     """One recorded mutation. Written in the same transaction as the change it describes."""
+
+    rewrite_error = "AuditEntry is append-only"
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
@@ -32,8 +34,3 @@ class AuditEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.actor_name} {self.action} {self.object_type}:{self.object_id}"
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        if self.pk is not None:
-            raise ValueError("AuditEntry is append-only")
-        super().save(*args, **kwargs)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.db import models
 
+from apps.core.model_parts import optional_cluster
+
 
 class JobEvent(models.Model):
     """Something that happened to a job, stored before anyone is told about it."""
@@ -234,14 +236,7 @@ class Webhook(models.Model):
         DECISION_PENDING = "decision.pending"
 
     name = models.CharField(max_length=100)
-    cluster = models.ForeignKey(
-        "jobs.Cluster",
-        on_delete=models.CASCADE,
-        null=True,
-        blank=True,
-        related_name="webhooks",
-        help_text="Empty = every cluster",
-    )
+    cluster = optional_cluster(related_name="webhooks")
     namespace = models.CharField(max_length=63, default="*", help_text='"*" = every namespace')
     url = models.URLField(max_length=500)
     secret = models.CharField(max_length=200, help_text="HMAC-SHA256 key for the X-Signature header")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+
+from apps.core.model_parts import WriteOnceModel, optional_cluster
 
 
 class Preset(models.Model):
@@ -19,11 +19,7 @@ class Preset(models.Model):
     """
 
     name = models.SlugField(max_length=63)
-    cluster = models.ForeignKey(
-        "jobs.Cluster",
-        on_delete=models.CASCADE,
-        null=True,
-        blank=True,
+    cluster = optional_cluster(
         related_name="presets",
         help_text="With namespace: the preset belongs to that namespace. Empty: a global preset",
     )
@@ -66,8 +62,10 @@ class Preset(models.Model):
         return not self.namespace
 
 
-class PolicyRevision(models.Model):
+class PolicyRevision(WriteOnceModel):
     """One immutable, numbered version of a job's policy. Changes are new revisions, never edits."""
+
+    rewrite_error = "PolicyRevision is immutable; create a new revision instead"
 
     class Source(models.TextChoices):
         USER = "user"  # saved in the web form or through the API
@@ -97,12 +95,6 @@ class PolicyRevision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job} r{self.number}"
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        # Immutability: history you cannot trust is worse than none.
-        if self.pk is not None:
-            raise ValueError("PolicyRevision is immutable; create a new revision instead")
-        super().save(*args, **kwargs)
 
 
 class PolicySync(models.Model):
