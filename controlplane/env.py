@@ -7,12 +7,15 @@ what it got and what it accepts, so a typo never silently becomes a default.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
+_N = TypeVar("_N", int, float)
 
 
 def env_str(name: str, default: str) -> str:
@@ -44,27 +47,30 @@ def env_bool(name: str, default: bool) -> bool:
     )
 
 
-def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
+def _env_number(name: str, parse: Callable[[str], _N], what: str) -> _N | None:
+    """``name`` parsed by ``parse``; None when unset or blank (the caller's default applies)."""
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":
-        return default
+        return None
     try:
-        value = int(raw.strip())
+        return parse(raw.strip())
     except ValueError:
-        raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from None
+        raise ImproperlyConfigured(f"{name}={raw!r} is not {what}") from None
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    value = _env_number(name, int, "an integer")
+    if value is None:
+        return default
     if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
         raise ImproperlyConfigured(f"{name}={value} is out of range [{minimum}, {maximum}]")
     return value
 
 
 def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
+    value = _env_number(name, float, "a number")
+    if value is None:
         return default
-    try:
-        value = float(raw.strip())
-    except ValueError:
-        raise ImproperlyConfigured(f"{name}={raw!r} is not a number") from None
     if minimum is not None and value < minimum:
         raise ImproperlyConfigured(f"{name}={value} must be >= {minimum}")
     return value

@@ -88,19 +88,7 @@ def build_podgroup(job: Mapping[str, Any]) -> dict[str, Any]:
         "kind": k.PODGROUP_KIND,
         "metadata": {
             "name": podgroup_name(job),
-            "namespace": meta.get("namespace", "default"),
-            "labels": labels,
-            "annotations": annotations,
-            "ownerReferences": [
-                {
-                    "apiVersion": k.ASCENDJOB_API_VERSION,
-                    "kind": k.ASCENDJOB_KIND,
-                    "name": meta["name"],
-                    "uid": meta["uid"],
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
+            **_owned_by_job(meta, labels, annotations),
         },
         "spec": {"minMember": total_replicas(job), "queue": scheduling.get("queue") or "default"},
     }
@@ -259,21 +247,31 @@ def build_pod(
         "kind": "Pod",
         "metadata": {
             "name": slot.pod_name(meta["name"]),
-            "namespace": meta.get("namespace", "default"),
-            "labels": labels,
-            "annotations": annotations,
-            "ownerReferences": [
-                {
-                    "apiVersion": k.ASCENDJOB_API_VERSION,
-                    "kind": k.ASCENDJOB_KIND,
-                    "name": meta["name"],
-                    "uid": meta["uid"],
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
+            **_owned_by_job(meta, labels, annotations),
         },
         "spec": spec,
+    }
+
+
+def _owned_by_job(
+    meta: dict[str, Any], labels: dict[str, Any], annotations: dict[str, Any]
+) -> dict[str, Any]:
+    """The metadata the operator gives every object it makes for a job: the job's namespace, the
+    labels and annotations, and the job as controller owner (so deleting the job deletes them)."""
+    return {
+        "namespace": meta.get("namespace", "default"),
+        "labels": labels,
+        "annotations": annotations,
+        "ownerReferences": [
+            {
+                "apiVersion": k.ASCENDJOB_API_VERSION,
+                "kind": k.ASCENDJOB_KIND,
+                "name": meta["name"],
+                "uid": meta["uid"],
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ],
     }
 
 

@@ -277,16 +277,23 @@ def v3_document(group: str, version: str) -> bytes | None:
     types = tuple(rt for rt in ALL if (rt.group, rt.version) == (group, version))
     if not types:
         return None
-    section = _SECTION["v3"]
+    return _document(types, v3=True)
+
+
+def _document(types: tuple[ResourceType, ...], *, v3: bool) -> bytes:
+    """The OpenAPI document of ``types``: v3 (schemas under ``components``) or Swagger 2.0."""
+    section = _SECTION["v3" if v3 else "v2"]
     paths: dict[str, Any] = {}
     for rt in types:
-        paths.update(_paths(rt, section, v3=True))
-    doc = {
-        "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": "v1.31.0-simcluster"},
-        "paths": paths,
-        "components": {"schemas": _definitions(section, types)},
-    }
+        paths.update(_paths(rt, section, v3=v3))
+    schemas = _definitions(section, types)
+    doc: dict[str, Any] = {"openapi": "3.0.0"} if v3 else {"swagger": "2.0"}
+    doc["info"] = {"title": "Kubernetes", "version": "v1.31.0-simcluster"}
+    doc["paths"] = paths
+    if v3:
+        doc["components"] = {"schemas": schemas}
+    else:
+        doc["definitions"] = schemas
     return json.dumps(doc, separators=(",", ":")).encode()
 
 
@@ -314,17 +321,7 @@ def v3_index() -> bytes:
 
 @functools.cache
 def v2_document() -> bytes:
-    section = _SECTION["v2"]
-    paths: dict[str, Any] = {}
-    for rt in ALL:
-        paths.update(_paths(rt, section, v3=False))
-    doc = {
-        "swagger": "2.0",
-        "info": {"title": "Kubernetes", "version": "v1.31.0-simcluster"},
-        "paths": paths,
-        "definitions": _definitions(section, ALL),
-    }
-    return json.dumps(doc, separators=(",", ":")).encode()
+    return _document(ALL, v3=False)
 
 
 # --- the checks -------------------------------------------------------------------------------------

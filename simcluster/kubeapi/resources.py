@@ -134,6 +134,9 @@ EVENTS = ResourceType(
         }
     ),
 )
+# The custom resources (AscendJob, Volcano's PodGroup and Queue), as their CRDs declare them: a
+# status subresource, a generation, and apiVersion/kind required in the body (not defaulted).
+_CUSTOM: dict[str, Any] = {"has_status": True, "has_generation": True, "builtin": False}
 ASCENDJOBS = ResourceType(
     "mindxdl.gitee.com",
     "v1",
@@ -141,9 +144,7 @@ ASCENDJOBS = ResourceType(
     "ascendjob",
     "AscendJob",
     short_names=("acjob",),
-    has_status=True,
-    has_generation=True,
-    builtin=False,
+    **_CUSTOM,
 )
 PODGROUPS = ResourceType(
     "scheduling.volcano.sh",
@@ -152,9 +153,7 @@ PODGROUPS = ResourceType(
     "podgroup",
     "PodGroup",
     short_names=("pg", "podgroup-v1beta1"),
-    has_status=True,
-    has_generation=True,
-    builtin=False,
+    **_CUSTOM,
 )
 # Volcano's cluster-scoped queues: the operator checks that the job's queue exists
 # (ascend-operator ascendjob_validate.go:81-89); the emulator starts with Volcano's "default".
@@ -166,9 +165,7 @@ QUEUES = ResourceType(
     "Queue",
     namespaced=False,
     short_names=("q", "queue-v1beta1"),
-    has_status=True,
-    has_generation=True,
-    builtin=False,
+    **_CUSTOM,
 )
 
 # Mutating admission webhooks the emulator calls on CREATE, as a real apiserver does (admission.py).

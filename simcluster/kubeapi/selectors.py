@@ -50,20 +50,11 @@ def _tokenize(text: str) -> list[str]:
         elif c in ",()<>":
             tokens.append(c)
             i += 1
-        elif c == "!":
-            if text.startswith("!=", i):
-                tokens.append("!=")
-                i += 2
-            else:
-                tokens.append("!")
-                i += 1
-        elif c == "=":
-            if text.startswith("==", i):
-                tokens.append("==")
-                i += 2
-            else:
-                tokens.append("=")
-                i += 1
+        elif c in "!=":
+            # "!=" and "==" before the one-character "!" and "=".
+            op = text[i : i + 2] if text.startswith(c + "=", i) else c
+            tokens.append(op)
+            i += len(op)
         else:
             j = i
             while j < n and text[j] not in _SPECIAL:

@@ -16,6 +16,7 @@ import binascii
 import json
 from collections import deque
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from . import errors
@@ -48,29 +49,18 @@ class Stored:
         return json.loads(self.raw)
 
 
+@dataclass(slots=True, eq=False)  # slots: one per write, kept in the history; eq=False: by identity
 class Change:
     """One committed write; ``obj`` is the new state (for DELETED the final state at the delete rv)."""
 
-    __slots__ = ("_lines", "name", "namespace", "obj", "prev", "rt", "rv", "type")
-
-    def __init__(
-        self,
-        rv: int,
-        rt: ResourceType,
-        namespace: str,
-        name: str,
-        type_: str,
-        obj: Stored,
-        prev: Stored | None,
-    ) -> None:
-        self.rv = rv
-        self.rt = rt
-        self.namespace = namespace
-        self.name = name
-        self.type = type_
-        self.obj = obj
-        self.prev = prev
-        self._lines: dict[str, bytes] = {}
+    rv: int
+    rt: ResourceType
+    namespace: str
+    name: str
+    type: str
+    obj: Stored
+    prev: Stored | None
+    _lines: dict[str, bytes] = field(default_factory=dict, init=False, repr=False)
 
     def line(self, etype: str) -> bytes:
         """The serialized watch event for this change as seen by a watcher (cached per event type)."""

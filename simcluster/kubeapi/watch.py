@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
@@ -33,26 +34,19 @@ def error_line(err: errors.ApiError) -> bytes:
     return dumps({"type": "ERROR", "object": err.status()}) + b"\n"
 
 
+@dataclass(eq=False)  # eq=False: watchers are told apart by identity (a set of them per type)
 class Watcher:
-    def __init__(
-        self,
-        rt: ResourceType,
-        namespace: str | None,
-        labels: LabelSelector,
-        fields: FieldSelector,
-        queue_limit: int,
-    ) -> None:
-        self.rt = rt
-        self.namespace = namespace
-        self.labels = labels
-        self.fields = fields
-        self.queue_limit = queue_limit
-        self.queue: deque[bytes] = deque()
-        self.wakeup = asyncio.Event()
-        self.overflowed = False
-        self.closed = False
-        # Rewrites each event line, e.g. into a server-side printed Table (kubectl get -w).
-        self.transform: Callable[[bytes], bytes] | None = None
+    rt: ResourceType
+    namespace: str | None
+    labels: LabelSelector
+    fields: FieldSelector
+    queue_limit: int
+    queue: deque[bytes] = field(default_factory=deque, init=False)
+    wakeup: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    overflowed: bool = field(default=False, init=False)
+    closed: bool = field(default=False, init=False)
+    # Rewrites each event line, e.g. into a server-side printed Table (kubectl get -w).
+    transform: Callable[[bytes], bytes] | None = field(default=None, init=False)
 
     def render(self, line: bytes) -> bytes:
         return self.transform(line) if self.transform is not None else line
