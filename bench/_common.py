@@ -159,6 +159,16 @@ def start_celery_worker(env: dict[str, str]) -> subprocess.Popen[bytes]:
     return spawn(argv, cwd=REPO, env=env)
 
 
+def job_row(cluster: Any, namespace: str, name: str, workers: int, **fields: Any) -> Any:
+    """An unsaved TrainingJob: PyTorch, one Master and ``workers`` Workers, 8 NPUs a pod (``fields``
+    add to those, e.g. ``phase``). Saved by the caller, alone or in a ``bulk_create``."""
+    from apps.jobs.models import TrainingJob
+
+    replicas = {"Master": 1, "Worker": workers}
+    row = {"framework": "pytorch", "replicas": replicas, "npus_per_pod": 8, **fields}
+    return TrainingJob(cluster=cluster, namespace=namespace, name=name, **row)
+
+
 def give_applied_policy(jobs: list[Any], spec: dict[str, Any], batch_size: int) -> None:
     """Revision 1 of ``spec`` for each of ``jobs``, made current and recorded as applied, in bulk.
 

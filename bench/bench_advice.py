@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import fresh_database, product_env, summary, timed_ms
+from _common import fresh_database, job_row, product_env, summary, timed_ms
 
 GOAL_ADVICE_P99_MS = 200.0
 LIST_SLOWDOWN_GOAL = 1.2
@@ -43,15 +43,8 @@ def seed(incidents: int, jobs: int) -> tuple[int, object]:
 
     rng = random.Random(18)
     cluster = Cluster.objects.create(name="bench")
-    job = TrainingJob.objects.create(
-        cluster=cluster,
-        namespace="llm",
-        name="pretrain",
-        framework="pytorch",
-        replicas={"Master": 1, "Worker": 63},
-        npus_per_pod=8,
-        mindcluster_version="26.1",
-    )
+    job = job_row(cluster, "llm", "pretrain", 63, mindcluster_version="26.1")
+    job.save()
     spec = validate_policy({"strategies": ["retry", "recover", "dump"], "pod_rescheduling": True}).spec
     assert spec is not None
     revision = PolicyRevision.objects.create(job=job, number=1, spec=spec.to_dict())
@@ -91,17 +84,7 @@ def seed(incidents: int, jobs: int) -> tuple[int, object]:
             )
         )
     Incident.objects.bulk_create(rows, batch_size=1000)
-    fleet = [
-        TrainingJob(
-            cluster=cluster,
-            namespace=f"ns-{i % 50}",
-            name=f"job-{i:05d}",
-            framework="pytorch",
-            replicas={"Master": 1, "Worker": 3},
-            npus_per_pod=8,
-        )
-        for i in range(jobs - 1)
-    ]
+    fleet = [job_row(cluster, f"ns-{i % 50}", f"job-{i:05d}", 3) for i in range(jobs - 1)]
     TrainingJob.objects.bulk_create(fleet, batch_size=2000)
     priced = [
         AdviceSummary(job=j, could_save=rng.choice((0.0, 0.5, 3.0, 20.0, 120.0)), faults=3, computed_at=now)

@@ -37,6 +37,7 @@ from _common import (
     emit,
     free_port,
     give_applied_policy,
+    job_row,
     percentile,
     product_env,
     spawn,
@@ -91,15 +92,7 @@ def seed_database(jobs_wanted: int) -> None:
     cluster = Cluster.objects.create(name="bench", kubeconfig_path="/nonexistent")
     jobs = TrainingJob.objects.bulk_create(
         [
-            TrainingJob(
-                cluster=cluster,
-                namespace=f"team-{i % 20:02d}",
-                name=f"job-{i:05d}",
-                framework="pytorch",
-                replicas={"Master": 1, "Worker": 3},
-                npus_per_pod=8,
-                phase="Running",
-            )
+            job_row(cluster, f"team-{i % 20:02d}", f"job-{i:05d}", 3, phase="Running")
             for i in range(jobs_wanted)
         ],
         batch_size=2000,

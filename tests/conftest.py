@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -85,10 +86,8 @@ def superuser_client(db: Any) -> APIClient:
 # kills the worker) gets a private one, and the paused shared worker does not compete with it.
 @pytest.fixture(scope="session")
 def session_broker() -> Iterator[RedisServer]:
-    server = RedisServer()
-    server.start()
-    yield server
-    server.stop()
+    with RedisServer() as server:
+        yield server
 
 
 @pytest.fixture
@@ -187,11 +186,8 @@ def sim(shared_sim: SimCluster, sim_clock_speed: float) -> Iterator[SimCluster]:
 
 @pytest.fixture(scope="module")
 def kube(sim: SimCluster) -> Iterator[Kube]:
-    client = Kube(sim.kubeconfig_path)
-    try:
+    with closing(Kube(sim.kubeconfig_path)) as client:
         yield client
-    finally:
-        client.close()
 
 
 @pytest.fixture

@@ -362,33 +362,9 @@ def server_version(ref: ClusterRef) -> str:
     return str(data.get("gitVersion", "unknown"))
 
 
-def watch_ascendjobs(
-    ref: ClusterRef, *, resource_version: str, namespace: str | None = None, timeout_seconds: int = 60
-) -> Iterator[tuple[str, dict[str, Any]]]:
-    return watch_resource(
-        ref,
-        "ascendjobs",
-        resource_version=resource_version,
-        namespace=namespace,
-        timeout_seconds=timeout_seconds,
-    )
-
-
 def list_all_podgroups(ref: ClusterRef, namespace: str | None = None) -> tuple[list[dict[str, Any]], str]:
     """Every PodGroup (following ``continue``) and the list's resourceVersion to watch from."""
     return list_resource(ref, "podgroups", namespace=namespace)
-
-
-def watch_podgroups(
-    ref: ClusterRef, *, resource_version: str, namespace: str | None = None, timeout_seconds: int = 60
-) -> Iterator[tuple[str, dict[str, Any]]]:
-    return watch_resource(
-        ref,
-        "podgroups",
-        resource_version=resource_version,
-        namespace=namespace,
-        timeout_seconds=timeout_seconds,
-    )
 
 
 # --- ingester: list and watch PodGroups, ConfigMaps and Events ------------------------------------

@@ -1,4 +1,5 @@
-"""Model parts several apps declare the same way: a row's optional cluster scope, write-once rows.
+"""Model parts several apps declare the same way: a row's optional cluster scope, write-once rows,
+the milliseconds between two of a row's timestamps.
 
 Each is one field definition or one rule; the apps keep their own models and migrations (a field
 made here is the same field Django would get from the inline ``models.ForeignKey(...)``, so no
@@ -7,6 +8,7 @@ migration changes).
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, ClassVar
 
 from django.db import models
@@ -46,3 +48,10 @@ class WriteOnceModel(models.Model):
         if self.pk is not None:
             raise ValueError(self.rewrite_error)
         super().save(*args, **kwargs)
+
+
+def elapsed_ms(start: datetime, end: datetime | None) -> float | None:
+    """Milliseconds from ``start`` to ``end``; None while ``end`` is not reached (not yet written)."""
+    if end is None:
+        return None
+    return (end - start).total_seconds() * 1000

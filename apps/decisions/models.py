@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from apps.core.model_parts import elapsed_ms
+
 
 class Decision(models.Model):
     """One ``ProcessConfirmFault`` question from ClusterD and its answer (mindcluster.md §6.4)."""
@@ -56,6 +58,4 @@ class Decision(models.Model):
     @property
     def latency_ms(self) -> float | None:
         """Question observed → answer written."""
-        if self.written_at is None:
-            return None
-        return (self.written_at - self.created_at).total_seconds() * 1000
+        return elapsed_ms(self.created_at, self.written_at)

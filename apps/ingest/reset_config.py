@@ -58,40 +58,32 @@ def reset_observations(
         rank = str(entry.get("RankId", ""))
         if entry.get("Status") == UNRECOVERED and before.get(rank) != UNRECOVERED:
             by_code.setdefault(str(entry.get("ErrorCodeHex") or "").upper(), []).append(entry)
+
+    def observed(kind: str, message: str, data: dict[str, Any], key: str) -> Observation:
+        """One event of this ConfigMap version; ``key`` tells its events apart (replays dedupe)."""
+        return Observation(
+            job=job,
+            kind=kind,
+            message=message,
+            source=SOURCE,
+            data=data,
+            dedupe_key=f"{key_prefix}:{key}",
+            occurred_at=received_at,
+        )
+
     found: list[Observation] = []
     for code, entries in sorted(by_code.items()):
         ranks = sorted({_int(e.get("RankId")) for e in entries})
         devices = sorted({str(e.get("LogicId", "")) for e in entries})
         policy = str(entries[0].get("Policy", ""))
-        found.append(
-            Observation(
-                job=job,
-                kind=kinds.FAULT_DETECTED,
-                message=f"ranks {ranks} unrecovered (code {code or '-'}, policy {policy or '-'})",
-                source=SOURCE,
-                data={
-                    "ranks": ranks,
-                    "device": devices[0] if len(devices) == 1 else devices,
-                    "code": code,
-                    "policy": policy,
-                },
-                dedupe_key=f"{key_prefix}:fault:{code}",
-                occurred_at=received_at,
-            )
-        )
+        fault = {"ranks": ranks, "device": devices[0] if len(devices) == 1 else devices, "code": code}
+        message = f"ranks {ranks} unrecovered (code {code or '-'}, policy {policy or '-'})"
+        found.append(observed(kinds.FAULT_DETECTED, message, {**fault, "policy": policy}, f"fault:{code}"))
     if state["flushing"] and not previous.get("flushing", False):
         ranks = sorted(_int(r) for r, status in state["ranks"].items() if status == UNRECOVERED)
-        found.append(
-            Observation(
-                job=job,
-                kind=kinds.TRAINING_STOPPED,
-                message=f"ClusterD stopped training to flush the fault (ranks {ranks})",
-                source=SOURCE,
-                data={"ranks": ranks, "restart_type": str(doc.get("RestartType", ""))},
-                dedupe_key=f"{key_prefix}:flushing",
-                occurred_at=received_at,
-            )
-        )
+        message = f"ClusterD stopped training to flush the fault (ranks {ranks})"
+        stopped = {"ranks": ranks, "restart_type": str(doc.get("RestartType", ""))}
+        found.append(observed(kinds.TRAINING_STOPPED, message, stopped, "flushing"))
     return state, found
 
 

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from apps.core.model_parts import WriteOnceModel, optional_cluster
+from apps.core.model_parts import WriteOnceModel, elapsed_ms, optional_cluster
 
 
 class Preset(models.Model):
@@ -140,6 +140,5 @@ class PolicySync(models.Model):
 
     @property
     def duration_ms(self) -> float | None:
-        if self.finished_at is None:
-            return None
-        return (self.finished_at - self.queued_at).total_seconds() * 1000
+        """Queued → finished."""
+        return elapsed_ms(self.queued_at, self.finished_at)

@@ -39,10 +39,8 @@ OFFLINE_SECONDS = 3.0
 
 @pytest.fixture
 def redis_server() -> Iterator[RedisServer]:
-    server = RedisServer()
-    server.start()
-    yield server
-    server.stop()
+    with RedisServer() as server:
+        yield server
 
 
 @pytest.fixture

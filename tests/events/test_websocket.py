@@ -17,13 +17,12 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.test import override_settings
 
-from apps.accounts.models import NamespaceGrant, Role
 from apps.accounts.services import token_issue
 from apps.events import broadcast
 from apps.events.fanout import hub
 from apps.events.models import JobEvent
-from apps.jobs.models import Cluster, TrainingJob
-from tests.support.websocket import TIMEOUT, communicator, record, run
+from apps.jobs.models import TrainingJob
+from tests.support.websocket import TIMEOUT, communicator, connected, record, run, subscribed, viewer_world
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,27 +30,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def world() -> dict[str, Any]:
     """Two namespaces, a job in each; a viewer of team-a with a token; a superuser."""
-    cluster = Cluster.objects.create(name=f"c-{uuid.uuid4().hex[:6]}")
-    jobs = {
-        ns: TrainingJob.objects.create(cluster=cluster, namespace=ns, name="llama", uid=str(uuid.uuid4()))
-        for ns in ("team-a", "team-b")
-    }
-    users = get_user_model().objects
-    viewer = users.create_user(f"viewer-{uuid.uuid4().hex[:6]}", password="x")
-    NamespaceGrant.objects.create(user=viewer, role=Role.VIEWER, cluster=cluster, namespace="team-a")
-    _, key = token_issue(viewer, "ws")
-    admin = users.create_superuser(f"admin-{uuid.uuid4().hex[:6]}", password="x")
+    admin = get_user_model().objects.create_superuser(f"admin-{uuid.uuid4().hex[:6]}", password="x")
     _, admin_key = token_issue(admin, "ws-admin")
-    return {"jobs": jobs, "key": key, "admin_key": admin_key, "viewer": viewer}
-
-
-async def subscribed(key: str, job: TrainingJob) -> WebsocketCommunicator:
-    """A connected socket following ``job`` from the start, with nothing stored yet."""
-    comm = communicator(key)
-    assert (await comm.connect(timeout=TIMEOUT))[0]
-    await comm.send_json_to({"subscribe": {"job": job.pk, "after_seq": 0}})
-    assert await comm.receive_nothing(timeout=0.2)
-    return comm
+    return {**viewer_world(), "admin_key": admin_key}
 
 
 async def record_unannounced(
@@ -137,8 +118,7 @@ def test_replay_then_live_without_gap_or_duplicate(world: dict[str, Any]) -> Non
     record(job, 5)
 
     async def scenario() -> None:
-        comm = communicator(world["key"])
-        assert (await comm.connect(timeout=TIMEOUT))[0]
+        comm = await connected(world["key"])
         await comm.send_json_to({"subscribe": {"job": job.pk, "after_seq": 2}})
         # Events stored while the replay runs must come exactly once, in order.
         await sync_to_async(record, thread_sensitive=False)(job, 5)
@@ -157,7 +137,7 @@ def test_lost_frames_are_filled_from_the_database(
     job = world["jobs"]["team-a"]
 
     async def scenario() -> None:
-        comm = await subscribed(world["key"], job)
+        comm = await subscribed(communicator(world["key"]), job.pk)
         # Frames 1-3 are "lost" (as when Redis drops them); frame 4 arrives and reveals the gap.
         await record_unannounced(monkeypatch, job, 3)
         await sync_to_async(record, thread_sensitive=False)(job, 1)
@@ -179,7 +159,7 @@ def test_a_backlog_is_coalesced_but_state_changes_are_not(
     job = world["jobs"]["team-a"]
 
     async def scenario() -> None:
-        comm = await subscribed(world["key"], job)
+        comm = await subscribed(communicator(world["key"]), job.pk)
         stored = await record_unannounced(monkeypatch, job, 5)
         stored += await record_unannounced(monkeypatch, job, 1, "strategy.chosen")
         stored += await record_unannounced(monkeypatch, job, 4)
@@ -212,8 +192,7 @@ def test_too_far_behind_gets_resync(world: dict[str, Any]) -> None:
     record(job, 30)
 
     async def scenario() -> None:
-        comm = communicator(world["key"])
-        assert (await comm.connect(timeout=TIMEOUT))[0]
+        comm = await connected(world["key"])
         await comm.send_json_to({"subscribe": {"job": job.pk, "after_seq": 5}})
         frame = await comm.receive_json_from(timeout=TIMEOUT)
         assert frame == {"type": "resync", "job": job.pk, "from_seq": 5, "to_seq": 30}
@@ -231,8 +210,7 @@ def test_jobs_summary_stream_only_shows_visible_jobs_and_coalesces(world: dict[s
     mine, other = world["jobs"]["team-a"], world["jobs"]["team-b"]
 
     async def scenario() -> None:
-        comm = communicator(world["key"])
-        assert (await comm.connect(timeout=TIMEOUT))[0]
+        comm = await connected(world["key"])
         await comm.send_json_to({"subscribe": {"jobs": "all"}})
         assert await comm.receive_nothing(timeout=0.2)
         await sync_to_async(record, thread_sensitive=False)(other, 3)
@@ -252,8 +230,7 @@ def test_jobs_summary_stream_only_shows_visible_jobs_and_coalesces(world: dict[s
 
 def test_bad_messages_get_error_frames(world: dict[str, Any]) -> None:
     async def scenario() -> None:
-        comm = communicator(world["admin_key"])
-        assert (await comm.connect(timeout=TIMEOUT))[0]
+        comm = await connected(world["admin_key"])
         for bad in (
             [1, 2],
             {"subscribe": {"job": "7"}},

@@ -20,6 +20,7 @@ from kubernetes import config as k8s_config
 from apps.accounts.services import token_issue
 from apps.policies.models import Preset
 from simcluster.kubeapi import KubeApiEmulator
+from tests.support.cluster import emulator_with_kubeconfig
 from tests.support.world import World
 
 pytestmark = pytest.mark.django_db
@@ -60,11 +61,8 @@ def test_the_rule_holds_below_the_api_too(world: World) -> None:
 # --- preview redaction ----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeApiEmulator]:
-    emu = KubeApiEmulator(host="127.0.0.1", port=0)
-    emu.start()
-    emu.kubeconfig = emu.write_kubeconfig(tmp_path_factory.mktemp("kube") / "kubeconfig")  # type: ignore[attr-defined]
-    yield emu
-    emu.stop()
+    with emulator_with_kubeconfig(tmp_path_factory.mktemp("kube")) as emu:
+        yield emu
 
 
 def _live_job(name: str) -> dict[str, Any]:

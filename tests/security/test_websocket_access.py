@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,10 +19,9 @@ from django.test import Client, override_settings
 from django.utils import timezone
 
 from apps.accounts.models import ApiToken, NamespaceGrant
-from apps.accounts.services import token_issue
-from apps.jobs.models import Cluster, TrainingJob
+from apps.jobs.models import TrainingJob
 from controlplane.asgi import application
-from tests.support.websocket import TIMEOUT, communicator, record, run
+from tests.support.websocket import TIMEOUT, communicator, connected, record, run, subscribed, viewer_world
 
 pytestmark = pytest.mark.django_db(transaction=True)
 CHECK = 0.3  # EVENTS_WS_ACCESS_CHECK_SECONDS in these tests; production default is 5 s
@@ -33,15 +31,7 @@ WITHIN = 3.0  # a revoked socket must be closed by then
 @pytest.fixture
 def world() -> dict[str, Any]:
     """As in tests/events/test_websocket.py: a job in team-a, its viewer with the token "ws"."""
-    cluster = Cluster.objects.create(name=f"c-{uuid.uuid4().hex[:6]}")
-    jobs = {
-        ns: TrainingJob.objects.create(cluster=cluster, namespace=ns, name="llama", uid=str(uuid.uuid4()))
-        for ns in ("team-a", "team-b")
-    }
-    viewer = get_user_model().objects.create_user(f"viewer-{uuid.uuid4().hex[:6]}", password="x")
-    NamespaceGrant.objects.create(user=viewer, role="viewer", cluster=cluster, namespace="team-a")
-    _, key = token_issue(viewer, "ws")
-    return {"jobs": jobs, "key": key, "viewer": viewer}
+    return viewer_world()
 
 
 @pytest.fixture(autouse=True)
@@ -56,14 +46,6 @@ def fresh_pool() -> Iterator[None]:
     yield
     connection.close()
     connection.close_pool()
-
-
-async def subscribed(comm: WebsocketCommunicator, job_id: int) -> WebsocketCommunicator:
-    """``comm`` connected and subscribed to ``job_id`` (nothing recorded yet, so nothing replayed)."""
-    assert (await comm.connect(timeout=TIMEOUT))[0]
-    await comm.send_json_to({"subscribe": {"job": job_id, "after_seq": 0}})
-    assert await comm.receive_nothing(timeout=0.2)
-    return comm
 
 
 async def subscribed_socket(key: str, job_id: int) -> WebsocketCommunicator:
@@ -191,8 +173,7 @@ def test_subscribe_spam_is_rate_limited_per_socket(world: dict[str, Any]) -> Non
     record(job, 3)
 
     async def scenario() -> None:
-        comm = communicator(world["key"])
-        assert (await comm.connect(timeout=TIMEOUT))[0]
+        comm = await connected(world["key"])
         replays = 0
         limited: list[dict[str, Any]] = []
         for _ in range(20):
@@ -222,8 +203,7 @@ def test_a_socket_follows_at_most_the_configured_number_of_jobs(world: dict[str,
     jobs = [world["jobs"]["team-a"].pk, *(j.pk for j in extra)]
 
     async def scenario() -> None:
-        comm = communicator(world["key"])
-        assert (await comm.connect(timeout=TIMEOUT))[0]
+        comm = await connected(world["key"])
         for job_id in jobs:
             await comm.send_json_to({"subscribe": {"job": job_id, "after_seq": 0}})
         frame = await comm.receive_json_from(timeout=TIMEOUT)

@@ -30,6 +30,7 @@ from apps.policies.push import push_sync
 from controlplane.celery import app as celery_app
 from mindcluster import keys as c
 from simcluster.kubeapi import KubeApiEmulator
+from tests.support.cluster import create_operator_podgroup
 from tests.support.processes import REPO_ROOT, wait_for
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
@@ -219,22 +220,7 @@ class BrowserTestCase(ChannelsLiveServerTestCase):
                 ascendjob(name, namespace),
             )
             meta = created["metadata"]
-            custom.create_namespaced_custom_object(
-                c.PODGROUP_GROUP,
-                c.PODGROUP_VERSION,
-                namespace,
-                c.PODGROUP_PLURAL,
-                {
-                    "apiVersion": c.PODGROUP_API_VERSION,
-                    "kind": c.PODGROUP_KIND,
-                    "metadata": {
-                        "name": f"{name}-{meta['uid']}",
-                        "namespace": namespace,
-                        "labels": meta["labels"],
-                    },
-                    "spec": {"minMember": 2, "queue": "default"},
-                },
-            )
+            create_operator_podgroup(custom, created)
         finally:
             api.close()
         return TrainingJob.objects.create(

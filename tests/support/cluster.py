@@ -12,6 +12,8 @@ import socket
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,16 @@ from kubernetes import client as k8s
 from apps.jobs.models import TrainingJob
 from controlplane.celery import app as celery_app
 from mindcluster import keys as c
-from tests.support.processes import REPO_ROOT, test_database_url, wait_for
+from simcluster.kubeapi import KubeApiEmulator
+from tests.support.processes import REPO_ROOT, child_env, wait_for
+
+
+@contextmanager
+def emulator_with_kubeconfig(directory: Path) -> Iterator[KubeApiEmulator]:
+    """A running API emulator, its admin kubeconfig written in ``directory`` (``emu.kubeconfig``)."""
+    with KubeApiEmulator(host="127.0.0.1", port=0) as emu:
+        emu.kubeconfig = emu.write_kubeconfig(directory / "kubeconfig")  # type: ignore[attr-defined]
+        yield emu
 
 
 def use_broker(url: str) -> None:
@@ -31,21 +42,13 @@ def use_broker(url: str) -> None:
 
 def worker_env(broker_url: str, **overrides: str) -> dict[str, str]:
     """Environment of a Celery worker on the test database and ``broker_url``, with short push timings."""
-    env = dict(os.environ)
-    env.update(
-        {
-            "DJANGO_SETTINGS_MODULE": "controlplane.settings.test",
-            "DATABASE_URL": test_database_url(),
-            "TEST_REDIS_URL": broker_url,
-            "REDIS_URL": broker_url,
-            "PUSH_BACKOFF_BASE_SECONDS": "0.05",
-            "PUSH_BACKOFF_MAX_SECONDS": "1.0",
-            "PUSH_RETRY_BUDGET_SECONDS": "60",
-            "PUSH_LEASE_SECONDS": "20",
-        }
-    )
-    env.update(overrides)
-    return env
+    short_push = {
+        "PUSH_BACKOFF_BASE_SECONDS": "0.05",
+        "PUSH_BACKOFF_MAX_SECONDS": "1.0",
+        "PUSH_RETRY_BUDGET_SECONDS": "60",
+        "PUSH_LEASE_SECONDS": "20",
+    }
+    return child_env(broker_url, **{**short_push, **overrides})
 
 
 QUEUES = ("push", "slow", "default")
@@ -203,25 +206,30 @@ def create_live_job(api: k8s.ApiClient, namespace: str, name: str) -> dict[str, 
     job = custom.create_namespaced_custom_object(
         c.ASCENDJOB_GROUP, c.ASCENDJOB_VERSION, namespace, c.ASCENDJOB_PLURAL, body
     )
+    create_operator_podgroup(custom, job)
+    return job
+
+
+def create_operator_podgroup(custom: k8s.CustomObjectsApi, job: dict[str, Any]) -> None:
+    """The PodGroup the operator creates for the 2-pod AscendJob ``job`` (labels, annotations copied)."""
     meta = job["metadata"]
     custom.create_namespaced_custom_object(
         c.PODGROUP_GROUP,
         c.PODGROUP_VERSION,
-        namespace,
+        meta["namespace"],
         c.PODGROUP_PLURAL,
         {
             "apiVersion": c.PODGROUP_API_VERSION,
             "kind": c.PODGROUP_KIND,
             "metadata": {
-                "name": f"{name}-{meta['uid']}",
-                "namespace": namespace,
+                "name": f"{meta['name']}-{meta['uid']}",
+                "namespace": meta["namespace"],
                 "labels": dict(meta.get("labels") or {}),
                 "annotations": dict(meta.get("annotations") or {}),
             },
             "spec": {"minMember": 2, "queue": "default"},
         },
     )
-    return job
 
 
 def read_live(api: k8s.ApiClient, job: TrainingJob) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -95,6 +95,13 @@ class RedisServer:
             self.proc.wait(10)
             self.proc = None
 
+    def __enter__(self) -> RedisServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
 
 def test_database_url(port: int | None = None) -> str:
     """A DATABASE_URL for subprocesses that must use this test run's database (``port``: reach it
@@ -121,21 +128,21 @@ def stop_process(proc: subprocess.Popen[bytes] | None, grace: float = 15) -> Non
 test_database_url.__test__ = False  # type: ignore[attr-defined]  # a helper, not a test
 
 
+def child_env(redis_url: str, **extra: str) -> dict[str, str]:
+    """This environment, for a subprocess on the test settings, this run's database and ``redis_url``."""
+    return {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "controlplane.settings.test",
+        "DATABASE_URL": test_database_url(),
+        "TEST_REDIS_URL": redis_url,
+        "REDIS_URL": redis_url,
+        **extra,
+    }
+
+
 def server_env(redis_url: str, **extra: str) -> dict[str, str]:
-    """Environment for a subprocess that must use the test database and the given Redis."""
-    env = dict(os.environ)
-    env.update(
-        {
-            "DJANGO_SETTINGS_MODULE": "controlplane.settings.test",
-            "DATABASE_URL": test_database_url(),
-            "TEST_REDIS_URL": redis_url,
-            "REDIS_URL": redis_url,
-            "CHANNEL_LAYER_URL": redis_url,
-            "PYTHONUNBUFFERED": "1",
-            **extra,
-        }
-    )
-    return env
+    """Environment for a server subprocess: ``child_env`` with its channel layer on the same Redis."""
+    return child_env(redis_url, CHANNEL_LAYER_URL=redis_url, PYTHONUNBUFFERED="1", **extra)
 
 
 class AsgiServer:

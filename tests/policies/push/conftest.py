@@ -17,17 +17,14 @@ from kubernetes import config as k8s_config
 
 from apps.jobs.models import Cluster, TrainingJob
 from simcluster.kubeapi import KubeApiEmulator
-from tests.support.cluster import create_live_job
+from tests.support.cluster import create_live_job, emulator_with_kubeconfig
 from tests.support.world import training_job
 
 
 @pytest.fixture(scope="module")
 def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeApiEmulator]:
-    emu = KubeApiEmulator(host="127.0.0.1", port=0)
-    emu.start()
-    emu.kubeconfig = emu.write_kubeconfig(tmp_path_factory.mktemp("kube") / "kubeconfig")  # type: ignore[attr-defined]
-    yield emu
-    emu.stop()
+    with emulator_with_kubeconfig(tmp_path_factory.mktemp("kube")) as emu:
+        yield emu
 
 
 @pytest.fixture

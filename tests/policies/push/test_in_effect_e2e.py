@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from typing import Any
 
 import pytest
@@ -37,11 +38,9 @@ NEW = ["dump"]
 
 @pytest.fixture(scope="module")
 def sim_kube(sim: SimCluster) -> Iterator[Kube]:
-    client = Kube(sim.kubeconfig_path)
-    try:
+    """The root conftest's ``kube`` under another name: this package's conftest has its own ``kube``."""
+    with closing(Kube(sim.kubeconfig_path)) as client:
         yield client
-    finally:
-        client.close()
 
 
 @pytest.fixture
