@@ -38,16 +38,8 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 # The server is a fork of this process: a connection pool would be shared with it across the fork.
 os.environ["DB_POOL"] = "false"
 
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from tests.support.chromium import CHROMIUM, CHROMIUM_ARGS  # noqa: E402  (after the path above)
+
 PASSWORD = "bench-password-1"
 FCP_GOAL_MS = 500
 WEIGHT_GOAL_BYTES = 300 * 1024
@@ -135,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=10_000)
     parser.add_argument("--loads", type=int, default=25, help="page loads to measure (at least 20)")
-    parser.add_argument("--chromium", default=os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
+    parser.add_argument("--chromium", default=CHROMIUM)
     args = parser.parse_args(argv)
     if args.loads < 20:
         parser.error("--loads must be at least 20 for a meaningful p99")

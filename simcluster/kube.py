@@ -58,13 +58,8 @@ class Kube:
 
     # --- AscendJobs ---------------------------------------------------------------------------------
     def list_jobs(self, **kwargs: Any) -> Any:
-        """AscendJobs in every namespace (also usable as an ``Informer``/watch list function).
-
-        The list as a dict; under a watch (``_preload_content=False``) the raw streaming response.
-        """
-        return self.custom.list_cluster_custom_object(
-            k.ASCENDJOB_GROUP, k.ASCENDJOB_VERSION, k.ASCENDJOB_PLURAL, **kwargs
-        )
+        """AscendJobs in every namespace (see ``_list_custom``)."""
+        return self._list_custom(k.ASCENDJOB_GROUP, k.ASCENDJOB_VERSION, k.ASCENDJOB_PLURAL, **kwargs)
 
     def get_job(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self._get_custom(k.ASCENDJOB_GROUP, k.ASCENDJOB_VERSION, k.ASCENDJOB_PLURAL, namespace, name)
@@ -76,13 +71,8 @@ class Kube:
 
     # --- PodGroups ----------------------------------------------------------------------------------
     def list_podgroups(self, **kwargs: Any) -> Any:
-        """PodGroups in every namespace (also usable as an ``Informer``/watch list function).
-
-        The list as a dict; under a watch (``_preload_content=False``) the raw streaming response.
-        """
-        return self.custom.list_cluster_custom_object(
-            k.PODGROUP_GROUP, k.PODGROUP_VERSION, k.PODGROUP_PLURAL, **kwargs
-        )
+        """PodGroups in every namespace (see ``_list_custom``)."""
+        return self._list_custom(k.PODGROUP_GROUP, k.PODGROUP_VERSION, k.PODGROUP_PLURAL, **kwargs)
 
     def get_podgroup(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self._get_custom(k.PODGROUP_GROUP, k.PODGROUP_VERSION, k.PODGROUP_PLURAL, namespace, name)
@@ -205,6 +195,13 @@ class Kube:
         )
 
     # --- helpers ------------------------------------------------------------------------------------
+    def _list_custom(self, group: str, version: str, plural: str, **kwargs: Any) -> Any:
+        """A custom resource in every namespace (also usable as an ``Informer``/watch list function).
+
+        The list as a dict; under a watch (``_preload_content=False``) the raw streaming response.
+        """
+        return self.custom.list_cluster_custom_object(group, version, plural, **kwargs)
+
     def _get_custom(
         self, group: str, version: str, plural: str, namespace: str, name: str
     ) -> dict[str, Any] | None:

@@ -14,6 +14,7 @@ recreate a deleted PodGroup from the job's *current* metadata.
 
 from __future__ import annotations
 
+import copy
 import logging
 import re
 import threading
@@ -218,7 +219,7 @@ def build_pod(
     meta = job["metadata"]
     template = (_replica_specs(job).get(slot.role) or {}).get("template") or {}
     tmeta = template.get("metadata") or {}
-    spec = _deep_copy(template.get("spec") or {})
+    spec = copy.deepcopy(template.get("spec") or {})
     containers = spec.get("containers") or []
     ascend = next((c for c in containers if c.get("name") == k.CONTAINER_NAME), None)
     if ascend is not None:
@@ -284,14 +285,6 @@ def _stringify_quantities(container: dict[str, Any]) -> None:
     for entry in container.get("env") or []:
         if "value" in entry and not isinstance(entry["value"], str):
             entry["value"] = str(entry["value"])
-
-
-def _deep_copy(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _deep_copy(v) for key, v in value.items()}
-    if isinstance(value, list):
-        return [_deep_copy(v) for v in value]
-    return value
 
 
 def condition(type_: str, reason: str, message: str) -> dict[str, str]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from apps.cluster import client as kube
@@ -67,29 +67,20 @@ class WatchHandler:
         """Any other cluster error: the loop retries after ``delay`` seconds."""
 
 
+@dataclass(eq=False)
 class WatchLoop:
     """List, then watch ``target`` in ``ref`` until ``stop`` is set; see the module's docstring."""
 
-    def __init__(
-        self,
-        ref: kube.ClusterRef,
-        target: WatchTarget,
-        handler: WatchHandler,
-        stop: threading.Event,
-        *,
-        resource_version: str = "",
-        watch_timeout: int = 60,
-        backoff: Backoff | None = None,
-    ) -> None:
-        self.ref = ref
-        self.target = target
-        self.handler = handler
-        self.stop = stop
-        # Where the next watch starts; "" means list first.
-        self.resource_version = resource_version
-        self.watch_timeout = watch_timeout
-        self.backoff = backoff or Backoff()
-        self.relists = 0
+    ref: kube.ClusterRef
+    target: WatchTarget
+    handler: WatchHandler
+    stop: threading.Event
+    _: KW_ONLY
+    # Where the next watch starts; "" means list first.
+    resource_version: str = ""
+    watch_timeout: int = 60
+    backoff: Backoff = field(default_factory=Backoff)
+    relists: int = field(default=0, init=False)
 
     def run(self) -> None:
         while not self.stop.is_set():

@@ -73,30 +73,29 @@ class FaultSignal:
 
 def signal_from_message(message: Any) -> FaultSignal:
     """Convert a generated ``FaultMsgSignal`` into plain data (also used by tests)."""
-    return FaultSignal(
-        uuid=message.uuid,
-        job_id=message.jobId,
-        signal_type=message.signalType,
-        nodes=tuple(
-            NodeFault(
-                node_name=node.nodeName,
-                node_ip=node.nodeIP,
-                node_sn=node.nodeSN,
-                level=node.faultLevel,
-                devices=tuple(
-                    DeviceFault(
-                        device_id=device.deviceId,
-                        device_type=device.deviceType,
-                        codes=tuple(device.faultCodes),
-                        level=device.faultLevel,
-                        fault_types=tuple(device.faultType),
-                        reasons=tuple(device.faultReason),
-                    )
-                    for device in node.faultDevice
-                ),
-            )
-            for node in message.nodeFaultInfo
-        ),
+    nodes = tuple(_node_from_message(node) for node in message.nodeFaultInfo)
+    return FaultSignal(uuid=message.uuid, job_id=message.jobId, signal_type=message.signalType, nodes=nodes)
+
+
+def _node_from_message(node: Any) -> NodeFault:
+    """A ``NodeFaultInfo`` and its ``DeviceFaultInfo`` list."""
+    devices = tuple(
+        DeviceFault(
+            device_id=device.deviceId,
+            device_type=device.deviceType,
+            codes=tuple(device.faultCodes),
+            level=device.faultLevel,
+            fault_types=tuple(device.faultType),
+            reasons=tuple(device.faultReason),
+        )
+        for device in node.faultDevice
+    )
+    return NodeFault(
+        node_name=node.nodeName,
+        node_ip=node.nodeIP,
+        node_sn=node.nodeSN,
+        level=node.faultLevel,
+        devices=devices,
     )
 
 

@@ -214,6 +214,11 @@ class ErrorResponseSerializer(serializers.Serializer):
     warnings = ErrorSerializer(many=True, required=False)
 
 
+def ok_or_errors(ok: Any, *statuses: int) -> dict[int, Any]:
+    """The documented responses of an endpoint: ``ok`` for 200, the error body for each of ``statuses``."""
+    return {200: ok, **dict.fromkeys(statuses, ErrorResponseSerializer)}
+
+
 class RevisionConflictSerializer(ErrorResponseSerializer):
     """409: the revision the client based its change on is not the current one."""
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import KW_ONLY, dataclass, field
 
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, close_old_connections, connection
@@ -43,27 +44,20 @@ def db_unreachable(exc: BaseException) -> bool:
     return isinstance(exc, OperationalError | InterfaceError)
 
 
+@dataclass(eq=False)
 class Applier:
     """One term's applier for one cluster; ``run`` until the term ends or the lease is lost."""
 
-    def __init__(
-        self,
-        cluster: Cluster,
-        feed: Feed,
-        gate: SyncGate,
-        *,
-        lease: ClusterLease | None,
-        lost: threading.Event,
-        db_retry_max: float,
-    ) -> None:
-        self.cluster = cluster
-        self.feed = feed
-        self.gate = gate
-        self.lease = lease
-        self.lost = lost
-        self.db_retry_max = db_retry_max
-        self.applied = 0
-        self.dirty: dict[str, str] = {}  # source → newest stored resourceVersion, not yet saved
+    cluster: Cluster
+    feed: Feed
+    gate: SyncGate
+    _: KW_ONLY
+    lease: ClusterLease | None
+    lost: threading.Event
+    db_retry_max: float
+    applied: int = field(default=0, init=False)
+    # source → newest stored resourceVersion, not yet saved
+    dirty: dict[str, str] = field(default_factory=dict, init=False)
 
     @property
     def halt(self) -> threading.Event:

@@ -81,12 +81,19 @@ def _parent(doc: Any, tokens: list[str], path: str) -> Any:
     return cur
 
 
-def _get(doc: Any, path: str) -> Any:
+def _locate(doc: Any, path: str) -> tuple[Any, str] | None:
+    """The container ``path`` points into and the last token (a key or an index); None: the root."""
     tokens = _pointer(path)
     if not tokens:
+        return None
+    return _parent(doc, tokens, path), tokens[-1]
+
+
+def _get(doc: Any, path: str) -> Any:
+    found = _locate(doc, path)
+    if found is None:
         return doc
-    parent = _parent(doc, tokens, path)
-    last = tokens[-1]
+    parent, last = found
     if isinstance(parent, dict):
         if last not in parent:
             raise PatchError(f"missing path {path!r}")
@@ -97,11 +104,10 @@ def _get(doc: Any, path: str) -> Any:
 
 
 def _add(doc: Any, path: str, value: Any) -> Any:
-    tokens = _pointer(path)
-    if not tokens:
+    found = _locate(doc, path)
+    if found is None:
         return value
-    parent = _parent(doc, tokens, path)
-    last = tokens[-1]
+    parent, last = found
     if isinstance(parent, dict):
         parent[last] = value
     elif isinstance(parent, list):
@@ -112,11 +118,10 @@ def _add(doc: Any, path: str, value: Any) -> Any:
 
 
 def _remove(doc: Any, path: str) -> tuple[Any, Any]:
-    tokens = _pointer(path)
-    if not tokens:
+    found = _locate(doc, path)
+    if found is None:
         raise PatchError("cannot remove the document root")
-    parent = _parent(doc, tokens, path)
-    last = tokens[-1]
+    parent, last = found
     if isinstance(parent, dict):
         if last not in parent:
             raise PatchError(f"unable to remove nonexistent key {last!r} at {path!r}")

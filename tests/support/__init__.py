@@ -11,7 +11,8 @@ Submodules by topic (import the one you need):
 - ``events``: what the ingester stored (gap-free sequences, incidents) and ``/ws/events/`` clients;
 - ``advice``: jobs with hand-computable fault histories;
 - ``policies``: a seed-shaped AscendJob for the renderer;
-- ``browser``: Chromium and the live-server test case the browser tests share.
+- ``chromium``: the headless Chromium (path, flags) of the browser tests and the page benchmark;
+- ``browser``: the live-server test case the browser tests share.
 
 conftest.py files hold only fixtures and hooks; no module imports a conftest or another test module
 (``tests/ship/test_test_layout.py`` checks it).

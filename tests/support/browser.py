@@ -6,12 +6,9 @@ Run them in their own pytest process: ``pytest -m browser tests/browser``.
 
 from __future__ import annotations
 
-import os
-import shutil
 import unittest
 import uuid
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 from channels.testing import ChannelsLiveServerTestCase
@@ -30,29 +27,11 @@ from apps.policies.push import push_sync
 from controlplane.celery import app as celery_app
 from mindcluster import keys as c
 from simcluster.kubeapi import KubeApiEmulator
+from tests.support.chromium import CHROMIUM, CHROMIUM_ARGS, chromium_available
 from tests.support.cluster import create_operator_podgroup
 from tests.support.processes import REPO_ROOT, wait_for
 
-CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 SCREENSHOTS = REPO_ROOT / "test-artifacts" / "screenshots"
-
-
-def chromium_available() -> bool:
-    try:
-        import playwright  # noqa: F401
-    except ImportError:
-        return False
-    return Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is not None
 
 
 PASSWORD = "correct-horse-battery"

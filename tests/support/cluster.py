@@ -10,7 +10,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,7 +22,7 @@ from apps.jobs.models import TrainingJob
 from controlplane.celery import app as celery_app
 from mindcluster import keys as c
 from simcluster.kubeapi import KubeApiEmulator
-from tests.support.processes import REPO_ROOT, child_env, wait_for
+from tests.support.processes import child_env, start_python_module, wait_for
 
 
 @contextmanager
@@ -66,33 +65,11 @@ class Worker:
         self.name = f"test-{uuid.uuid4().hex[:6]}@{socket.gethostname()}"
 
     def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "controlplane",
-                "worker",
-                "-Q",
-                "push,slow,default",
-                "-c",
-                "1",
-                "--pool",
-                "prefork",
-                "-l",
-                "info",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-                "-n",
-                self.name,
-            ],
-            cwd=REPO_ROOT,
-            env=self.env,
-            stdout=self.log.open("wb"),
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+        one_child = ["-c", "1", "--pool", "prefork"]
+        quiet = ["--without-gossip", "--without-mingle", "--without-heartbeat"]
+        args = ["-A", "controlplane", "worker", "-Q", ",".join(QUEUES), *one_child, "-l", "info", *quiet]
+        self.proc = start_python_module(
+            "celery", [*args, "-n", self.name], env=self.env, log=self.log, new_session=True
         )
         wait_for(lambda: "ready" in self.log.read_text(errors="replace"), 60, "celery worker ready")
 

@@ -140,6 +140,21 @@ def child_env(redis_url: str, **extra: str) -> dict[str, str]:
     }
 
 
+def start_python_module(
+    module: str, args: list[str], *, env: dict[str, str], log: Path, new_session: bool = False
+) -> subprocess.Popen[bytes]:
+    """``python -m module args`` from the repository root with ``env``, stdout and stderr to ``log``
+    (``new_session``: in a process group of its own, so a kill reaches its children too)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", module, *args],
+        cwd=REPO_ROOT,
+        env=env,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=new_session,
+    )
+
+
 def server_env(redis_url: str, **extra: str) -> dict[str, str]:
     """Environment for a server subprocess: ``child_env`` with its channel layer on the same Redis."""
     return child_env(redis_url, CHANNEL_LAYER_URL=redis_url, PYTHONUNBUFFERED="1", **extra)
@@ -163,26 +178,9 @@ class AsgiServer:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "controlplane.asgi:application",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-                "--log-level",
-                "warning",
-                "--ws",
-                "websockets",
-            ],
-            cwd=REPO_ROOT,
-            env=self.env,
-            stdout=self.log.open("wb"),
-            stderr=subprocess.STDOUT,
-        )
+        app = ["controlplane.asgi:application", "--host", "127.0.0.1", "--port", str(self.port)]
+        args = [*app, "--log-level", "warning", "--ws", "websockets"]
+        self.proc = start_python_module("uvicorn", args, env=self.env, log=self.log)
         wait_for(lambda: connectable(self.port) or self.proc.poll() is not None, 30, "uvicorn listening")
         if self.proc.poll() is not None:
             raise AssertionError(f"uvicorn exited: {self.log.read_text()[-2000:]}")

@@ -31,7 +31,7 @@ from apps.api.admission.serializers import (
     RecreateOutputSerializer,
 )
 from apps.api.namespace_scope import namespace_scope
-from apps.core.api_errors import ApiError, ErrorResponseSerializer, field_error
+from apps.core.api_errors import ApiError, ErrorResponseSerializer, field_error, ok_or_errors
 from apps.core.api_inputs import valid_input
 from apps.jobs.models import Cluster
 from apps.policies.preset_services import preset_spec_resolve
@@ -64,7 +64,7 @@ class DefaultPolicyApi(APIView):
 
     @extend_schema(
         summary="The default policy new AscendJobs in this namespace get at admission (viewer)",
-        responses={200: DefaultPolicyOutputSerializer, 404: ErrorResponseSerializer},
+        responses=ok_or_errors(DefaultPolicyOutputSerializer, 404),
     )
     def get(self, request: Request, cluster: str, namespace: str) -> Response:
         found = namespace_scope(request, cluster, namespace, Role.VIEWER)
@@ -73,11 +73,7 @@ class DefaultPolicyApi(APIView):
     @extend_schema(
         summary="Set the namespace default: a spec or a preset, validated, a new revision (namespace admin)",
         request=DefaultPolicyPutSerializer,
-        responses={
-            200: DefaultPolicyOutputSerializer,
-            400: ErrorResponseSerializer,
-            403: ErrorResponseSerializer,
-        },
+        responses=ok_or_errors(DefaultPolicyOutputSerializer, 400, 403),
     )
     def put(self, request: Request, cluster: str, namespace: str) -> Response:
         found = namespace_scope(request, cluster, namespace, Role.ADMIN)
@@ -101,11 +97,7 @@ class DefaultPolicyApi(APIView):
 
     @extend_schema(
         summary="Remove the namespace default (history kept; namespace admin)",
-        responses={
-            200: DefaultPolicyOutputSerializer,
-            403: ErrorResponseSerializer,
-            404: ErrorResponseSerializer,
-        },
+        responses=ok_or_errors(DefaultPolicyOutputSerializer, 403, 404),
     )
     def delete(self, request: Request, cluster: str, namespace: str) -> Response:
         found = namespace_scope(request, cluster, namespace, Role.ADMIN)
@@ -188,7 +180,7 @@ class JobRecreateStatusApi(APIView):
 
     @extend_schema(
         summary="The state and steps of one recreate of the job (viewer)",
-        responses={200: RecreateOutputSerializer, 404: ErrorResponseSerializer},
+        responses=ok_or_errors(RecreateOutputSerializer, 404),
     )
     def get(self, request: Request, job_id: int, operation_id: int) -> Response:
         job = job_for_request(request, job_id, need=Role.VIEWER)

@@ -29,7 +29,7 @@ from apps.api.policies.serializers import (
     PresetOutputSerializer,
     PresetUpdateInputSerializer,
 )
-from apps.core.api_errors import ApiError, ErrorResponseSerializer, field_error
+from apps.core.api_errors import ApiError, ErrorResponseSerializer, field_error, ok_or_errors
 from apps.core.api_inputs import valid_input
 from apps.jobs.models import Cluster
 from apps.policies.models import Preset
@@ -200,7 +200,7 @@ class NamespacePresetApi(APIView):
     @extend_schema(
         summary="Replace a namespace preset's description and spec (editor)",
         request=PresetUpdateInputSerializer,
-        responses={200: PresetOutputSerializer, 400: ErrorResponseSerializer, 403: ErrorResponseSerializer},
+        responses=ok_or_errors(PresetOutputSerializer, 400, 403),
     )
     def put(self, request: Request, cluster: str, namespace: str, name: str) -> Response:
         return _update(request, self._preset(request, cluster, namespace, name, Role.EDITOR))
