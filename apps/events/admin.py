@@ -2,24 +2,33 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.contrib import admin
+from django.http import HttpRequest
 
 from apps.audit.admin_hooks import AuditedAdmin
 from apps.events.models import Incident, IngestCursor, JobEvent, RestartBudget, Webhook, WebhookDelivery
 from apps.events.webhook_urls import allow_private, webhook_url_problem
 
 
+class RecordedAdmin(admin.ModelAdmin):
+    """Events and incidents are what happened: shown, never edited (every field read-only)."""
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        return [f.name for f in self.model._meta.fields]
+
+
 @admin.register(JobEvent)
-class JobEventAdmin(admin.ModelAdmin):
+class JobEventAdmin(RecordedAdmin):
     list_display = ("job", "seq", "kind", "severity", "source", "occurred_at", "stored_at")
     list_filter = ("kind", "severity", "source")
     search_fields = ("message", "dedupe_key")
-    readonly_fields = [f.name for f in JobEvent._meta.fields]
 
 
 @admin.register(Incident)
-class IncidentAdmin(admin.ModelAdmin):
+class IncidentAdmin(RecordedAdmin):
     list_display = (
         "job",
         "number",
@@ -31,7 +40,6 @@ class IncidentAdmin(admin.ModelAdmin):
         "recover_ms",
     )
     list_filter = ("outcome",)
-    readonly_fields = [f.name for f in Incident._meta.fields]
 
 
 @admin.register(RestartBudget)

@@ -12,32 +12,25 @@ from typing import Any
 from prometheus_client import Counter, Gauge
 
 from apps.core import metrics as core
-from apps.core.metrics import REGISTRY  # one registry per process, served whole
 
-EVENTS_STORED = Counter(
-    "controlplane_events_stored_in_process", "Events stored by this process", ["kind"], registry=REGISTRY
-)
+# Registered, like every metric of apps.core.metrics, in prometheus_client's default registry: one
+# registry per process, served whole.
+
+EVENTS_STORED = Counter("controlplane_events_stored_in_process", "Events stored by this process", ["kind"])
 BROADCAST_FAILURES = Counter(
     "controlplane_broadcast_failures",
     "group_send calls that failed (frames recovered from the DB)",
-    registry=REGISTRY,
 )
-OPEN_SOCKETS = Gauge(
-    "controlplane_websocket_open", "Open /ws/events/ sockets in this process", registry=REGISTRY
-)
-FRAMES_SENT = Counter(
-    "controlplane_websocket_frames_sent", "Frames sent to browsers by type", ["type"], registry=REGISTRY
-)
+OPEN_SOCKETS = Gauge("controlplane_websocket_open", "Open /ws/events/ sockets in this process")
+FRAMES_SENT = Counter("controlplane_websocket_frames_sent", "Frames sent to browsers by type", ["type"])
 GAPS_FILLED = Counter(
     "controlplane_websocket_gap_fills",
     "Events sent from the database because a live frame was missing",
-    registry=REGISTRY,
 )
 INGEST_ERRORS = Counter(
     "controlplane_ingest_errors",
     "Ingester failures by source (watch errors, store errors)",
     ["source"],
-    registry=REGISTRY,
 )
 
 
