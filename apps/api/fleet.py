@@ -23,7 +23,7 @@ PARAMETERS = ("window_days", "cluster", "namespace", "checkpoint_period_s")
 WINDOW_DAYS_BOUNDS = A.WINDOW_DAYS_BOUNDS
 
 
-class LostSerializer(serializers.Serializer):
+class FleetLostSerializer(serializers.Serializer):
     total = serializers.FloatField(help_text="NPU-hours: detection + decision + recovery + rollback")
     detection = serializers.FloatField(help_text="fault → training stopped")
     decision = serializers.FloatField(help_text="stopped → strategy chosen")
@@ -38,25 +38,25 @@ class LostSerializer(serializers.Serializer):
     )
 
 
-class BucketSerializer(serializers.Serializer):
+class FleetBucketSerializer(serializers.Serializer):
     start = serializers.DateField(help_text="UTC day")
     total = serializers.IntegerField()
     by_kind = serializers.DictField(child=serializers.IntegerField())
 
 
-class FaultsSerializer(serializers.Serializer):
+class FleetFaultsSerializer(serializers.Serializer):
     total = serializers.IntegerField()
     by_kind = serializers.DictField(child=serializers.IntegerField())
-    buckets = BucketSerializer(many=True, help_text="One per UTC day of the window, oldest first")
+    buckets = FleetBucketSerializer(many=True, help_text="One per UTC day of the window, oldest first")
 
 
-class MttrSerializer(serializers.Serializer):
+class FleetMttrSerializer(serializers.Serializer):
     median = serializers.FloatField()
     p90 = serializers.FloatField()
     samples = serializers.IntegerField()
 
 
-class RecoveriesSerializer(serializers.Serializer):
+class FleetRecoveriesSerializer(serializers.Serializer):
     by_outcome = serializers.DictField(
         child=serializers.IntegerField(), help_text="recovered, rescheduled, failed"
     )
@@ -66,28 +66,28 @@ class RecoveriesSerializer(serializers.Serializer):
     )
 
 
-class FiguresSerializer(serializers.Serializer):
+class FleetFiguresSerializer(serializers.Serializer):
     npu_hours_scheduled = serializers.FloatField(help_text="NPUs x hours the jobs existed in the window")
-    npu_hours_lost = LostSerializer()
+    npu_hours_lost = FleetLostSerializer()
     effective_training_ratio = serializers.FloatField(allow_null=True, help_text="1 - lost / scheduled")
-    faults = FaultsSerializer()
+    faults = FleetFaultsSerializer()
     mttr_seconds = serializers.DictField(
-        child=MttrSerializer(), help_text="{strategy that ended the incident: fault → running again}"
+        child=FleetMttrSerializer(), help_text="{strategy that ended the incident: fault → running again}"
     )
-    recoveries = RecoveriesSerializer()
+    recoveries = FleetRecoveriesSerializer()
     jobs_url = serializers.CharField(help_text="The jobs overview filtered to these jobs")
 
 
-class ClusterFiguresSerializer(FiguresSerializer):
+class FleetClusterFiguresSerializer(FleetFiguresSerializer):
     cluster = serializers.CharField()
     cluster_id = serializers.IntegerField()
 
 
-class NamespaceFiguresSerializer(ClusterFiguresSerializer):
+class FleetNamespaceFiguresSerializer(FleetClusterFiguresSerializer):
     namespace = serializers.CharField()
 
 
-class TopJobSerializer(serializers.Serializer):
+class FleetTopJobSerializer(serializers.Serializer):
     job = serializers.IntegerField()
     name = serializers.CharField()
     cluster = serializers.CharField()
@@ -104,7 +104,7 @@ class TopJobSerializer(serializers.Serializer):
     advice_url = serializers.CharField()
 
 
-class WindowSerializer(serializers.Serializer):
+class FleetWindowSerializer(serializers.Serializer):
     days = serializers.IntegerField()
     start = serializers.DateField()
     end = serializers.DateField()
@@ -112,19 +112,19 @@ class WindowSerializer(serializers.Serializer):
     timezone = serializers.CharField()
 
 
-class ModelSerializer(serializers.Serializer):
+class FleetModelSerializer(serializers.Serializer):
     description = serializers.CharField()
     assumptions = AssumptionSerializer(many=True)
 
 
 class FleetSerializer(serializers.Serializer):
-    window = WindowSerializer()
+    window = FleetWindowSerializer()
     filters = serializers.DictField(child=serializers.CharField(allow_null=True))
-    model = ModelSerializer(help_text="How lost NPU-hours are counted, and the figures it uses")
-    total = FiguresSerializer()
-    clusters = ClusterFiguresSerializer(many=True)
-    namespaces = NamespaceFiguresSerializer(many=True)
-    top_jobs = TopJobSerializer(many=True, help_text="Most NPU-hours lost first (at most 10)")
+    model = FleetModelSerializer(help_text="How lost NPU-hours are counted, and the figures it uses")
+    total = FleetFiguresSerializer()
+    clusters = FleetClusterFiguresSerializer(many=True)
+    namespaces = FleetNamespaceFiguresSerializer(many=True)
+    top_jobs = FleetTopJobSerializer(many=True, help_text="Most NPU-hours lost first (at most 10)")
 
 
 def _cluster(request: Request) -> Cluster | None:

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -168,14 +169,18 @@ def scheduled_refresh_recent(now: datetime | None = None) -> int:
 
 # --- rebuild ----------------------------------------------------------------------------------------
 def rebuild(since: date | None = None, now: datetime | None = None) -> dict[str, Any]:
-    """Recompute every summary from ``since`` (default: the oldest stored incident's day) to today.
+    """Recompute every summary from ``since`` to today (default: the oldest stored incident's day, or
+    the first day retention has not pruned, whichever is later).
 
     Summaries of older days stay: the incidents they were made from may have been pruned.
     """
     now = now or timezone.now()
     if since is None:
         oldest = Incident.objects.order_by("opened_at").values_list("opened_at", flat=True).first()
-        since = day_of(oldest) if oldest else day_of(now)
+        # Retention keeps each job's newest incident however old: only the days after the cutoff
+        # still hold all of their incidents.
+        complete = day_of(now - timedelta(days=settings.RETENTION_INCIDENTS_DAYS)) + ONE_DAY
+        since = max(day_of(oldest), complete) if oldest else day_of(now)
     start, _ = day_bounds(since)
     npus = {
         pk: (job_npus(per_pod, replicas), cluster_id, namespace)
