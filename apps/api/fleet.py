@@ -47,7 +47,12 @@ class FleetBucketSerializer(serializers.Serializer):
 class FleetFaultsSerializer(serializers.Serializer):
     total = serializers.IntegerField()
     by_kind = serializers.DictField(child=serializers.IntegerField())
-    buckets = FleetBucketSerializer(many=True, help_text="One per UTC day of the window, oldest first")
+    buckets = FleetBucketSerializer(
+        many=True,
+        required=False,
+        help_text="One per UTC day of the window, oldest first (the total and each cluster; for one "
+        "namespace's, ask for it with ?namespace=)",
+    )
 
 
 class FleetMttrSerializer(serializers.Serializer):

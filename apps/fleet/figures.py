@@ -15,19 +15,16 @@ from typing import Any, Final
 from apps.advice.history import fault_type
 from apps.advice.lost import incident_loss
 
-FIELDS: Final = (
+# The stored columns of ``apps.fleet.models.Figures``: numbers (summed by SQL), then JSON maps.
+NUMBER_FIELDS: Final = (
     "faults",
     "detection_npu_s",
     "decision_npu_s",
     "recovery_npu_s",
     "rollbacks",
     "rollback_npus",
-    "by_kind",
-    "recoveries",
-    "by_strategy",
-    "mttr",
-    "sources",
 )
+FIELDS: Final = (*NUMBER_FIELDS, "by_kind", "recoveries", "by_strategy", "mttr", "sources")
 # What a closed incident row must carry to be counted.
 INCIDENT_FIELDS: Final = (
     "opened_at",
@@ -134,23 +131,24 @@ class Tally:
     def of_row(cls, row: Any) -> Tally:
         """From a model instance or a ``values()`` dict with the ``Figures`` fields."""
         values: Mapping[str, Any] = row if isinstance(row, Mapping) else {n: getattr(row, n) for n in FIELDS}
+        tally = cls()
+        tally.add_stored(values)
+        return tally
 
-        def get(name: str) -> Any:
-            return values[name]
-
-        return cls(
-            faults=get("faults"),
-            detection_npu_s=get("detection_npu_s"),
-            decision_npu_s=get("decision_npu_s"),
-            recovery_npu_s=get("recovery_npu_s"),
-            rollbacks=get("rollbacks"),
-            rollback_npus=get("rollback_npus"),
-            by_kind=Counter(get("by_kind") or {}),
-            recoveries=Counter(get("recoveries") or {}),
-            by_strategy={k: Counter(v) for k, v in (get("by_strategy") or {}).items()},
-            mttr={k: list(v) for k, v in (get("mttr") or {}).items()},
-            sources={k: Counter(v) for k, v in (get("sources") or {}).items()},
-        )
+    def add_stored(self, row: Mapping[str, Any]) -> None:
+        """``self += `` a stored row's figures, read in place (the fleet view sums thousands of rows)."""
+        self.faults += row["faults"]
+        self.detection_npu_s += row["detection_npu_s"]
+        self.decision_npu_s += row["decision_npu_s"]
+        self.recovery_npu_s += row["recovery_npu_s"]
+        self.rollbacks += row["rollbacks"]
+        self.rollback_npus += row["rollback_npus"]
+        _add_counter(self.by_kind, row["by_kind"] or {}, 1)
+        _add_counter(self.recoveries, row["recoveries"] or {}, 1)
+        _add_nested(self.by_strategy, row["by_strategy"] or {}, 1)
+        _add_nested(self.sources, row["sources"] or {}, 1)
+        for strategy, values in (row["mttr"] or {}).items():
+            self.mttr.setdefault(strategy, []).extend(values)
 
     def fields(self) -> dict[str, Any]:
         """The ``Figures`` columns (zero counts dropped, so equal tallies store equal JSON)."""

@@ -9,8 +9,7 @@ user may not see are never read.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any, Final
 from urllib.parse import urlencode
@@ -24,7 +23,7 @@ from apps.accounts.selectors import namespace_coverage
 from apps.advice import assumptions as A
 from apps.advice.fleet import advice_columns
 from apps.advice.lost import COMPONENTS, rollback_seconds
-from apps.fleet.figures import FIELDS, Tally
+from apps.fleet.aggregate import Group, no_jit, window_sums
 from apps.fleet.models import JobDay, NamespaceDay
 from apps.fleet.summaries import day_of
 from apps.jobs.models import Cluster, TrainingJob
@@ -47,69 +46,52 @@ class Scope:
     checkpoint_period_s: int | None = None
 
 
-@dataclass
-class _Group:
-    """Figures of one scope (the total, a cluster or a namespace) over the window."""
-
-    days: list[date]
-    tally: Tally = field(default_factory=Tally)
-    npu_s_scheduled: float = 0.0
-    per_day: dict[date, dict[str, int]] = field(default_factory=lambda: defaultdict(dict))
-
-    def add(self, row: dict[str, Any]) -> None:
-        self.tally.add(Tally.of_row(row))
-        self.npu_s_scheduled += row["npu_s_scheduled"]
-        bucket = self.per_day[row["day"]]
-        for kind, count in (row["by_kind"] or {}).items():
-            bucket[kind] = bucket.get(kind, 0) + count
-
-    def body(self, rollback_s: float, jobs_url: str) -> dict[str, Any]:
-        t = self.tally
-        lost = {
-            "detection": t.detection_npu_s / 3600,
-            "decision": t.decision_npu_s / 3600,
-            "recovery": t.recovery_npu_s / 3600,
-            "rollback": t.rollback_npus * rollback_s / 3600,
-        }
-        total = sum(lost.values())
-        scheduled = self.npu_s_scheduled / 3600
-        return {
-            "npu_hours_scheduled": round(scheduled, 3),
-            "npu_hours_lost": {
-                "total": round(total, 3),
-                **{name: round(lost[name], 3) for name in COMPONENTS},
-                "rollbacks": t.rollbacks,
-                "sources": {k: dict(v) for k, v in sorted(t.sources.items()) if v},
+def _body(group: Group, days: list[date] | None, rollback_s: float, jobs_url: str) -> dict[str, Any]:
+    """One scope's figures; ``days``: with the faults per day (the total and the clusters)."""
+    t = group.tally
+    lost = {
+        "detection": t.detection_npu_s / 3600,
+        "decision": t.decision_npu_s / 3600,
+        "recovery": t.recovery_npu_s / 3600,
+        "rollback": t.rollback_npus * rollback_s / 3600,
+    }
+    total = sum(lost.values())
+    scheduled = group.npu_s_scheduled / 3600
+    faults: dict[str, Any] = {"total": t.faults, "by_kind": {k: v for k, v in sorted(t.by_kind.items()) if v}}
+    if days is not None:
+        faults["buckets"] = [
+            {
+                "start": day.isoformat(),
+                "total": sum(group.per_day.get(day, {}).values()),
+                "by_kind": {k: v for k, v in sorted(group.per_day.get(day, {}).items()) if v},
+            }
+            for day in days
+        ]
+    return {
+        "npu_hours_scheduled": round(scheduled, 3),
+        "npu_hours_lost": {
+            "total": round(total, 3),
+            **{name: round(lost[name], 3) for name in COMPONENTS},
+            "rollbacks": t.rollbacks,
+            "sources": {
+                k: {s: n for s, n in sorted(v.items()) if n} for k, v in sorted(t.sources.items()) if v
             },
-            # 1 - lost / scheduled; null before any NPU time is counted in the scope.
-            "effective_training_ratio": round(max(0.0, 1 - total / scheduled), 6) if scheduled > 0 else None,
-            "faults": {
-                "total": t.faults,
-                "by_kind": {k: v for k, v in sorted(t.by_kind.items()) if v},
-                "buckets": [
-                    {
-                        "start": day.isoformat(),
-                        "total": sum(self.per_day.get(day, {}).values()),
-                        "by_kind": dict(sorted(self.per_day.get(day, {}).items())),
-                    }
-                    for day in self.days
-                ],
+        },
+        # 1 - lost / scheduled; null before any NPU time is counted in the scope.
+        "effective_training_ratio": round(max(0.0, 1 - total / scheduled), 6) if scheduled > 0 else None,
+        "faults": faults,
+        "mttr_seconds": {
+            strategy: {"median": m.median, "p90": m.p90, "samples": m.samples}
+            for strategy, m in sorted(group.mttr.items())
+        },
+        "recoveries": {
+            "by_outcome": {k: v for k, v in sorted(t.recoveries.items()) if v},
+            "by_strategy": {
+                k: {o: n for o, n in sorted(v.items()) if n} for k, v in sorted(t.by_strategy.items()) if v
             },
-            "mttr_seconds": {
-                strategy: {
-                    "median": A.percentile(sorted(values), 0.5),
-                    "p90": A.percentile(sorted(values), 0.9),
-                    "samples": len(values),
-                }
-                for strategy, values in sorted(t.mttr.items())
-                if values
-            },
-            "recoveries": {
-                "by_outcome": {k: v for k, v in sorted(t.recoveries.items()) if v},
-                "by_strategy": {k: dict(v) for k, v in sorted(t.by_strategy.items()) if v},
-            },
-            "jobs_url": jobs_url,
-        }
+        },
+        "jobs_url": jobs_url,
+    }
 
 
 def jobs_url(cluster: str | None = None, namespace: str | None = None) -> str:
@@ -118,9 +100,9 @@ def jobs_url(cluster: str | None = None, namespace: str | None = None) -> str:
     return "/" + (f"?{urlencode(query)}" if query else "")
 
 
-def _scoped(model: Any, user: User | AnonymousUser, scope: Scope, first: date, last: date) -> Any:
+def _scoped(model: Any, covered: Q | None, scope: Scope, first: date, last: date) -> Any:
+    """``model``'s rows in the window and the scope, of the namespaces ``covered`` (None = all)."""
     rows = model.objects.filter(day__gte=first, day__lte=last)
-    covered = namespace_coverage(user)
     if covered is not None:
         rows = rows.filter(covered)
     if scope.cluster is not None:
@@ -141,8 +123,10 @@ def _period(scope: Scope) -> A.Assumption:
     )
 
 
-def fleet_view(user: User | AnonymousUser, scope: Scope, now: datetime | None = None) -> dict[str, Any]:
-    """The body of ``GET /api/v1/fleet/`` (inputs already validated)."""
+def fleet_view(
+    user: User | AnonymousUser, scope: Scope, now: datetime | None = None, use_sql: bool | None = None
+) -> dict[str, Any]:
+    """The body of ``GET /api/v1/fleet/`` (inputs already validated; ``use_sql``: see ``aggregate``)."""
     now = now or timezone.now()
     last = day_of(now)
     first = last - timedelta(days=scope.window_days - 1)
@@ -151,16 +135,10 @@ def fleet_view(user: User | AnonymousUser, scope: Scope, now: datetime | None = 
     rollback_s = rollback_seconds(period.value)
 
     names = dict(Cluster.objects.values_list("pk", "name"))
-    total = _Group(days)
-    clusters: dict[int, _Group] = {}
-    namespaces: dict[tuple[int, str], _Group] = {}
-    rows = _scoped(NamespaceDay, user, scope, first, last).values(
-        "cluster_id", "namespace", "day", "npu_s_scheduled", *FIELDS
-    )
-    for row in rows.iterator(chunk_size=2_000):
-        total.add(row)
-        clusters.setdefault(row["cluster_id"], _Group(days)).add(row)
-        namespaces.setdefault((row["cluster_id"], row["namespace"]), _Group(days)).add(row)
+    covered = namespace_coverage(user)  # read once: the user's grants as a filter on the rows
+    with no_jit():
+        sums = window_sums(_scoped(NamespaceDay, covered, scope, first, last), use_sql=use_sql)
+        top_jobs = _top_jobs(covered, scope, first, last, rollback_s, names)
 
     return {
         "window": {
@@ -178,34 +156,37 @@ def fleet_view(user: User | AnonymousUser, scope: Scope, now: datetime | None = 
             "description": MODEL_TEXT,
             "assumptions": [period.as_dict(), *(A.PRIORS[name].as_dict() for name in A.PRIORS)],
         },
-        "total": total.body(
-            rollback_s, jobs_url(scope.cluster.name if scope.cluster else None, scope.namespace)
+        "total": _body(
+            sums.total,
+            days,
+            rollback_s,
+            jobs_url(scope.cluster.name if scope.cluster else None, scope.namespace),
         ),
         "clusters": [
             {
                 "cluster": names.get(pk, str(pk)),
                 "cluster_id": pk,
-                **group.body(rollback_s, jobs_url(names.get(pk))),
+                **_body(group, days, rollback_s, jobs_url(names.get(pk))),
             }
-            for pk, group in sorted(clusters.items(), key=lambda item: names.get(item[0], ""))
+            for pk, group in sorted(sums.clusters.items(), key=lambda item: names.get(item[0], ""))
         ],
         "namespaces": [
             {
                 "cluster": names.get(pk, str(pk)),
                 "cluster_id": pk,
                 "namespace": ns,
-                **group.body(rollback_s, jobs_url(names.get(pk), ns)),
+                **_body(group, None, rollback_s, jobs_url(names.get(pk), ns)),
             }
             for (pk, ns), group in sorted(
-                namespaces.items(), key=lambda item: (names.get(item[0][0], ""), item[0][1])
+                sums.namespaces.items(), key=lambda item: (names.get(item[0][0], ""), item[0][1])
             )
         ],
-        "top_jobs": _top_jobs(user, scope, first, last, rollback_s, names),
+        "top_jobs": top_jobs,
     }
 
 
 def _top_jobs(
-    user: User | AnonymousUser,
+    covered: Q | None,
     scope: Scope,
     first: date,
     last: date,
@@ -216,7 +197,7 @@ def _top_jobs(
     stopped = F("detection_npu_s") + F("decision_npu_s") + F("recovery_npu_s")
     lost = stopped + Cast(F("rollback_npus"), FloatField()) * rollback_s
     ranked = (
-        _scoped(JobDay, user, scope, first, last)
+        _scoped(JobDay, covered, scope, first, last)
         .values("job_id")
         .annotate(
             lost_npu_s=Sum(lost),

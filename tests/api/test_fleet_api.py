@@ -97,4 +97,7 @@ def test_reads_summaries_only_in_a_few_queries(fleet: Fleet) -> None:
         assert client.get("/api/v1/fleet/?window_days=90").status_code == 200
     tables = " ".join(q["sql"] for q in queries.captured_queries)
     assert "events_jobevent" not in tables and "events_incident" not in tables
-    assert len(queries.captured_queries) <= 8, [q["sql"][:80] for q in queries.captured_queries]
+    # A fixed number, whatever the fleet's size: the grants, the cluster names, the sums (numbers,
+    # four JSON maps, the faults per day, the percentiles), the top jobs and their rows; and the
+    # transaction that turns JIT off (a savepoint here, inside the test's transaction).
+    assert len(queries.captured_queries) <= 15, [q["sql"][:80] for q in queries.captured_queries]

@@ -108,6 +108,20 @@ def test_checkpoint_period_prices_the_rollback(fleet: Fleet) -> None:
     assert (period["name"], period["value"], period["source"]) == ("checkpoint_period_s", 600, "user")
 
 
+def test_summing_in_python_gives_what_postgresql_gives(fleet: Fleet) -> None:
+    """The figures summed by the database (``jsonb_each``, ``GROUPING SETS``) and in Python (SQLite)."""
+    from django.contrib.auth.models import User
+
+    from apps.fleet.services import Scope, fleet_view
+
+    scheduled_refresh_recent()
+    root = User.objects.create_superuser("root2", password="pw")
+    now = timezone.now()
+    assert fleet_view(root, Scope(window_days=28), now, use_sql=True) == fleet_view(
+        root, Scope(window_days=28), now, use_sql=False
+    )
+
+
 def test_rebuild_from_history_gives_the_same_figures(fleet: Fleet) -> None:
     client = superuser_api_client()
     scheduled_refresh_recent()
