@@ -48,7 +48,7 @@ class Group:
     def merge(self, other: Group) -> None:
         self.tally.add(other.tally)
         self.npu_s_scheduled += other.npu_s_scheduled
-        for day, kinds in other.per_day.items():
+        for day, kinds in other.per_day.items():  # empty from SQL: it sums the days per cluster itself
             self.per_day[day].update(kinds)
 
 
@@ -81,6 +81,14 @@ def window_sums(rows: QuerySet[NamespaceDay], *, use_sql: bool | None = None) ->
         _python_mttr(sums)
         return sums
     sums = _merged(_sql(rows))
+    # Faults per day are shown for the total and each cluster only: summed per cluster here.
+    per_day = (
+        "SELECT d.cluster_id, d.day, e.key, SUM(e.value::numeric) FROM {table} d "
+        "CROSS JOIN LATERAL jsonb_each_text(d.by_kind) e WHERE d.id IN ({inner}) GROUP BY 1, 2, 3"
+    )
+    for cluster_id, day, kind, count in _query(per_day, rows):
+        sums.clusters[cluster_id].per_day[day][kind] += int(count)
+        sums.total.per_day[day][kind] += int(count)
     for key, strategy, stat in _sql_mttr(rows):
         _group_of(sums, key).mttr[strategy] = stat
     return sums
@@ -173,12 +181,6 @@ def _sql(rows: QuerySet[NamespaceDay]) -> dict[tuple[int, str], Group]:
         for cluster_id, namespace, outer, inner_key, count in _query(nested, rows):
             mapping = getattr(namespaces[(cluster_id, namespace)].tally, column)
             mapping.setdefault(outer, Counter())[inner_key] += int(count)
-    per_day = (
-        "SELECT d.cluster_id, d.namespace, d.day, e.key, SUM(e.value::numeric) FROM {table} d "
-        "CROSS JOIN LATERAL jsonb_each_text(d.by_kind) e WHERE d.id IN ({inner}) GROUP BY 1, 2, 3, 4"
-    )
-    for cluster_id, namespace, day, kind, count in _query(per_day, rows):
-        namespaces[(cluster_id, namespace)].per_day[day][kind] += int(count)
     return namespaces
 
 
