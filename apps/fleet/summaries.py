@@ -13,6 +13,7 @@ history on demand.
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import UTC, date, datetime, time, timedelta
@@ -24,11 +25,12 @@ from django.utils import timezone
 
 from apps.advice.lost import job_npus
 from apps.events.models import Incident
-from apps.fleet.figures import INCIDENT_FIELDS, Tally
+from apps.fleet.figures import FIELDS, INCIDENT_FIELDS, Tally
 from apps.fleet.models import JobDay, NamespaceDay
 from apps.jobs.models import TrainingJob
 
 ONE_DAY = timedelta(days=1)
+log = logging.getLogger(__name__)
 
 
 def day_of(at: datetime) -> date:
@@ -94,14 +96,20 @@ def _namespace_day_add(cluster_id: int, namespace: str, day: date, delta: Tally)
     tally.add(delta)
     for name, value in tally.fields().items():
         setattr(row, name, value)
-    row.save()
+    row.save(update_fields=[*FIELDS, "updated_at"])  # the scheduled time is the beat task's
 
 
 def on_incident_changed(sender: Any, *, incident: Incident, previous_opened_at: datetime, **_: Any) -> None:
     """Receiver of ``apps.events.signals.incident_changed``: the incident's day (and the day it counted
     in before, when a merged report moved its start across midnight)."""
-    for day in sorted({day_of(incident.opened_at), day_of(previous_opened_at)}):
-        job_day_refresh(incident.job_id, day)
+    try:
+        # A savepoint: a summary that cannot be kept must not cost the event its storage (the
+        # incident and its events commit; ``fleet_rebuild`` recounts the day later).
+        with transaction.atomic():
+            for day in sorted({day_of(incident.opened_at), day_of(previous_opened_at)}):
+                job_day_refresh(incident.job_id, day)
+    except Exception:  # a bug or a database error alike: the event is what must be kept
+        log.exception("fleet summary of job %s not kept; run manage.py fleet_rebuild", incident.job_id)
 
 
 # --- scheduled time ---------------------------------------------------------------------------------
