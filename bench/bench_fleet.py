@@ -147,7 +147,7 @@ def main() -> None:
     parser.add_argument(
         "--incident-rate", type=float, default=0.1, help="share of jobs with incidents per day"
     )
-    parser.add_argument("--iterations", type=int, default=100)
+    parser.add_argument("--iterations", type=int, default=30)
     args = parser.parse_args()
     url = fresh_database("bench_fleet")
     os.environ.update(

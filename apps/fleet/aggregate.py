@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
-from typing import Any
+from typing import Any, Final
 
 from django.core.exceptions import EmptyResultSet
 from django.db import connection, transaction
@@ -83,8 +83,8 @@ def window_sums(rows: QuerySet[NamespaceDay], *, use_sql: bool | None = None) ->
     sums = _merged(_sql(rows))
     # Faults per day are shown for the total and each cluster only: summed per cluster here.
     per_day = (
-        "SELECT d.cluster_id, d.day, e.key, SUM(e.value::numeric) FROM {table} d "
-        "CROSS JOIN LATERAL jsonb_each_text(d.by_kind) e WHERE d.id IN ({inner}) GROUP BY 1, 2, 3"
+        "SELECT d.cluster_id, d.day, e.key, SUM(e.value::numeric) FROM d "
+        "CROSS JOIN LATERAL jsonb_each_text(d.by_kind) e GROUP BY 1, 2, 3"
     )
     for cluster_id, day, kind, count in _query(per_day, rows):
         sums.clusters[cluster_id].per_day[day][kind] += int(count)
@@ -143,14 +143,26 @@ def _python_mttr(sums: Sums) -> None:
 
 
 # --- in PostgreSQL -----------------------------------------------------------------------------------
+_CTE_COLUMNS: Final = (
+    "cluster_id",
+    "namespace",
+    "day",
+    "by_kind",
+    "recoveries",
+    "by_strategy",
+    "sources",
+    "mttr",
+)
+
+
 def _query(sql: str, rows: QuerySet[NamespaceDay]) -> list[tuple[Any, ...]]:
+    """Run ``sql`` over ``d``: the rows of the queryset (its filters become the scan's own)."""
     try:
-        inner, params = rows.values("id").query.sql_with_params()
+        inner, params = rows.values(*_CTE_COLUMNS).query.sql_with_params()
     except EmptyResultSet:  # a scope that matches nothing (no grants): nothing to ask the database
         return []
-    table = NamespaceDay._meta.db_table
     with connection.cursor() as cursor:
-        cursor.execute(sql.format(table=table, inner=inner), params)
+        cursor.execute(f"WITH d AS ({inner}) {sql}", params)
         return list(cursor.fetchall())
 
 
@@ -167,16 +179,16 @@ def _sql(rows: QuerySet[NamespaceDay]) -> dict[tuple[int, str], Group]:
             setattr(group.tally, name, sums[f"sum_{name}"] or 0)
     for column in ("by_kind", "recoveries"):
         flat = (
-            "SELECT d.cluster_id, d.namespace, e.key, SUM(e.value::numeric) FROM {table} d "
-            f"CROSS JOIN LATERAL jsonb_each_text(d.{column}) e WHERE d.id IN ({{inner}}) GROUP BY 1, 2, 3"
+            "SELECT d.cluster_id, d.namespace, e.key, SUM(e.value::numeric) FROM d "
+            f"CROSS JOIN LATERAL jsonb_each_text(d.{column}) e GROUP BY 1, 2, 3"
         )
         for cluster_id, namespace, key, count in _query(flat, rows):
             getattr(namespaces[(cluster_id, namespace)].tally, column)[key] += int(count)
     for column in ("by_strategy", "sources"):
         nested = (
-            "SELECT d.cluster_id, d.namespace, a.key, b.key, SUM(b.value::numeric) FROM {table} d "
+            "SELECT d.cluster_id, d.namespace, a.key, b.key, SUM(b.value::numeric) FROM d "
             f"CROSS JOIN LATERAL jsonb_each(d.{column}) a CROSS JOIN LATERAL jsonb_each_text(a.value) b "
-            "WHERE d.id IN ({inner}) GROUP BY 1, 2, 3, 4"
+            "GROUP BY 1, 2, 3, 4"
         )
         for cluster_id, namespace, outer, inner_key, count in _query(nested, rows):
             mapping = getattr(namespaces[(cluster_id, namespace)].tally, column)
@@ -188,9 +200,8 @@ def _sql_mttr(rows: QuerySet[NamespaceDay]) -> list[tuple[ScopeKey, str, Mttr]]:
     sql = (
         "SELECT d.cluster_id, d.namespace, a.key, GROUPING(d.cluster_id, d.namespace), "
         "percentile_cont(0.5) WITHIN GROUP (ORDER BY v.value::float), "
-        "percentile_cont(0.9) WITHIN GROUP (ORDER BY v.value::float), COUNT(*) FROM {table} d "
+        "percentile_cont(0.9) WITHIN GROUP (ORDER BY v.value::float), COUNT(*) FROM d "
         "CROSS JOIN LATERAL jsonb_each(d.mttr) a CROSS JOIN LATERAL jsonb_array_elements_text(a.value) v "
-        "WHERE d.id IN ({inner}) "
         "GROUP BY GROUPING SETS ((d.cluster_id, d.namespace, a.key), (d.cluster_id, a.key), (a.key))"
     )
     out = []
