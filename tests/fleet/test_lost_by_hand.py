@@ -21,13 +21,16 @@ Scheduled: each job existed from the start of the day before yesterday until now
 
 from __future__ import annotations
 
+import io
+import json
 from datetime import timedelta
 
 import pytest
+from django.core.management import CommandError, call_command
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from apps.fleet.summaries import rebuild, scheduled_refresh_recent
+from apps.fleet.summaries import scheduled_refresh_recent
 from tests.support.fleet import Fleet
 from tests.support.world import superuser_api_client
 
@@ -126,8 +129,12 @@ def test_rebuild_from_history_gives_the_same_figures(fleet: Fleet) -> None:
     client = superuser_api_client()
     scheduled_refresh_recent()
     kept = _get(client)
-    rebuild()
+    out = io.StringIO()
+    call_command("fleet_rebuild", stdout=out)
+    assert json.loads(out.getvalue())["rebuilt"]["job_days"] == 3  # llama, gpt, bert: one day each
     rebuilt = _get(client)
     for name in ("npu_hours_lost", "faults", "mttr_seconds", "recoveries"):
         assert rebuilt["total"][name] == kept["total"][name]
     assert rebuilt["top_jobs"] == kept["top_jobs"]
+    with pytest.raises(CommandError, match="YYYY-MM-DD"):
+        call_command("fleet_rebuild", "--since", "yesterday")
