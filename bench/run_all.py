@@ -41,6 +41,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "page": ([], []),
     "admission": ([], ["--seconds", "15"]),
     "advice": ([], ["--incidents", "200", "--jobs", "1000", "--iterations", "50"]),
+    "fleet": (["--jobs", "100000", "--days", "90"], ["--jobs", "2000", "--days", "30", "--iterations", "50"]),
 }
 
 
@@ -253,6 +254,17 @@ def rows(result: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
                 "median ≤ 1.2x plain list",
                 f"{_fmt((g('list_filtered_median_ms') or 0) / (g('list_median_ms') or 1), 2)}x plain list",
             ),
+        ]
+    if name == "fleet":
+        return [
+            (
+                f"fleet API over {g('days')} days, {g('jobs')} jobs, {g('incidents')} incidents (ms)",
+                _fmt(g("window_p50_ms")),
+                _fmt(g("window_p99_ms")),
+                f"p99 ≤ {_fmt(g('goal_p99_ms'), 0)} ms",
+                f"7 days {_fmt(g('week_p50_ms'))} ms; a viewer of 1/5 {_fmt(g('viewer_p50_ms'))} ms; "
+                f"bare DRF view {_fmt(g('baseline_median_ms'), 2)} ms",
+            )
         ]
     if name == "decisions":
         lat = g("confirm_to_strategy_ms") or {}

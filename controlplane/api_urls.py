@@ -73,6 +73,7 @@ urlpatterns = [
     path("", include("apps.api.decisions.urls")),
     path("", include("apps.api.admission.urls")),
     path("", include("apps.api.advice")),
+    path("", include("apps.api.fleet")),
 ]
 if settings.BENCH_ENDPOINTS:
     urlpatterns.append(path("_bench/constant/", BenchConstantApi.as_view(), name="bench-constant"))

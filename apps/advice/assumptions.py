@@ -120,7 +120,7 @@ PRIORS: Final[dict[str, Assumption]] = {
 }
 
 
-def _percentile(sorted_values: list[float], q: float) -> float:
+def percentile(sorted_values: list[float], q: float) -> float:
     """Nearest-rank percentile of an already sorted list."""
     index = min(len(sorted_values) - 1, max(0, round(q * (len(sorted_values) - 1))))
     return sorted_values[index]
@@ -143,9 +143,9 @@ def measured(name: str, samples_ms: Iterable[int], prior: Assumption, what: str)
         )
     return Assumption(
         name,
-        round(_percentile(values, 0.5), 3),
-        round(_percentile(values, 0.1), 3),
-        round(_percentile(values, 0.9), 3),
+        round(percentile(values, 0.5), 3),
+        round(percentile(values, 0.1), 3),
+        round(percentile(values, 0.9), 3),
         "measured",
         f"median (10th-90th percentile) of {len(values)} incidents of this job: {what}",
         samples=len(values),

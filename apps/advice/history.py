@@ -40,7 +40,7 @@ class History:
     samples: dict[str, list[int]] = field(default_factory=dict)
 
 
-def _fault_type(fault: dict[str, Any]) -> str:
+def fault_type(fault: dict[str, Any]) -> str:
     for kind in fault.get("types") or []:
         if kind in FAULT_TYPES:
             return str(kind)
@@ -78,7 +78,7 @@ def fault_history(incidents: Iterable[dict[str, Any]], npus_per_pod: int) -> His
         levels = [str(level) for level in fault.get("levels") or [] if level]
         strategies = [str(s) for s in row.get("strategies") or []]
         spec = FaultSpec(
-            fault_type=_fault_type(fault),
+            fault_type=fault_type(fault),
             ranks=ranks,
             level=levels[0] if levels else "",
             outcome_by_strategy=_outcomes(strategies, list(row.get("attempts") or [])),

@@ -19,6 +19,7 @@ from django.utils import timezone
 from apps.advice import assumptions as A
 from apps.advice.candidates import Candidate, valid_candidates
 from apps.advice.history import FaultClass, History, fault_history, step_durations
+from apps.advice.lost import DEFAULT_NPUS_PER_POD, job_npus, rollback_seconds
 from apps.advice.models import AdviceSummary
 from apps.advice.replay import EngineKey, Path, engine_key, replay
 from apps.decisions import whatif
@@ -42,7 +43,6 @@ _INCIDENT_FIELDS = (
     "decide_ms",
     "recover_ms",
 )
-DEFAULT_NPUS_PER_POD = 8
 
 
 # --- the policy in effect ---------------------------------------------------------------------------
@@ -131,7 +131,7 @@ class _Pricing:
         self.history = history
         self.durations = durations
         self.scale = npus / 3600 * 7 / days  # NPU-seconds over the window → NPU-hours per week
-        self.rollback_s = period / 2
+        self.rollback_s = rollback_seconds(period)
 
     def figure(self, paths: dict[FaultClass, Path]) -> _Figure:
         totals = {"value": 0.0, "low": 0.0, "high": 0.0}
@@ -248,7 +248,7 @@ def advise(
     window_start = now - timedelta(days=window.value)
     npus_per_pod = job.npus_per_pod or DEFAULT_NPUS_PER_POD
     pods = max(1, job.node_nums)
-    npus = pods * npus_per_pod
+    npus = job_npus(job.npus_per_pod, job.replicas)
     history, first_opened = _window_history(job, window_start, npus_per_pod)
     durations = step_durations(history)
     # Faults per week need an observed span: from the window start, or from when the job (or its

@@ -84,7 +84,7 @@ class AdviceSerializer(serializers.Serializer):
     history = HistorySerializer()
 
 
-def _int_param(request: Request, name: str, bounds: tuple[int, int], what: str) -> int | None:
+def int_param(request: Request, name: str, bounds: tuple[int, int], what: str) -> int | None:
     raw = request.query_params.get(name)
     if raw is None or raw == "":
         return None
@@ -113,8 +113,8 @@ def _int_param(request: Request, name: str, bounds: tuple[int, int], what: str) 
 )
 class JobAdviceApi(APIView):
     def get(self, request: Request, job_id: int) -> Response:
-        period = _int_param(request, "checkpoint_period_s", A.CHECKPOINT_PERIOD_BOUNDS, "seconds")
-        window = _int_param(request, "window_days", A.WINDOW_DAYS_BOUNDS, "days")
+        period = int_param(request, "checkpoint_period_s", A.CHECKPOINT_PERIOD_BOUNDS, "seconds")
+        window = int_param(request, "window_days", A.WINDOW_DAYS_BOUNDS, "days")
         job = job_for_request(request, job_id)
         body: dict[str, Any] = advise(job, checkpoint_period_s=period, window_days=window)
         if period is None and window is None:

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from apps.core import metrics
 from apps.events import incidents as fold
-from apps.events import kinds
+from apps.events import kinds, signals
 from apps.events.models import Incident, JobEvent, RestartBudget
 from apps.jobs.models import TrainingJob
 
@@ -46,9 +46,13 @@ def _fields(incident: Incident) -> dict[str, Any]:
 
 
 def _save(incident: Incident, state: dict[str, Any]) -> None:
+    previous_opened_at = incident.opened_at
     for name, value in state.items():
         setattr(incident, name, value)
     incident.save()
+    if incident.closed_at is not None:
+        # Store first: the fleet summary (apps.fleet) follows in this same transaction.
+        signals.incident_changed.send(Incident, incident=incident, previous_opened_at=previous_opened_at)
 
 
 def open_incident(job: TrainingJob) -> Incident | None:

@@ -11,6 +11,7 @@ app_name = "web"
 urlpatterns = [
     path("", views.jobs_overview, name="jobs"),
     path("jobs/<int:job_id>/", views.job_detail, name="job"),
+    path("fleet/", views.fleet_page, name="fleet"),
     path("decisions/", views.decisions_inbox, name="decisions"),
     path("presets/", views.presets_page, name="presets"),
     path("namespaces/", views.namespace_defaults_page, name="namespace-defaults"),

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET
 
 from apps.accounts.models import Role
 from apps.accounts.selectors import (
+    clusters_visible_to,
     has_role,
     is_admin_somewhere,
     is_editor_somewhere,
@@ -109,6 +110,14 @@ def job_detail(request: HttpRequest, job_id: int) -> HttpResponse:
         "bounds": BOUNDS,
     }
     return _page(request, "web/job.html", "jobs", data, **context)
+
+
+@login_required
+@require_GET
+def fleet_page(request: HttpRequest) -> HttpResponse:
+    """The fleet view (design §4.8): charts and tables of ``GET /api/v1/fleet/``, read by the page."""
+    clusters = list(clusters_visible_to(request.user).order_by("name").values_list("name", flat=True))
+    return _page(request, "web/fleet.html", "fleet", {"clusters": clusters})
 
 
 @login_required

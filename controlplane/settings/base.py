@@ -97,6 +97,7 @@ INSTALLED_APPS = [
     "apps.ingest",
     "apps.admission",
     "apps.advice",
+    "apps.fleet",
     "apps.web",
 ]
 
@@ -219,6 +220,8 @@ CELERY_TASK_ROUTES = {
     "decisions.expire": {"queue": CELERY_PUSH_QUEUE},
     "decisions.sweep": {"queue": CELERY_SLOW_QUEUE},
     "advice.refresh_summaries": {"queue": CELERY_SLOW_QUEUE},
+    "fleet.refresh_scheduled": {"queue": CELERY_SLOW_QUEUE},
+    "fleet.prune_history": {"queue": CELERY_SLOW_QUEUE},
     "events.sweep_webhooks": {"queue": CELERY_SLOW_QUEUE},
     "admission.recreate": {"queue": CELERY_PUSH_QUEUE},
     "admission.sweep_recreates": {"queue": CELERY_SLOW_QUEUE},
@@ -238,6 +241,9 @@ CELERY_BEAT_SCHEDULE = {
     "reconcile-drift": _every("policies.reconcile_drift", env_float("RECONCILE_INTERVAL_SECONDS", 60.0)),
     # The jobs list's "could save" column (issue #18): re-priced after new incidents.
     "refresh-advice": _every("advice.refresh_summaries", env_float("ADVICE_REFRESH_SECONDS", 60.0)),
+    # The fleet view (issue #26): NPU time scheduled today; old events, incidents and audit pruned.
+    "fleet-scheduled": _every("fleet.refresh_scheduled", env_float("FLEET_SCHEDULED_SECONDS", 300.0)),
+    "prune-history": _every("fleet.prune_history", env_float("RETENTION_PRUNE_SECONDS", 3600.0)),
     "sweep-webhooks": _every("events.sweep_webhooks", env_float("WEBHOOK_SWEEP_SECONDS", 15.0)),
     "sweep-recreates": _every("admission.sweep_recreates", env_float("RECREATE_SWEEP_SECONDS", 15.0)),
     "expire-admissions": _every("admission.expire_pending", env_float("ADMISSION_EXPIRE_SECONDS", 60.0)),
@@ -509,6 +515,15 @@ EVENTS_INGEST_DB_RETRY_MAX_SECONDS = env_float("EVENTS_INGEST_DB_RETRY_MAX_SECON
 EVENTS_INGEST_WARMUP_WINDOW_SECONDS = env_float("EVENTS_INGEST_WARMUP_WINDOW_SECONDS", 3.0, minimum=0.0)
 # ... until this long after every watch delivered its first batch.
 EVENTS_INGEST_WARMUP_SECONDS = env_float("EVENTS_INGEST_WARMUP_SECONDS", 3.0, minimum=0.0)
+# --- retention (issue #26): raw history kept this many days (92: a quarter), then pruned in batches of
+# RETENTION_BATCH_ROWS rows, one short transaction each, by the beat task above. The fleet summaries
+# (apps.fleet) are kept: the fleet view reads them, not the raw rows.
+RETENTION_EVENTS_DAYS = env_int("RETENTION_EVENTS_DAYS", 92, minimum=1)
+RETENTION_INCIDENTS_DAYS = env_int("RETENTION_INCIDENTS_DAYS", 92, minimum=1)
+RETENTION_AUDIT_DAYS = env_int("RETENTION_AUDIT_DAYS", 92, minimum=1)
+RETENTION_BATCH_ROWS = env_int("RETENTION_BATCH_ROWS", 5_000, minimum=1)
+# Batches per table per run: a run ends in bounded time; the next one continues.
+RETENTION_MAX_BATCHES = env_int("RETENTION_MAX_BATCHES", 1_000, minimum=1)
 WEBHOOK_TIMEOUT_SECONDS = env_float("WEBHOOK_TIMEOUT_SECONDS", 5.0, minimum=0.1)
 # Loopback, link-local and private webhook targets are refused unless true (events/webhook_urls.py).
 WEBHOOK_ALLOW_PRIVATE_TARGETS = env_bool("WEBHOOK_ALLOW_PRIVATE_TARGETS", default=False)

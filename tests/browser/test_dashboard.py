@@ -301,7 +301,15 @@ class DashboardBrowserTests(browser.BrowserTestCase):
                 "() => fetch(location.href).then(r => r.headers.get('content-security-policy'))"
             )
             self.assertIn("script-src 'self'", header)
-            for path in ("/", f"/jobs/{job.pk}/", "/presets/", "/tokens/", "/audit/", "/decisions/"):
+            for path in (
+                "/",
+                f"/jobs/{job.pk}/",
+                "/presets/",
+                "/tokens/",
+                "/audit/",
+                "/decisions/",
+                "/fleet/",
+            ):
                 page.goto(self.url(path))
                 page.wait_for_selector("body[data-ready=true]")
             page.goto(self.url("/"))
