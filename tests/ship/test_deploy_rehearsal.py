@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import secrets
 import subprocess
 import sys
@@ -448,6 +449,26 @@ def test_the_operator_steps_apply_with_each_kubectl(version: str, pki: Admission
         cluster.stop()
 
 
+def test_the_install_steps_name_what_the_rehearsal_runs() -> None:
+    """docs/operator-guide.md "Install on Kubernetes": every numbered step says which of the
+    rehearsal's functions, fixtures or tests does it (``(rehearsal: `name`, ...)``), and each name is
+    one here or in the rehearsal's support modules: the guide cannot drift from what is run."""
+    from tests.support import rehearsal, rehearsal_admission, rehearsal_flows
+
+    guide = (REPO / "docs" / "operator-guide.md").read_text()
+    section = guide.split("## Install on Kubernetes", 1)[1].split("\n### ", 1)[0]
+    steps = re.findall(r"^(\d+)\. \*\*", section, re.M)
+    assert steps == [str(n) for n in range(1, len(steps) + 1)] and len(steps) >= 10, steps
+    chunks = re.split(r"^\d+\. \*\*", section, flags=re.M)[1:]
+    assert [n for n, chunk in zip(steps, chunks, strict=True) if "(rehearsal:" not in chunk] == []
+    notes = re.findall(r"\(rehearsal:([^)]*)\)", section)
+    scopes = [globals(), vars(rehearsal), vars(rehearsal_admission), vars(rehearsal_flows)]
+    for name in (n for note in notes for n in re.findall(r"`([^`]+)`", note)):
+        owner, _, attribute = name.partition(".")
+        found = next((scope[owner] for scope in scopes if owner in scope), None)
+        assert found is not None and (not attribute or hasattr(found, attribute)), name
+
+
 # --- user flows through the rehearsed processes (issue #23 item 2, "then drive the user flows") ------
 MANAGED = "default"  # the overlay's managed namespace (managed-namespaces.yaml)
 
@@ -478,6 +499,11 @@ def flows(rehearsed: Rehearsed) -> Iterator[Flows]:
     name = f"rehearsed-{uuid.uuid4().hex[:6]}"
     create_job(kube, make_job(name, namespace=MANAGED))
     job = wait_for(lambda: api.job_named(MANAGED, name), 60, f"{name} adopted", interval=0.5)
+    # The operator guide's check after the first administrator: the built-in presets, by the API.
+    status, body, _ = api.call("GET", "presets/")
+    assert status == 200, body
+    listed = {p["name"] for p in (body["results"] if isinstance(body, dict) else body)}
+    assert set(BUILTIN_PRESETS) <= listed, listed
     yield Flows(api, kube, job, admin)
     kube.close()
 
