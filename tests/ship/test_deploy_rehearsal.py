@@ -582,6 +582,8 @@ def without_verb(rendered: list[Doc], role: str, resource: str, verb: str) -> Do
     for rule in doc["rules"]:
         if resource in rule["resources"] and verb in rule["verbs"]:
             rule["verbs"].remove(verb)
+            if not rule["verbs"]:  # a rule must name a verb: the rule goes
+                doc["rules"].remove(rule)
             return doc
     raise AssertionError(f"{role} grants no {verb} on {resource}")
 
@@ -681,6 +683,30 @@ def test_a_job_created_in_a_namespace_with_a_default_policy_carries_it_and_is_re
     assert revisions[0]["spec"]["platform_mode"] is True
 
 
+def decisions_of(api: Api, job_id: int) -> list[dict[str, Any]]:
+    """The job's decisions in the API, the latest first."""
+    status, body, _ = api.call("GET", "decisions/")
+    assert status == 200, body
+    return [d for d in (body["results"] if isinstance(body, dict) else body) if d["job"] == job_id]
+
+
+def wait_decision(rehearsed: Rehearsed, api: Api, job_id: int, states: set[str]) -> dict[str, Any]:
+    """The job's latest decision once it is in one of ``states``; on a timeout, what there was."""
+    try:
+        return dict(
+            wait_for(
+                lambda: next((d for d in decisions_of(api, job_id)[:1] if d["state"] in states), None),
+                90,
+                f"a {states} decision",
+                interval=0.5,
+            )
+        )
+    except AssertionError as exc:
+        raise AssertionError(
+            f"{exc}: {decisions_of(api, job_id)}\n{rehearsed.rehearsal.log('decider')}"
+        ) from None
+
+
 @pytest.mark.slow(seconds=20)
 def test_a_platform_mode_fault_is_decided_by_the_decider_pod_and_sent_to_a_webhook(
     rehearsed: Rehearsed, flows: Flows, admitted: Admitted
@@ -705,13 +731,7 @@ def test_a_platform_mode_fault_is_decided_by_the_decider_pod_and_sent_to_a_webho
         )
         rehearsed.sim.inject_fault(MANAGED, name, rank=1, fault_type="uce", recovers=True)
 
-        def decided() -> dict[str, Any] | None:
-            status, body, _ = api.call("GET", "decisions/")
-            assert status == 200, body
-            rows = body["results"] if isinstance(body, dict) else body
-            return next((d for d in rows if d["job"] == job_id and d["state"] == "completed"), None)
-
-        decision = wait_for(decided, 90, "the decider's answer, completed by ClusterD", interval=0.5)
+        decision = wait_decision(rehearsed, api, job_id, {"completed"})
         assert (decision["strategy"], decision["decided_by"]) == ("retry", "rule:0"), decision
         delivered = wait_for(lambda: receiver.received or None, 60, "the incident at the webhook", 0.5)
         headers, body = delivered[0]
@@ -722,3 +742,24 @@ def test_a_platform_mode_fault_is_decided_by_the_decider_pod_and_sent_to_a_webho
         receiver.stop()
     refused = {c: forbidden_lines(log) for c, log in all_logs(rehearsed, before).items()}
     assert {c: lines for c, lines in refused.items() if lines} == {}
+
+
+@pytest.mark.slow(seconds=15)
+def test_a_verb_removed_from_the_decider_role_fails_the_decision_flow(
+    rehearsed: Rehearsed, flows: Flows, admitted: Admitted
+) -> None:
+    """deploy/ without ``patch`` on PodGroups for the decider: its answer to ClusterD's question is
+    refused by the cluster, and the decision in the API says so (failed, the 403 as its last error)
+    instead of completing."""
+    role = "mindcluster-recovery-decider-writes"
+    kubectl_apply(rehearsed.sim, without_verb(rehearsed.rendered, role, "podgroups", "patch"))
+    try:
+        name = f"admitted-{uuid.uuid4().hex[:6]}"
+        create_job(flows.kube, make_job(name, namespace=MANAGED, strategies=None, workers=3))
+        job = wait_for(lambda: flows.api.job_named(MANAGED, name), 60, f"{name} adopted", interval=0.5)
+        rehearsed.sim.inject_fault(MANAGED, name, rank=1, fault_type="uce", recovers=True)
+        decision = wait_decision(rehearsed, flows.api, job["id"], {"failed", "completed"})
+        assert decision["state"] == "failed", decision
+        assert "403" in decision["last_error"] or "forbidden" in decision["last_error"].lower(), decision
+    finally:
+        kubectl_apply(rehearsed.sim, of_kind(rehearsed.rendered, "ClusterRole")[role])
