@@ -380,55 +380,48 @@ def test_a_fresh_install_comes_up_ready_with_the_builtin_presets(rehearsed: Rehe
     print({name: f"{r.seconds:.1f}s of {r.budget:.0f}s" for name, r in sorted(results.items())})
 
 
-@pytest.mark.slow(seconds=8)
-def test_a_wrong_probe_path_fails_the_rehearsal(rehearsed: Rehearsed) -> None:
-    web = copy.deepcopy(rehearsed.found["web"])
-    container = web["spec"]["template"]["spec"]["containers"][0]
-    container["readinessProbe"]["httpGet"]["path"] = "/ready"  # a typo a reviewer could miss
-    container["readinessProbe"]["periodSeconds"] = 1  # fail fast: the threshold still counts
-    web["spec"]["template"]["spec"]["initContainers"] = []  # migrated already
-    try:
-        results = rehearsed.rehearsal.bring_up({"web-typo": web})
-    finally:
-        rehearsed.rehearsal.remove("web-typo")
-    assert not results["web-typo"].ready
-    answers = results["web-typo"].answers
-    assert any(answer.startswith("HTTP 400") or answer.startswith("HTTP 404") for answer in answers)
-
-
 def admission_endpoints(rehearsed: Rehearsed) -> Any:
     """The webhook Service's Endpoints: where the built-in cluster sends the reviews."""
     found = rehearsed.rehearsal.kube.core.read_namespaced_endpoints("recovery-admission", NAMESPACE)
     return found.to_dict()["subsets"]
 
 
-@pytest.mark.slow(seconds=10)
-@pytest.mark.parametrize("breakage", ["readiness probe path", "serving Secret name"])
-def test_a_broken_admission_pod_is_never_ready_nor_sent_requests(rehearsed: Rehearsed, breakage: str) -> None:
-    """A readiness path the probe port does not answer, or a serving Secret nothing issues (a rename in
-    deployment.yaml without certificate.yaml): the pod is not Ready, so not in the Service's Endpoints."""
-    doc = copy.deepcopy(rehearsed.found["admission"])
+def broken(rehearsed: Rehearsed, component: str, readiness_path: str = "", tls_secret: str = "") -> Doc:
+    """``component``'s Deployment with a readiness path or a serving Secret of its own (migrated already,
+    so no initContainers; the probe every second, so the threshold fails fast)."""
+    doc = copy.deepcopy(rehearsed.found[component])
     spec = doc["spec"]["template"]["spec"]
-    spec["initContainers"] = []  # migrated already
+    spec["initContainers"] = []
     probe = spec["containers"][0]["readinessProbe"]
-    if breakage == "readiness probe path":
-        probe["httpGet"]["path"], probe["periodSeconds"] = "/ready", 1  # fail fast: the threshold counts
-    else:
-        next(v for v in spec["volumes"] if v["name"] == "tls")["secret"]["secretName"] = (
-            "recovery-admission-cert"
-        )
+    if readiness_path:
+        probe["httpGet"]["path"], probe["periodSeconds"] = readiness_path, 1
+    if tls_secret:
+        next(v for v in spec["volumes"] if v["name"] == "tls")["secret"]["secretName"] = tls_secret
+    return doc
+
+
+@pytest.mark.slow(seconds=12)
+def test_a_wrong_probe_path_or_an_unissued_secret_fails_the_rehearsal(rehearsed: Rehearsed) -> None:
+    """Typos a reviewer could miss: a readiness path the web or the webhook's probe port does not
+    answer, a serving Secret nothing issues (renamed in deployment.yaml, not in certificate.yaml). None
+    of these pods becomes Ready, so none is in a Service's Endpoints: the webhook gets no calls."""
+    pods = {
+        "web-typo": broken(rehearsed, "web", readiness_path="/ready"),
+        "admission-typo": broken(rehearsed, "admission", readiness_path="/ready"),
+        "admission-unissued": broken(rehearsed, "admission", tls_secret="recovery-admission-cert"),
+    }
     before = admission_endpoints(rehearsed)
     try:
-        result = rehearsed.rehearsal.bring_up({"admission-broken": doc})["admission-broken"]
+        results = rehearsed.rehearsal.bring_up(pods)  # at once: the three fail in parallel
     finally:
-        rehearsed.rehearsal.remove("admission-broken")
-    assert not result.ready
-    if breakage == "readiness probe path":
-        assert any(answer.startswith("HTTP 404") for answer in result.answers), result.answers
-    else:
-        assert result.answers == [
-            'MountVolume.SetUp failed for volume "tls" : secret "recovery-admission-cert" not found'
-        ]
+        for component in pods:
+            rehearsed.rehearsal.remove(component)
+    assert [name for name, result in results.items() if result.ready] == []
+    assert any(a.startswith(("HTTP 400", "HTTP 404")) for a in results["web-typo"].answers)
+    assert any(a.startswith("HTTP 404") for a in results["admission-typo"].answers)
+    assert results["admission-unissued"].answers == [
+        'MountVolume.SetUp failed for volume "tls" : secret "recovery-admission-cert" not found'
+    ]
     assert admission_endpoints(rehearsed) == before
 
 
@@ -707,7 +700,7 @@ def wait_decision(rehearsed: Rehearsed, api: Api, job_id: int, states: set[str])
         ) from None
 
 
-@pytest.mark.slow(seconds=20)
+@pytest.mark.slow(seconds=30)  # carries the admitted job's setup: 10-27 s on a loaded machine, then ~15 s
 def test_a_platform_mode_fault_is_decided_by_the_decider_pod_and_sent_to_a_webhook(
     rehearsed: Rehearsed, flows: Flows, admitted: Admitted
 ) -> None:
@@ -744,7 +737,7 @@ def test_a_platform_mode_fault_is_decided_by_the_decider_pod_and_sent_to_a_webho
     assert {c: lines for c, lines in refused.items() if lines} == {}
 
 
-@pytest.mark.slow(seconds=15)
+@pytest.mark.slow(seconds=8)
 def test_a_verb_removed_from_the_decider_role_fails_the_decision_flow(
     rehearsed: Rehearsed, flows: Flows, admitted: Admitted
 ) -> None:
