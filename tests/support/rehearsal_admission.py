@@ -19,7 +19,6 @@ real cluster, done by the rehearsal, and nothing else.
 
 from __future__ import annotations
 
-import base64
 import json
 import subprocess
 from collections.abc import Callable
@@ -91,8 +90,10 @@ def issue_certificates(run: Run, rendered: list[Doc], pki: AdmissionPki) -> list
     return names
 
 
-def inject_ca_bundle(run: Run, rendered: list[Doc]) -> str:
-    """cainjector's work: the named Certificate's ``ca.crt`` into every webhook's caBundle. Returns it."""
+def inject_ca_bundle(run: Run, rendered: list[Doc]) -> None:
+    """cainjector's work: the ``ca.crt`` of the Certificate each configuration names, as every one of
+    its webhooks' caBundle (without it the API server cannot verify the webhook: under
+    ``failurePolicy: Ignore`` every job is then created without its policy)."""
     for name, config in of_kind(rendered, "MutatingWebhookConfiguration").items():
         namespace, certificate = config["metadata"]["annotations"][INJECT_CA_FROM].split("/")
         secret = of_kind(rendered, "Certificate")[certificate]["spec"]["secretName"]
@@ -104,7 +105,6 @@ def inject_ca_bundle(run: Run, rendered: list[Doc]) -> str:
         ]
         patched = run("patch", "mutatingwebhookconfiguration", name, "--type=json", "-p", json.dumps(ops))
         assert patched.returncode == 0, patched.stderr
-    return base64.b64decode(got.stdout).decode()
 
 
 def endpoints_for(services: list[Doc], pod: Pod) -> list[Doc]:
