@@ -49,6 +49,7 @@ class SimCluster:
         control_port: int | None = None,
         seed: int | None = None,
         spare_resources: bool = True,
+        admission_config: str | Path | None = None,
     ) -> None:
         if random_fault_rate_per_min < 0:
             raise ValueError("random_fault_rate_per_min must be >= 0")
@@ -63,6 +64,8 @@ class SimCluster:
         self.control_port = control_port
         self.seed = seed
         self.spare_resources = spare_resources
+        # The API server's AdmissionConfiguration (the client certificate it shows webhooks).
+        self.admission_config = str(admission_config) if admission_config else None
         self._kubeconfig_arg = Path(kubeconfig_path) if kubeconfig_path else None
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
         self._stop = threading.Event()
@@ -83,7 +86,9 @@ class SimCluster:
     # --- lifecycle ----------------------------------------------------------------------------------
     def start(self) -> SimCluster:
         """Start everything; returns self so ``SimCluster(...).start()`` reads naturally."""
-        self.emulator = KubeApiEmulator(host=self.host, port=self.api_port)
+        self.emulator = KubeApiEmulator(
+            host=self.host, port=self.api_port, admission_config=self.admission_config
+        )
         self.emulator.start()
         self.api_url = self.emulator.url
         if self._kubeconfig_arg is None:

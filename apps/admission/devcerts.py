@@ -124,14 +124,15 @@ def make_dev_certificates(
     )
 
 
-def write_admission_config(directory: Path, client: Issued) -> Path:
+def write_admission_config(directory: Path, client: Issued, host: str = "*") -> Path:
     """The API server's ``AdmissionConfiguration`` and the kubeconfig it names, presenting ``client``
-    to every webhook (user ``*``); what ``SIMCLUSTER_ADMISSION_CONFIG`` points the built-in cluster at
+    to the webhooks at ``host`` (a kubeconfig user name: ``*`` every webhook, or a service's
+    ``name.namespace.svc``); what ``SIMCLUSTER_ADMISSION_CONFIG`` points the built-in cluster at
     (``deploy/admission/README.md`` shows the same two files for a real API server)."""
     kubeconfig = directory / "admission-kubeconfig.yaml"
     user = {"client-certificate": str(client.cert.resolve()), "client-key": str(client.key.resolve())}
     kubeconfig.write_text(
-        yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "users": [{"name": "*", "user": user}]})
+        yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "users": [{"name": host, "user": user}]})
     )
     config = directory / "admission-config.yaml"
     plugin = {

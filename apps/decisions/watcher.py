@@ -142,11 +142,23 @@ class PodGroupWatcher(WatchHandler):
         self.stopped.set()
 
 
-def run_decision_watchers(stop: threading.Event, *, shard: int = 0, shards: int = 1) -> None:
-    watchers = [PodGroupWatcher(cluster, shard=shard, shards=shards) for cluster in Cluster.objects.all()]
-    threads = [threading.Thread(target=w.run, daemon=True, name=f"decide-{w.cluster.name}") for w in watchers]
-    for thread in threads:
-        thread.start()
-    stop.wait()
-    for watcher in watchers:
+CLUSTER_RESCAN_SECONDS = 10.0
+
+
+def run_decision_watchers(
+    stop: threading.Event, *, shard: int = 0, shards: int = 1, rescan_seconds: float = CLUSTER_RESCAN_SECONDS
+) -> None:
+    """A PodGroup watcher per cluster until ``stop``; a cluster that appears later (the default one
+    registered by another process a moment after this one started, as in a fresh install, or one
+    added in the admin) is watched within ``rescan_seconds``: listing the clusters once at start
+    left such a cluster's questions unanswered until ClusterD gave up (the deploy rehearsal found it)."""
+    watchers: dict[int, PodGroupWatcher] = {}
+    while True:
+        for cluster in Cluster.objects.exclude(pk__in=list(watchers)):
+            watcher = watchers[cluster.pk] = PodGroupWatcher(cluster, shard=shard, shards=shards)
+            threading.Thread(target=watcher.run, daemon=True, name=f"decide-{cluster.name}").start()
+        close_old_connections()
+        if stop.wait(rescan_seconds):
+            break
+    for watcher in watchers.values():
         watcher.stop()

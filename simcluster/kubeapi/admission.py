@@ -26,11 +26,19 @@ The client certificate the API server presents to a webhook comes from its ``Adm
 plugin, whose ``users`` are matched by the webhook's ``host:port`` (exact, then ``*.domain``, then
 without ``:443``, then ``*``), as ``staging/src/k8s.io/apiserver/pkg/util/webhook/authentication.go``
 (``defaultAuthenticationInfoResolver.clientConfig``) does. Here the file is named by the
+``SimCluster(admission_config=...)`` (the apiserver's flag, per cluster) or else the
 ``SIMCLUSTER_ADMISSION_CONFIG`` environment variable (the same file format).
 
-Two liberties, both so a local run needs no DNS: ``clientConfig.url`` may be ``http://`` when its
-host is a loopback address (a real apiserver refuses any ``http`` URL), and a
-``clientConfig.service`` cannot be resolved here, so calling one counts as a failed call.
+A ``clientConfig.service`` is called as kube-apiserver calls it (``staging/src/k8s.io/apiserver/pkg/
+util/webhook/client.go``, ``HookClient``): TLS server name and client-certificate host
+``<name>.<namespace>.svc`` (port defaults to 443), the connection dialled to an address the service
+resolver picks. The resolver is the endpoints one (kube-apiserver with ``--enable-aggregator-routing``;
+``staging/src/k8s.io/apiserver/pkg/util/proxy/proxy.go``, ``ResolveEndpoint``): the Service's port
+with that number, then a ready address of its ``Endpoints`` object on the port of the same name; no
+Service, no such port or no address is a failed call. Nothing here writes Endpoints: whoever runs the
+pods plays the endpoints controller (the deploy rehearsal adds a pod once it is Ready). One liberty, so
+a local run needs no DNS: ``clientConfig.url`` may be ``http://`` when its host is a loopback address
+(a real apiserver refuses any ``http`` URL).
 Not emulated: ``reinvocationPolicy``, ``matchPolicy: Equivalent`` conversions, match conditions,
 and admission on UPDATE/DELETE or on the server-side-apply create path.
 """
@@ -42,6 +50,7 @@ import ipaddress
 import json
 import logging
 import os
+import random
 import ssl
 import tempfile
 import uuid
@@ -54,7 +63,7 @@ import yaml
 
 from .errors import ApiError
 from .patch import PatchDecodeError, PatchError, json_patch
-from .resources import MUTATING_WEBHOOK_CONFIGURATIONS, NAMESPACES, ResourceType
+from .resources import ENDPOINTS, MUTATING_WEBHOOK_CONFIGURATIONS, NAMESPACES, SERVICES, ResourceType
 from .store import Store, dumps
 
 log = logging.getLogger(__name__)
@@ -144,9 +153,13 @@ ADMISSION_CONFIG_ENV = "SIMCLUSTER_ADMISSION_CONFIG"
 _SIDE_EFFECTS_SAFE_FOR_DRY_RUN = ("None", "NoneOnDryRun")
 
 
-def _admission_kubeconfig() -> tuple[Path, dict[str, Any]] | None:
+def admission_config_path(configured: str | None) -> str:
+    """The cluster's own AdmissionConfiguration file, else the one the environment names ("" = none)."""
+    return configured or os.environ.get(ADMISSION_CONFIG_ENV, "")
+
+
+def _admission_kubeconfig(config_path: str) -> tuple[Path, dict[str, Any]] | None:
     """The ``MutatingAdmissionWebhook`` plugin's kubeconfig named by the AdmissionConfiguration file."""
-    config_path = os.environ.get(ADMISSION_CONFIG_ENV)
     if not config_path:
         return None
     try:
@@ -198,25 +211,23 @@ def _load_client_certificate(context: ssl.SSLContext, base: Path, user: dict[str
 _contexts: dict[tuple[str, str, str, int], ssl.SSLContext] = {}
 
 
-def _client_context(url: str, ca: str | None) -> ssl.SSLContext:
-    """:func:`_new_client_context`, kept per host, caBundle and admission configuration version (a
-    context per call would re-read the files and keys on every CREATE)."""
-    parts = urlsplit(url)
-    config_path = os.environ.get(ADMISSION_CONFIG_ENV, "")
+def _client_context(target: str, ca: str | None, config_path: str) -> ssl.SSLContext:
+    """:func:`_new_client_context`, kept per ``host:port``, caBundle and admission configuration version
+    (a context per call would re-read the files and keys on every CREATE)."""
     try:
         version = os.stat(config_path).st_mtime_ns if config_path else 0
     except OSError:
         version = -1
-    key = (f"{parts.hostname}:{parts.port or 443}", ca or "", config_path, version)
+    key = (target, ca or "", config_path, version)
     context = _contexts.get(key)
     if context is None:
-        context = _contexts[key] = _new_client_context(url, ca)
+        context = _contexts[key] = _new_client_context(target, ca, config_path)
     return context
 
 
-def _new_client_context(url: str, ca: str | None) -> ssl.SSLContext:
+def _new_client_context(target: str, ca: str | None, config_path: str) -> ssl.SSLContext:
     """The TLS context for an https webhook: its caBundle (or the system store) and the client
-    certificate the admission configuration names for its host."""
+    certificate the admission configuration names for ``target`` (``host:port``)."""
     try:
         context = (
             ssl.create_default_context(cadata=base64.b64decode(ca).decode())
@@ -225,12 +236,10 @@ def _new_client_context(url: str, ca: str | None) -> ssl.SSLContext:
         )
     except (ValueError, ssl.SSLError) as exc:
         raise CallFailed(f"invalid caBundle: {exc}") from None
-    found = _admission_kubeconfig()
+    found = _admission_kubeconfig(config_path)
     if found is None:
         return context
     kubeconfig_file, kubeconfig = found
-    parts = urlsplit(url)
-    target = f"{parts.hostname}:{parts.port or 443}"
     users = {
         str(u.get("name")): (u.get("user") or {})
         for u in kubeconfig.get("users") or []
@@ -245,25 +254,67 @@ def _new_client_context(url: str, ca: str | None) -> ssl.SSLContext:
     return context
 
 
-def _endpoint(hook: dict[str, Any]) -> tuple[str, ssl.SSLContext | bool]:
+class Endpoint:
+    """Where one call goes: the URL dialled, the TLS context (False: plain http on loopback), and for a
+    service the name its certificate must carry and the ``Host`` header (client.go's ``cfg.Host`` is
+    the service's ``name.namespace.svc:port``, whatever address the dialer resolved)."""
+
+    def __init__(self, url: str, tls: ssl.SSLContext | bool, server_name: str | None = None) -> None:
+        self.url, self.tls, self.server_name = url, tls, server_name
+        self.host: str | None = None
+
+
+def _resolve_service(store: Store, ref: dict[str, Any], port: int) -> str:
+    """proxy.go ``ResolveEndpoints``: the Service's port numbered ``port``, then one ready address of
+    its Endpoints on the port of the same name; ``ip:port``."""
+    namespace, name = str(ref.get("namespace") or ""), str(ref.get("name") or "")
+    service = store.get(SERVICES, namespace, name)
+    if service is None:
+        raise CallFailed(f'service "{name}" not found')
+    spec = service.obj.get("spec") or {}
+    service_port = next((p for p in spec.get("ports") or [] if p.get("port") == port), None)
+    if service_port is None:
+        raise CallFailed(f'no service port {port} found for service "{name}"')
+    if spec.get("type", "ClusterIP") not in ("ClusterIP", "LoadBalancer", "NodePort"):
+        raise CallFailed(f'unsupported service type "{spec.get("type")}"')
+    endpoints = store.get(ENDPOINTS, namespace, name)
+    found = [
+        f"{address['ip']}:{endpoint_port['port']}"
+        for subset in ((endpoints.obj.get("subsets") if endpoints else None) or [])
+        for endpoint_port in subset.get("ports") or []
+        if endpoint_port.get("name", "") == service_port.get("name", "")
+        for address in subset.get("addresses") or []
+    ]
+    if not found:
+        raise CallFailed(f'no endpoints available for service "{name}"')
+    return random.choice(found)  # load spreading, as rand.Intn in proxy.go
+
+
+def _endpoint(store: Store, hook: dict[str, Any], config_path: str) -> Endpoint:
     config = hook.get("clientConfig") or {}
     url = config.get("url")
     if not url:
-        if config.get("service"):
-            svc = config["service"]
-            raise CallFailed(
-                f"service {svc.get('namespace')}/{svc.get('name')} cannot be resolved by the built-in "
-                "cluster; use clientConfig.url"
-            )
-        raise CallFailed("clientConfig has neither url nor service")
+        ref = config.get("service")
+        if not ref:
+            raise CallFailed("clientConfig has neither url nor service")
+        # client.go HookClient: the service's DNS name for TLS and the client certificate, the
+        # resolver's address for the connection.
+        port = int(ref.get("port") or 443)
+        server_name = f"{ref.get('name')}.{ref.get('namespace')}.svc"
+        address = _resolve_service(store, ref, port)
+        tls = _client_context(f"{server_name}:{port}", config.get("caBundle"), config_path)
+        endpoint = Endpoint(f"https://{address}{ref.get('path') or ''}", tls, server_name)
+        endpoint.host = f"{server_name}:{port}"
+        return endpoint
     parts = urlsplit(url)
     if parts.scheme == "http":
         if not _is_loopback(parts.hostname):
             raise CallFailed(f"http:// is accepted only on loopback addresses, not {parts.hostname!r}")
-        return url, False
+        return Endpoint(url, False)
     if parts.scheme != "https":
         raise CallFailed(f"unsupported URL scheme {parts.scheme!r}")
-    return url, _client_context(url, config.get("caBundle"))
+    target = f"{parts.hostname}:{parts.port or 443}"
+    return Endpoint(url, _client_context(target, config.get("caBundle"), config_path))
 
 
 def build_review(rt: ResourceType, ns: str, obj: dict[str, Any], dry_run: bool) -> dict[str, Any]:
@@ -290,16 +341,21 @@ def build_review(rt: ResourceType, ns: str, obj: dict[str, Any], dry_run: bool) 
 
 
 async def _post(
-    session: aiohttp.ClientSession, hook: dict[str, Any], review: dict[str, Any]
+    session: aiohttp.ClientSession, endpoint: Endpoint, hook: dict[str, Any], review: dict[str, Any]
 ) -> dict[str, Any]:
-    url, tls = _endpoint(hook)
+    url = endpoint.url
     timeout = hook.get("timeoutSeconds") or DEFAULT_TIMEOUT_SECONDS
     try:
         async with session.post(
             url,
             data=dumps(review),
-            headers={"Content-Type": "application/json", "Accept": "application/json"},
-            ssl=tls,
+            headers={
+                "Content-Type": "application/json",
+                "Accept": "application/json",
+                **({"Host": endpoint.host} if endpoint.host else {}),
+            },
+            ssl=endpoint.tls,
+            server_hostname=endpoint.server_name,
             timeout=aiohttp.ClientTimeout(total=float(timeout)),
         ) as resp:
             body = await resp.read()
@@ -351,8 +407,16 @@ def _denied(name: str, response: dict[str, Any]) -> ApiError:
     )
 
 
-async def admit_create(store: Store, rt: ResourceType, namespace: str, raw: bytes, dry_run: bool) -> bytes:
+async def admit_create(
+    store: Store,
+    rt: ResourceType,
+    namespace: str,
+    raw: bytes,
+    dry_run: bool,
+    admission_config: str | None = None,
+) -> bytes:
     """Run the matching mutating webhooks on a CREATE body; returns the (possibly patched) body.
+    ``admission_config``: the cluster's AdmissionConfiguration file (else the environment's).
 
     A body that is not a JSON object is returned untouched: the create path reports it, as the
     apiserver rejects undecodable input before admission runs.
@@ -376,6 +440,7 @@ async def admit_create(store: Store, rt: ResourceType, namespace: str, raw: byte
     matching = [h for h in hooks if _webhook_applies(store, h, rt, namespace, obj)]
     if not matching:
         return raw
+    config_path = admission_config_path(admission_config)
     async with aiohttp.ClientSession() as session:
         for hook in matching:
             name = str(hook.get("name", ""))
@@ -384,7 +449,8 @@ async def admit_create(store: Store, rt: ResourceType, namespace: str, raw: byte
                     400, f'admission webhook "{name}" does not support dry run', reason="BadRequest"
                 )
             try:
-                response = await _post(session, hook, build_review(rt, namespace, obj, dry_run))
+                endpoint = _endpoint(store, hook, config_path)
+                response = await _post(session, endpoint, hook, build_review(rt, namespace, obj, dry_run))
                 if not response.get("allowed"):
                     raise _denied(name, response)
                 obj = _apply(obj, response)

@@ -41,6 +41,7 @@ _MODEL_ROOTS = {
     "SelfSubjectReview": "V1SelfSubjectReview",
     "Secret": "V1Secret",
     "Service": "V1Service",
+    "Endpoints": "V1Endpoints",
     "Deployment": "V1Deployment",
     "StatefulSet": "V1StatefulSet",
     "Job": "V1Job",

@@ -204,6 +204,9 @@ CLUSTERROLEBINDINGS = ResourceType(
 _WORKLOAD: dict[str, Any] = {"has_status": True, "has_generation": True}
 SECRETS = ResourceType("", "v1", "secrets", "secret", "Secret", extra_fields=frozenset({"type"}))
 SERVICES = ResourceType("", "v1", "services", "service", "Service", short_names=("svc",), has_status=True)
+# A Service's ready addresses, written by whoever plays the endpoints controller (the deploy rehearsal,
+# for the pods it runs); admission.py resolves a webhook's clientConfig.service through them.
+ENDPOINTS = ResourceType("", "v1", "endpoints", "endpoints", "Endpoints", short_names=("ep",))
 DEPLOYMENTS = ResourceType(
     "apps", "v1", "deployments", "deployment", "Deployment", short_names=("deploy",), **_WORKLOAD
 )
@@ -284,6 +287,7 @@ ALL: tuple[ResourceType, ...] = (
     CLUSTERROLEBINDINGS,
     SECRETS,
     SERVICES,
+    ENDPOINTS,
     DEPLOYMENTS,
     STATEFULSETS,
     JOBS,

@@ -430,9 +430,13 @@ class ApiServer:
         faults: FaultInjector,
         bookmark_interval: float = 0.25,
         watch_queue_limit: int = 10_000,
+        admission_config: str | None = None,
     ) -> None:
         self.store = store
         self.faults = faults
+        # The AdmissionConfiguration file (kube-apiserver's --admission-control-config-file); None:
+        # the SIMCLUSTER_ADMISSION_CONFIG environment variable's, read per call (admission.py).
+        self.admission_config = admission_config
         self.bookmark_interval = bookmark_interval
         self.watch_queue_limit = watch_queue_limit
         self._manager = "unknown"
@@ -602,7 +606,12 @@ class ApiServer:
                 raise errors.method_not_allowed()
             if method == "POST":
                 raw = await admission.admit_create(
-                    self.store, t.rt, t.namespace, await read_body(request, t.rt), bool(query.get("dryRun"))
+                    self.store,
+                    t.rt,
+                    t.namespace,
+                    await read_body(request, t.rt),
+                    bool(query.get("dryRun")),
+                    self.admission_config,
                 )
                 return self.create(t, raw, query)
             if method == "DELETE":
@@ -1185,6 +1194,7 @@ class KubeApiEmulator:
         history_limit: int = 10_000,
         bookmark_interval: float = 0.25,
         watch_queue_limit: int = 10_000,
+        admission_config: str | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -1192,7 +1202,9 @@ class KubeApiEmulator:
         self.tls = serving_certificate(host)
         self.faults = FaultInjector()
         self.store = Store(history_limit)
-        self.api = ApiServer(self.store, self.faults, bookmark_interval, watch_queue_limit)
+        self.api = ApiServer(
+            self.store, self.faults, bookmark_interval, watch_queue_limit, admission_config=admission_config
+        )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._runner: web.AppRunner | None = None

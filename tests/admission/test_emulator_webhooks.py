@@ -8,33 +8,38 @@ from __future__ import annotations
 
 import base64
 import json
+import ssl
 import threading
 import time
 import uuid
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
+from apps.admission.devcerts import make_dev_certificates, write_admission_config
 from simcluster.kubeapi import KubeApiEmulator
 
 
 class Hook:
     """A webhook server whose behaviour each test sets: patch, deny, sleep, or garbage."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.mode = "patch"
         self.delay = 0.0
         self.reviews: list[dict[str, Any]] = []
+        self.hosts: list[str] = []  # the Host header of each call
         hook = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 hook.reviews.append(review)
+                hook.hosts.append(self.headers["Host"])
                 time.sleep(hook.delay)
                 uid = review["request"]["uid"]
                 response: dict[str, Any] = {"uid": uid, "allowed": hook.mode != "deny"}
@@ -59,7 +64,10 @@ class Hook:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/mutate"
+        if tls is not None:
+            self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
+        self.port = self.server.server_address[1]
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}/mutate"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def stop(self) -> None:
@@ -278,3 +286,45 @@ def test_the_client_certificate_is_chosen_by_host_as_the_apiserver_does() -> Non
     assert _auth_info_for(users, "y.other.svc:443") == {"id": "star-no-port"}
     assert _auth_info_for(users, "y.other.svc:8443") == {"id": "default"}
     assert _auth_info_for({}, "a:443") is None
+
+
+def test_a_service_is_called_at_its_endpoints_with_its_dns_name_for_tls_host_and_client_cert(
+    tmp_path: Path,
+) -> None:
+    """client.go ``HookClient``: TLS server name, Host and the AdmissionConfiguration user are the
+    service's ``name.namespace.svc``; the connection goes to a ready address of its Endpoints on the
+    port named like the Service's (proxy.go ``ResolveEndpoints``). No Endpoints: a failed call."""
+    host = "hook.hooks.svc"
+    certs = make_dev_certificates(tmp_path, hosts=(host,))
+    admission_config = write_admission_config(tmp_path, certs.client, host=host)  # only this host's user
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(str(certs.server.cert), str(certs.server.key))
+    tls.load_verify_locations(str(certs.client_ca.cert))
+    tls.verify_mode = ssl.CERT_REQUIRED  # as serve_admission: the API server's certificate only
+    hook = Hook(tls)
+    emulator = KubeApiEmulator(host="127.0.0.1", port=0, admission_config=str(admission_config)).start()
+    api = config_client(emulator, tmp_path)
+    core = client.CoreV1Api(api)
+    try:
+        core.create_namespace({"metadata": {"name": "hooks"}})
+        service = {"ports": [{"name": "https", "port": 443, "targetPort": 8443}], "selector": {"app": "hook"}}
+        core.create_namespaced_service("hooks", {"metadata": {"name": "hook"}, "spec": service})
+        ref = {"namespace": "hooks", "name": "hook", "path": "/mutate"}
+        bundle = base64.b64encode(certs.server_ca.cert.read_bytes()).decode()
+        _register(api, "", clientConfig={"service": ref, "caBundle": bundle}, failurePolicy="Fail")
+        ns = _namespace(api, managed=True)
+        with pytest.raises(ApiException) as err:
+            _cm(api, ns)
+        assert err.value.status == 500 and "no endpoints available for service" in err.value.body
+        subset = {"addresses": [{"ip": "127.0.0.1"}], "ports": [{"name": "https", "port": hook.port}]}
+        core.create_namespaced_endpoints("hooks", {"metadata": {"name": "hook"}, "subsets": [subset]})
+        assert _cm(api, ns)["mutated/by"] == "hook"
+        assert hook.hosts == [f"{host}:443"]
+    finally:
+        hook.stop()
+        api.close()
+        emulator.stop()
+
+
+def config_client(emulator: KubeApiEmulator, directory: Path) -> client.ApiClient:
+    return config.new_client_from_config(config_file=str(emulator.write_kubeconfig(directory / "kubeconfig")))

@@ -7,8 +7,12 @@ from the cluster), then the container's ``env``. What a laptop cannot give each 
 maps, and nothing else:
 
 - the pod's own filesystem: ``/tmp`` (an emptyDir) becomes a directory per pod, the image's
-  ``/app/var`` one per rehearsal (static files collected into it as the image build does);
-- the pod's own network: a ``containerPort`` becomes a free local port (the command's ``--port``);
+  ``/app/var`` one per rehearsal (static files collected into it as the image build does); every other
+  ``volumeMount`` a directory of the pod's: a ``secret`` volume holds the Secret's keys as files
+  (``items`` pick and rename them, as the kubelet projects them), read back from the cluster; a Secret
+  that is not there leaves the pod unstarted, as the kubelet's ``MountVolume.SetUp failed`` does;
+- the pod's own network: a ``containerPort`` becomes a free local port (the command's ``--port`` and
+  ``--probe-port``);
 - the datastores (``DATABASE_URL``, ``REDIS_URL``) and ClusterD (``CLUSTERD_ADDRESS``) point at the
   test's; a pod that mounts its ServiceAccount token gets, instead of the mounted token, ``KUBECONFIG``
   with a token of that same ServiceAccount (``KUBE_IN_CLUSTER`` stays: the product then uses the
@@ -82,6 +86,8 @@ class Pod:
     image_var: Path  # the image's /app/var (static files collected at build)
     env: dict[str, str] = field(default_factory=dict)
     ports: dict[str, int] = field(default_factory=dict)  # container port name or number -> local port
+    mounts: dict[str, Path] = field(default_factory=dict)  # container mountPath -> this pod's directory
+    unmountable: str = ""  # why the kubelet could not mount a volume (the pod never starts)
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -98,6 +104,9 @@ class Pod:
 
 def localize(value: str, pod: Pod, image_var: Path) -> str:
     """A path in the container's filesystem, as this pod's directory on this machine."""
+    for mount_path in sorted(pod.mounts, key=len, reverse=True):
+        if value == mount_path or value.startswith(mount_path + "/"):
+            return str(pod.mounts[mount_path]) + value[len(mount_path) :]
     if value == "/tmp" or value.startswith("/tmp/"):
         return str(pod.tmp) + value[len("/tmp") :]
     if value == "/app/var" or value.startswith("/app/var/"):
@@ -143,19 +152,49 @@ def pod_env(pod: Pod, container: Doc, sources: Sources) -> dict[str, str]:
     return env
 
 
+PORT_FLAGS = ("--port", "--probe-port")  # the listening ports of our commands (uvicorn, serve_admission)
+
+
 def local_command(command: list[str], pod: Pod, image_var: Path) -> list[str]:
-    """The container's command with its paths and listening port made this pod's."""
+    """The container's command with its paths and listening ports made this pod's."""
     out = [localize(arg, pod, image_var) for arg in command]
     for i, arg in enumerate(out[:-1]):
-        if arg == "--port":
+        if arg in PORT_FLAGS:
             out[i + 1] = str(pod.ports[out[i + 1]])
     return out
+
+
+def mount_volumes(pod: Pod, container: Doc, secrets: dict[str, dict[str, str]]) -> None:
+    """The container's ``volumeMounts`` as directories of this pod (``/tmp`` is ``pod.tmp``); sets
+    ``pod.unmountable`` for a Secret (or key) that is not there, in the kubelet's words."""
+    volumes = {volume["name"]: volume for volume in pod_spec(pod.doc).get("volumes", [])}
+    for mount in container.get("volumeMounts", []):
+        volume, path = volumes[mount["name"]], mount["mountPath"]
+        if path == "/tmp":
+            continue
+        target = pod.root / "volumes" / mount["name"]
+        target.mkdir(parents=True, exist_ok=True)
+        pod.mounts[path] = target
+        if "secret" not in volume:
+            continue  # an emptyDir: the empty directory is all of it
+        name = volume["secret"]["secretName"]
+        failed = f'MountVolume.SetUp failed for volume "{mount["name"]}" : '
+        if name not in secrets:
+            pod.unmountable = failed + f'secret "{name}" not found'
+            return
+        data = secrets[name]
+        for item in volume["secret"].get("items") or [{"key": key, "path": key} for key in data]:
+            if item["key"] not in data:
+                pod.unmountable = failed + f"references non-existent secret key: {item['key']}"
+                return
+            (target / item["path"]).write_text(data[item["key"]])
 
 
 def prepare(component: str, doc: Doc, root: Path, pod_ip: str, sources: Sources) -> Pod:
     pod = Pod(component, doc, root / component, pod_ip, sources.image_var)
     pod.tmp.mkdir(parents=True, exist_ok=True)
     container = main_container(doc)
+    mount_volumes(pod, container, sources.secrets)
     for port in container.get("ports", []):
         local = free_port()
         pod.ports[str(port["containerPort"])] = local
@@ -190,15 +229,19 @@ def start(pod: Pod, image_var: Path) -> None:
     )
 
 
-def stop(pod: Pod) -> None:
-    if pod.proc is None or pod.proc.poll() is not None:
-        return
-    os.killpg(pod.proc.pid, signal.SIGTERM)  # the kubelet's SIGTERM, to the pod's processes
-    try:
-        pod.proc.wait(15)
-    except subprocess.TimeoutExpired:
-        os.killpg(pod.proc.pid, signal.SIGKILL)
-        pod.proc.wait(5)
+def stop(*pods: Pod, grace: float = 15) -> None:
+    """The kubelet's SIGTERM to every pod's processes at once, SIGKILL to those still running after
+    ``grace`` seconds (terminationGracePeriodSeconds): the pods wind down in parallel."""
+    running = [pod.proc for pod in pods if pod.proc is not None and pod.proc.poll() is None]
+    for proc in running:
+        os.killpg(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for proc in running:
+        try:
+            proc.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(5)
 
 
 # --- probes ------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from django.db import connections
 from apps.core.heartbeat import Heartbeat
 from apps.core.metrics import serve_metrics
 from apps.decisions.watcher import run_decision_watchers
+from apps.jobs.clusters import cluster_register_default
 
 
 def _serve(shard: int, shards: int) -> None:
@@ -38,6 +39,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, processes: int, **options: Any) -> None:
         if not 1 <= processes <= 32:
             raise CommandError("--processes must be between 1 and 32", returncode=2)
+        cluster_register_default()  # as the ingester does: a fresh install's cluster, whoever starts first
         self.stdout.write(f"watching PodGroups for platform-mode questions in {processes} process(es)")
         # The pod's exec probe checks this file's age (deploy/base/decider.yaml).
         heartbeat = Heartbeat("decider")
