@@ -53,7 +53,10 @@ class Hook:
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.end_headers()
-                self.wfile.write(body.encode())
+                try:
+                    self.wfile.write(body.encode())
+                except BrokenPipeError:
+                    pass  # the slow-webhook test: the API server gave up waiting, as it should
 
             def log_message(self, *args: Any) -> None:
                 pass
