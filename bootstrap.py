@@ -325,6 +325,8 @@ def cmd_test(args: argparse.Namespace) -> int:
             # them; xdist hands tests out in that order). Not --dist loadfile/loadgroup: they hand
             # tests out by node id, and schemathesis gives its 38 tests one id, so 37 would not run.
             rest = ["-m", "not browser", "--ignore=tests/browser"]
+            # tests/support/scheduling.py replaces xdist's block hand-out with one test at a time, the next
+            # slowest to whichever process is free (the first process used to get every slow test).
             parallel = ["-n", TEST_WORKERS, "--dist", "load", "--durations=15"]
             tests = [str(PY), "-m", "pytest", *rest, *parallel]
         # The checks (and the browser tests) are independent of the tests and of each other: they run

@@ -7,6 +7,8 @@ A package's own fixtures stay in its conftest (which may override these by name,
 
 from __future__ import annotations
 
+import json
+import os
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import closing
@@ -30,15 +32,58 @@ CLOCK_SPEED = 200
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The slowest tests first, so that under xdist they start at once and the rest of the suite runs
+    """The slowest modules first, so that under xdist they start at once and the rest of the suite runs
     beside them instead of after them (issue #22). ``slow(seconds=N)``: about how long a test takes
-    (default 10). The sort is stable: tests of one weight keep their order (a module stays together)."""
+    (default 10); a module weighs as much as its slowest test and stays together in its own order (a
+    module split by the sort would build its module-scoped fixtures again in the same process)."""
 
     def expected(item: pytest.Item) -> float:
         mark = item.get_closest_marker("slow")
         return float(mark.kwargs.get("seconds", 10)) if mark is not None else 0.0
 
-    items.sort(key=lambda item: -expected(item))
+    weight: dict[str, float] = {}
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        weight[module] = max(weight.get(module, 0.0), expected(item))
+    items.sort(key=lambda item: -weight[item.nodeid.split("::", 1)[0]])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under ``--dist load``: one test at a time, the slowest first (tests/support/scheduling.py)."""
+    from tests.support.scheduling import SlowestFirstScheduling
+
+    return SlowestFirstScheduling(config, log) if config.getoption("dist") == "load" else None
+
+
+class _DurationLog:
+    """Where each test's time went (setup + call + teardown) and on which xdist worker: written to
+    ``var/test-durations/<worker>.json`` at the end of each test process, so a run can be read for its
+    critical path (``python -m tests.support.durations``) without re-running it."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.order: list[str] = []
+
+    @pytest.hookimpl
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.nodeid not in self.seconds:
+            self.order.append(report.nodeid)
+        self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
+
+    @pytest.hookimpl
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        out = Path(session.config.rootpath) / "var" / "test-durations"
+        out.mkdir(parents=True, exist_ok=True)
+        rows = [[nodeid, round(self.seconds[nodeid], 3)] for nodeid in self.order]
+        (out / f"{worker}.json").write_text(json.dumps(rows))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # In the test processes, or in a run without xdist; not in xdist's controller (it would count twice).
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
+        config.pluginmanager.register(_DurationLog(), "duration-log")
 
 
 @pytest.fixture(scope="session")

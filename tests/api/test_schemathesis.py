@@ -28,7 +28,7 @@ from schemathesis.specs.openapi.checks import (
 from apps.accounts.services import token_issue
 from tests.support.world import World
 
-pytestmark = [pytest.mark.slow(seconds=5), pytest.mark.django_db, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.slow(seconds=15), pytest.mark.django_db, pytest.mark.timeout(600)]
 
 # Loaded through the app itself, so the test exercises the schema the server really serves.
 # (The schema needs a signed-in reader by default; no user exists at import time, so it is read public.)

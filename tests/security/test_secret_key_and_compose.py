@@ -59,6 +59,7 @@ def test_production_settings_refuse_a_well_known_secret_key(key: str) -> None:
     assert "SECRET_KEY" in result.stderr
 
 
+@pytest.mark.slow(seconds=20)  # starts the production settings in subprocesses
 def test_production_settings_accept_a_real_key_and_debug_runs_without_one(tmp_path: Path) -> None:
     assert boot(DEBUG="false", SECRET_KEY=GOOD_KEY).returncode == 0
     secret_file = tmp_path / "key"
