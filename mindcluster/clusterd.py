@@ -518,9 +518,10 @@ def admit(inputs: EngineInput) -> Admission:
         if kind != "occur":
             return Admission(kind, replace(inputs, faults=kept), reason)
     release = inputs.release if inputs.release in RELEASES else DEFAULT_RELEASE
-    # Only the fault centre's (hardware) faults take this path; a software fault comes through
-    # ReportProcessFault and fires FaultOccurEvent itself (fault_recover_service.go:788-791).
-    hardware = any(not f.business_process for f in faults)
+    # Only the fault centre's faults take this path: hardware faults, and software UCE/HCCL faults,
+    # which ReportProcessFault hands to the fault centre (fault_recover_service.go:792-798); any other
+    # software fault fires FaultOccurEvent itself (fault_recover_service.go:788-791).
+    hardware = any(not f.business_process or f.fault_type in RETRY_FAULT_TYPES for f in faults)
     only_retry = all(f.fault_type in RETRY_FAULT_TYPES for f in faults)
     if (
         hardware

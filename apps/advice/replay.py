@@ -105,6 +105,7 @@ def replay(
         scenario.pods,
         scenario.spare_resources,
         scenario.framework,
+        scenario.release,
     )
 
 
@@ -117,9 +118,15 @@ def _cached(
     pods: int,
     spare_resources: bool,
     framework: str,
+    release: str | None,
 ) -> Path:
     scenario = whatif.Scenario(
-        faults=[], npus_per_pod=npus_per_pod, pods=pods, spare_resources=spare_resources, framework=framework
+        faults=[],
+        npus_per_pod=npus_per_pod,
+        pods=pods,
+        spare_resources=spare_resources,
+        framework=framework,
+        release=release,
     )
     return _replay(policy, supported, fault, scenario, None)
 

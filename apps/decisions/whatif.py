@@ -18,7 +18,7 @@ from apps.policies.spec import FAULT_TYPES, PolicySpec, release_at_least
 from mindcluster import clusterd as engine
 from mindcluster import faults as vocab
 from mindcluster import keys as c
-from mindcluster.releases import DEFAULT_RELEASE
+from mindcluster.releases import DEFAULT_RELEASE, RELEASES
 
 _WIRE_TYPE = {
     "uce": vocab.FAULT_UCE,
@@ -141,6 +141,15 @@ def parse_scenario(raw: Any) -> Scenario:
     spare = raw.get("spare_resources", True)
     if not isinstance(spare, bool):
         raise ScenarioError("/spare_resources", "must be true or false", [True, False])
+    release = raw.get("release")
+    if release is not None and release not in RELEASES:
+        raise ScenarioError("/release", "unknown MindCluster release", list(RELEASES))
+    wait_s = _int(
+        raw.get("wait_reschedule_timeout", engine.WAIT_RESCHEDULE_DEFAULT_S),
+        "/wait_reschedule_timeout",
+        engine.WAIT_RESCHEDULE_MIN_S,
+        engine.WAIT_RESCHEDULE_DEFAULT_S,
+    )
     return Scenario(
         faults=faults,
         pods=pods,
@@ -148,6 +157,8 @@ def parse_scenario(raw: Any) -> Scenario:
         spare_resources=spare,
         supported=frozenset(supported) if supported is not None else None,
         framework=str(raw.get("framework", "pytorch")),
+        release=release,
+        wait_reschedule_s=wait_s,
     )
 
 

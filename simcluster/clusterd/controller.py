@@ -792,6 +792,10 @@ class _FaultRun:
         scripted = self.cd.taskd.scripted_result(self.uid, strategy, attempt)
         if scripted is not None:
             return scripted
+        if strategy == "dump" and "dump" not in self.cd.taskd.supported_strategies(self.job)[0]:
+            # Dump-for-fault sends saveAndExit without asking the agent (controller.go:676-681); a
+            # TaskD that cannot dump (e.g. no TTP port) saves nothing, so the dump fails.
+            return False
         return self.spec.outcome(attempt, self.cd.rng)
 
     def run_step(self, step: Step, inputs: EngineInput) -> None:
@@ -934,6 +938,10 @@ class _FaultRun:
                         }
                     },
                 )
+            if kind == StepKind.DELETE_OLD_POD:
+                # Volcano deletes the old pod and the backup pod takes its place (OldPodDeletedEvent,
+                # fault_recover_service.go:106-118): here the pod comes back on another node.
+                self.migrate(step.pod_ranks)
             self.event("HotSwitchDeletePod", step.reason)
         elif kind == StepKind.SUB_HEALTH_IGNORE:
             self.cd.ignore_sub_health(self.uid)

@@ -80,3 +80,23 @@ def test_the_advice_prices_the_same_paths() -> None:
     dumped = path_of(_plan(ON, DUMP_ONLY, "", frozenset()))
     assert dumped.steps[0] == "dump_s" and "Job-level rescheduling" in dumped.label
     assert not dumped.rollback  # the dump checkpoint was saved before the rescheduling
+
+
+def test_the_scenario_names_the_release_and_the_reschedule_wait() -> None:
+    import pytest
+
+    with pytest.raises(whatif.ScenarioError) as bad:
+        whatif.parse_scenario({"faults": [{"type": "uce", "ranks": [8]}], "release": "8.0"})
+    assert bad.value.field == "/release"
+    with pytest.raises(whatif.ScenarioError) as wait:
+        whatif.parse_scenario({"faults": [{"type": "uce", "ranks": [8]}], "wait_reschedule_timeout": 10})
+    assert wait.value.field == "/wait_reschedule_timeout"  # 30-270 s (controller.go:1668-1679)
+    # Platform mode answering retry: step retry on v7.3, preExitProcess then exit on v26 (svc:181-187).
+    labels = {**ON}
+    annotations = {"recover-strategy": "retry,recover,dump", "ProcessRecoverStrategy": ""}
+    for release, strategies in (("7.3", ["retry"]), ("26.1", ["exit"])):
+        scenario = whatif.parse_scenario(
+            {"faults": [{"type": "uce", "ranks": [8], "platform_answer": "retry"}], "release": release}
+        )
+        result = whatif.simulate_podgroup(labels, annotations, scenario)["faults"][0]
+        assert result["strategies"] == strategies, release
