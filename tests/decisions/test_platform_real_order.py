@@ -43,8 +43,6 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 # fault_recover_platform_plugin.go:30-35: what ClusterD accepts before it asks
 STANDING = ("retry", "recover", "dump")
-
-
 # The simulated ClusterD's reasons for the fault-retry way: 508 (code.go:75) and 509 (code.go:77).
 def annotations_of(sim: SimCluster, job: TrainingJob) -> dict[str, str]:
     return dict(podgroup_of(sim, job)["metadata"].get("annotations") or {})
