@@ -297,6 +297,10 @@ class RecoveryPolicy:
     process_recover_enable: str = ""  # PodGroup label: on / pause / off / ""
     platform_mode: bool = False  # ProcessRecoverStrategy annotation present (utils.go:106)
     sub_healthy_strategy: str = "ignore"
+    # Set by ClusterD at run time, not read from the PodGroup: a failed hotSwitch turns HotSwitch off
+    # and subHealthyStrategy to ignore until the PodGroup goes (hot_switch_controller.go:217-225);
+    # the job stays initialised.
+    hot_switch_off: bool = False
 
     @classmethod
     def from_podgroup(cls, labels: Mapping[str, str], annotations: Mapping[str, str]) -> RecoveryPolicy:
@@ -446,7 +450,8 @@ def _sub_health_gate(inputs: EngineInput) -> tuple[str, str, tuple[RankFault, ..
     """skipHandleSubHealthyFaults (fault_recover_service.go:331-405) for a SubHealthy job."""
     policy = inputs.policy
     faults = inputs.faults
-    if policy.sub_healthy_strategy == "hotSwitch":
+    strategy = "ignore" if policy.hot_switch_off else policy.sub_healthy_strategy
+    if strategy == "hotSwitch":
         if inputs.framework not in HOT_SWITCH_FRAMEWORKS:
             return (
                 "ignore",
@@ -477,11 +482,11 @@ def _sub_health_gate(inputs: EngineInput) -> tuple[str, str, tuple[RankFault, ..
             ),
             tuple(f for f in kept if f.pod_rank == first),
         )
-    if policy.sub_healthy_strategy != "graceExit":
+    if strategy != "graceExit":
         return (
             "ignore",
             (
-                f"SubHealthy fault skipped: subHealthyStrategy is {policy.sub_healthy_strategy!r}, neither "
+                f"SubHealthy fault skipped: subHealthyStrategy is {strategy!r}, neither "
                 f"hotSwitch nor graceExit ({SRC['sub-health-skip']})"
             ),
             faults,

@@ -305,7 +305,7 @@ class ClusterD:
         with self._lock:
             record = self._inits.get(uid)
             if record is not None and record.accepted:
-                policy = dataclasses.replace(record.policy, sub_healthy_strategy="ignore")
+                policy = dataclasses.replace(record.policy, hot_switch_off=True)
                 self._inits[uid] = dataclasses.replace(record, policy=policy)
 
     def init_record(self, uid: str) -> InitRecord | None:
