@@ -35,7 +35,7 @@ from mindcluster import faults as vocab
 from mindcluster import keys as k
 from mindcluster import reset_json
 from mindcluster.clusterd import EngineInput, RankFault, RecoveryPolicy, Step, StepKind
-from mindcluster.releases import DEFAULT_RELEASE
+from mindcluster.releases import DEFAULT_RELEASE, RELEASES, release_at_least
 from simcluster.clock import SimClock
 from simcluster.clusterd import platform
 from simcluster.hub import Hub
@@ -67,6 +67,7 @@ EVENT_INIT: Final = "InitSuccess"
 EVENT_INIT_REFUSED: Final = "ProcessRecoverEnableOff"
 INIT_MESSAGE_PREFIX: Final = "init success; config="
 
+NOT_RELEASE_SLEEP_S: Final = 10.0  # constant.NotReleaseSleepTime (clusterd constants.go:283-287)
 INIT_RETRY_S: Final = 1.0  # TaskD's manager retries Init 1 s after a failure (td/manager.go:468-523)
 
 TOPIC_FAULT: Final = "fault"
@@ -683,7 +684,7 @@ class _FaultRun:
             spare_resources=self.cd.spare_resources,
             restart_budget=self.cd.restart_budget(self.job),
             framework=labels.get(k.LABEL_FRAMEWORK, "pytorch"),
-            release=labels.get(k.LABEL_RELEASE, DEFAULT_RELEASE),
+            release=_release(labels),
             # Read live at the fault: wait-reschedule-timeout (controller.go:1668-1679) and whether the
             # PodGroup still allows recover-in-place (pg_util.go:94-118).
             wait_reschedule_s=engine.parse_wait_reschedule_timeout(
@@ -741,6 +742,12 @@ class _FaultRun:
                     rank_faults = tuple(f.rank_fault for f in self.actives)
                 faults = platform.confirm_faults(rank_faults, self.per_pod)
                 if handshake is None or handshake.confirm(faults):  # before the globalFault signal
+                    if release_at_least(base.release, "26.0") and not all(
+                        f.fault_type in engine.RETRY_FAULT_TYPES for f in rank_faults
+                    ):
+                        # Normal faults: v26 always sleeps NotReleaseSleepTime (10 s) before the
+                        # fault list goes out (controller.go:1018-1022; constants.go:283-287; facts D13).
+                        self.sleep(NOT_RELEASE_SLEEP_S)
                     self.signal("globalFault", ["on_global_rank"])
                     support, reasons = self.cd.taskd.agent_report(self.job)
                     supported = frozenset(support)
@@ -1041,6 +1048,12 @@ _HOT_SWITCH_KINDS: Final = frozenset(
         StepKind.SUB_HEALTH_IGNORE,
     }
 )
+
+
+def _release(labels: Mapping[str, str]) -> str:
+    """The job's declared MindCluster release; an unknown or missing one counts as the newest."""
+    value = labels.get(k.LABEL_RELEASE, DEFAULT_RELEASE)
+    return value if value in RELEASES else DEFAULT_RELEASE
 
 
 def _job_status(job: Mapping[str, Any]) -> str:
