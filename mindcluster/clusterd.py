@@ -118,6 +118,7 @@ PHASE_SECONDS: Final = {
 
 # Return codes (domain/common/code.go:11-81).
 CODE_OK: Final = 0
+CODE_EXIT_ISOLATE_RANKS: Final = 201  # scale-in: isolate these ranks' nodes first (code.go:15)
 CODE_PROCESS_RECOVER_ENABLE_OFF: Final = 403  # Init refused (fault_recover_service.go:550-555)
 CODE_RECOVERABLE_RETRY_ERROR: Final = 405  # retry failed, flush faults again (controller.go:1428-1430)
 CODE_UNRECOVERABLE_RETRY_ERROR: Final = 406  # retry failed, agent loses "recover" (controller.go:1431)
@@ -170,6 +171,8 @@ SRC: Final = {
     "kill-master": "component/clusterd/pkg/application/recover/rules.go:264-271",
     "codes": "component/clusterd/pkg/domain/common/code.go:11-81",
     "filter": "component/clusterd/pkg/application/recover/fault_recover_service.go:64",
+    "isolate-ranks": "component/clusterd/pkg/application/recover/controller.go:1468-1493",
+    "isolate-rules": "component/clusterd/pkg/application/recover/rules.go:296-306",
     "sub-health-drop": "component/clusterd/pkg/application/recover/fault_recover_service.go:302-304",
     "sub-health-skip": "component/clusterd/pkg/application/recover/fault_recover_service.go:331-352",
     "hot-switch-gate": "component/clusterd/pkg/application/recover/fault_recover_service.go:354-405",
@@ -231,6 +234,7 @@ class StepKind:
     DELETE_OLD_POD = "delete-old-pod"  # old pod: needVolcanoOpe=delete, fault-type=SubHealth
     STOP_JOB = "stop-job"  # rank-0 pod: needVolcanoOpe=delete, fault-type=SubHealth
     SUB_HEALTH_IGNORE = "sub-health-ignore"  # the snapshot's subHealthyStrategy becomes ignore
+    FAULT_NODES_EXIT = "fault-nodes-exit"  # scale-in result 201: the isolated ranks' nodes exit
 
 
 # --- inputs ---------------------------------------------------------------------------------------
@@ -1109,6 +1113,22 @@ def _run(
             steps.extend(outer_rescheduling(inputs, "FaultRetry after a schedule timeout", fault_retry=True))
             return steps
         code = _result_code(outcome(strategy, attempt), strategy)
+        if strategy == "elastic-training" and code == CODE_EXIT_ISOLATE_RANKS:
+            # Scale-in result 201: faultNodesExit to the nodes of IsolateRankIds, then ClusterD waits
+            # for the scale-in result proper (controller.go:1468-1493, rules.go:296-306).
+            steps.append(
+                Step(
+                    StepKind.FAULT_NODES_EXIT,
+                    strategy,
+                    f"scale-in result {CODE_EXIT_ISOLATE_RANKS}: faultNodesExit to the isolated ranks' nodes "
+                    f"({SRC['isolate-ranks']}, {SRC['isolate-rules']})",
+                    signal="faultNodesExit",
+                    code=CODE_EXIT_ISOLATE_RANKS,
+                    actions=("fault_nodes_exit",),
+                )
+            )
+            attempt += 1
+            code = _result_code(outcome(strategy, attempt), strategy)
         status = _STATUS_NAME[strategy]
         if code == CODE_OK:
             steps.append(

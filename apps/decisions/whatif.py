@@ -82,7 +82,8 @@ def _int(value: Any, where: str, minimum: int = 0, maximum: int = 1_000_000) -> 
 def _is_attempt(value: Any) -> bool:
     if isinstance(value, bool):
         return True
-    return isinstance(value, int) and (value == 0 or 400 <= value <= 599)
+    # 201: a scale-in result asking ClusterD to isolate nodes first (controller.go:1468-1493).
+    return isinstance(value, int) and (value in (0, engine.CODE_EXIT_ISOLATE_RANKS) or 400 <= value <= 599)
 
 
 def parse_scenario(raw: Any) -> Scenario:
@@ -113,7 +114,8 @@ def parse_scenario(raw: Any) -> Scenario:
             raise ScenarioError(
                 f"{where}/attempts",
                 "a list of booleans (does each recovery attempt succeed) or ClusterD result codes "
-                "(0 success, 400-599 failure, e.g. 405 / 406 / 499 after a retry)",
+                "(0 success, 400-599 failure, e.g. 405 / 406 / 499 after a retry; "
+                "201 a scale-in that isolates nodes first)",
             )
         answer = item.get("platform_answer")
         if answer is not None and answer not in ("retry", "recover", "dump", "exit"):

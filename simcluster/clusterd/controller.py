@@ -812,6 +812,10 @@ class _FaultRun:
         if kind in _HOT_SWITCH_KINDS:
             self.hot_switch_step(step)
             return
+        if kind == StepKind.FAULT_NODES_EXIT:
+            self.signal("faultNodesExit", step.actions or ["fault_nodes_exit"])
+            self.event("FaultNodesExit", step.reason)
+            return
         if kind == StepKind.IGNORED:
             self.event("FaultIgnored", step.reason)
             self.finish()

@@ -527,6 +527,27 @@ HARD_PATHS: Final[list[Scenario]] = [
         agent=("retry", "recover", "dump"),
         expected=Outcome(("recover",), codes=(503,), rescheduled="job"),
     ),
+    # --- scale-in result 201: isolate the nodes first --------------------------------------------------
+    _s(
+        id="scale-in-201-isolate-then-success",
+        src=(f"{CTL}:1468-1493", f"{RULES}:296-306", f"{CODE}:15"),
+        strategies="elastic-training,dump",
+        fault_scheduling="off",
+        faults=(NORMAL,),
+        results=(201, True),
+        expected=Outcome(("elastic-training",)),
+    ),
+    _s(
+        id="scale-in-201-then-failed-dump",
+        src=(f"{CTL}:1494-1499", f"{RULES}:300-301", f"{CTL}:1153-1158"),
+        strategies="elastic-training,dump",
+        fault_scheduling="off",
+        labels={"pod-rescheduling": "on"},
+        spare=False,
+        faults=(NORMAL,),
+        results=(201, False, True),
+        expected=Outcome(("elastic-training", "dump"), ("dump-success",), (499,), rescheduled="pod"),
+    ),
     # --- D10: recover-in-place reads recover-strategy live -------------------------------------------
     _s(
         id="in-place-live-strategy-removed",
