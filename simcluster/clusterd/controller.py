@@ -650,6 +650,17 @@ class _FaultRun:
         with self.cd._lock:
             if self.closed:
                 return False
+            sub_healthy_run = all(a.rank_fault.level in engine.SUB_HEALTHY_LEVELS for a in self.actives)
+        if not sub_healthy_run and all(f.rank_fault.level in engine.SUB_HEALTHY_LEVELS for f in new):
+            # The job is UnHealthy while this recovery runs: SubHealthFault entries are dropped
+            # (fault_recover_service.go:302-304), and hotSwitch only starts from InitState (:362-367).
+            self.report(new)
+            ids = ", ".join(spec.id for spec in specs)
+            self.event("FaultIgnored", f"sub-health fault {ids} during the recovery of {self.spec.id}")
+            return True
+        with self.cd._lock:
+            if self.closed:
+                return False
             self.specs.extend(specs)
             self.actives.extend(new)
             current = list(self.cd._faults.get(self.uid, []))

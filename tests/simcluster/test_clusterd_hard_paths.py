@@ -97,3 +97,18 @@ def test_dump_for_fault_sends_save_and_exit_without_stopping_or_asking(sim: SimC
     annotations = (podgroup_of(kube, job) or {})["metadata"].get("annotations", {})
     assert annotations.get(k.ANNOTATION_RECOVER_STATUS) == "dump-success"
     assert "TaskDStrategies" not in event_reasons(kube, job)
+
+
+def test_a_sub_health_fault_during_a_recovery_is_dropped(sim: SimCluster, kube: Kube) -> None:
+    # While a recovery of an UnHealthy job runs, SubHealthFault entries are dropped
+    # (fault_recover_service.go:302-304); the cluster still reports the fault when it happens.
+    job = create_job(
+        kube, make_job("hp-sub-during", annotations={k.ANNOTATION_PLATFORM_STRATEGY: "none"})
+    )  # no standing answer: the recovery waits 300 s (simulated) for one, then 508
+    sim.inject_fault("default", "hp-sub-during", rank=1, fault_type="node", recovers=True)
+    wait_for(lambda: "FaultDetected" in event_reasons(kube, job), what="the first fault reported")
+    sim.inject_fault("default", "hp-sub-during", rank=1, level="SubHealthFault", recovers=True)
+    assert sim.wait_idle(20)
+    reasons = event_reasons(kube, job)
+    assert reasons.count("FaultDetected") == 2 and "FaultIgnored" in reasons
+    assert "FaultMerged" not in reasons
