@@ -20,12 +20,13 @@ Typical use::
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from mindcluster import faults as vocab
 from mindcluster import keys as k
 from mindcluster.faults import FAULT_HCCL, FAULT_OTHER, FAULT_UCE
+from mindcluster.releases import DEFAULT_RELEASE, RELEASES, release_at_least
 from mindcluster.strategies import STRATEGY_PRIORITY
 
 # --- fault vocabulary (the names themselves: mindcluster.faults) ------------------------------------
@@ -46,6 +47,21 @@ UNHEALTHY_LEVELS: Final = frozenset(
     }
 )
 SUB_HEALTHY_LEVELS: Final = frozenset({vocab.SUB_HEALTH_FAULT})
+# The recover service registers with the fault centre filtering these levels out: such faults never
+# reach process recovery (fault_recover_service.go:64; job_fault_rank_processor.go:104-121; v7.3.0+).
+FILTERED_LEVELS: Final = frozenset({vocab.NOT_HANDLE_FAULT, vocab.PRE_SEPARATE_NPU})
+# hotSwitch: only these frameworks (fault_recover_service.go:355-360); more fault pods than this turn
+# the snapshot to ignore (fault_recover_service.go:395-400, maxFaultPodLen).
+HOT_SWITCH_FRAMEWORKS: Final = frozenset({"pytorch", "mindspore"})
+MAX_HOT_SWITCH_FAULT_PODS: Final = 10
+HOT_SWITCH_NEW_POD_WAIT_S: Final = 60.0  # monitorNewPodStatus: one minute (hot_switch_controller.go:79-81)
+CHANGE_STRATEGY_MIGRATION: Final = "migration"  # constant.ProcessMigration (hot_switch_controller.go:146)
+# wait-reschedule-timeout (controller.go:1668-1679): 30-270 s, anything else 270.
+WAIT_RESCHEDULE_MIN_S: Final = 30
+WAIT_RESCHEDULE_DEFAULT_S: Final = 270
+CODE_SCHEDULE_TIMEOUT: Final = 503  # code.go:65
+IN_PLACE_FAULT_WAIT_S: Final = 5 * 3.0  # JobFaultDisappearRetryTimes x JobFaultCheckPeriod (const.go:162-165)
+PRE_EXIT_RELEASE: Final = "26.0"  # sendPreExitSignal arrived in v26.0.0 (commit 4d1c04d0)
 
 # --- strategies -----------------------------------------------------------------------------------
 PSEUDO_POD_RESCHEDULING: Final = "pod-rescheduling"
@@ -95,12 +111,14 @@ PHASE_SECONDS: Final = {
     "elastic-training": 30.0,
     "dump": 20.0,
     "exit": 5.0,
+    "hot-switch": 30.0,
     "pod-reschedule": 70.0,
     "job-reschedule": 150.0,
 }
 
 # Return codes (domain/common/code.go:11-81).
 CODE_OK: Final = 0
+CODE_EXIT_ISOLATE_RANKS: Final = 201  # scale-in: isolate these ranks' nodes first (code.go:15)
 CODE_PROCESS_RECOVER_ENABLE_OFF: Final = 403  # Init refused (fault_recover_service.go:550-555)
 CODE_RECOVERABLE_RETRY_ERROR: Final = 405  # retry failed, flush faults again (controller.go:1428-1430)
 CODE_UNRECOVERABLE_RETRY_ERROR: Final = 406  # retry failed, agent loses "recover" (controller.go:1431)
@@ -152,6 +170,36 @@ SRC: Final = {
     "fault-clear": "component/clusterd/pkg/application/recover/controller.go:692-701",
     "kill-master": "component/clusterd/pkg/application/recover/rules.go:264-271",
     "codes": "component/clusterd/pkg/domain/common/code.go:11-81",
+    "filter": "component/clusterd/pkg/application/recover/fault_recover_service.go:64",
+    "isolate-ranks": "component/clusterd/pkg/application/recover/controller.go:1468-1493",
+    "isolate-rules": "component/clusterd/pkg/application/recover/rules.go:296-306",
+    "sub-health-drop": "component/clusterd/pkg/application/recover/fault_recover_service.go:302-304",
+    "sub-health-skip": "component/clusterd/pkg/application/recover/fault_recover_service.go:331-352",
+    "hot-switch-gate": "component/clusterd/pkg/application/recover/fault_recover_service.go:354-405",
+    "hot-switch-begin": "component/clusterd/pkg/application/recover/fault_recover_service.go:157-174",
+    "hot-switch-rules": "component/clusterd/pkg/application/recover/rules.go:92-144",
+    "hot-switch-prepare": "component/clusterd/pkg/application/recover/hot_switch_controller.go:20-59",
+    "hot-switch-new-pod": "component/clusterd/pkg/application/recover/hot_switch_controller.go:61-95",
+    "hot-switch-pause": "component/clusterd/pkg/application/recover/hot_switch_controller.go:151-187",
+    "hot-switch-delete-old": "component/clusterd/pkg/application/recover/hot_switch_controller.go:109-123",
+    "hot-switch-stop-job": "component/clusterd/pkg/application/recover/hot_switch_controller.go:125-137",
+    "hot-switch-migration": "component/clusterd/pkg/application/recover/hot_switch_controller.go:139-149",
+    "hot-switch-result": "component/clusterd/pkg/application/recover/hot_switch_controller.go:189-215",
+    "hot-switch-clean": "component/clusterd/pkg/application/recover/hot_switch_controller.go:217-257",
+    "soft-fault": "component/clusterd/pkg/application/recover/fault_recover_service.go:788-791",
+    "pre-exit": "component/clusterd/pkg/application/recover/fault_recover_service.go:181-187",
+    "pre-exit-signal": "component/clusterd/pkg/application/recover/fault_recover_service.go:199-231",
+    "dump-for-fault-event": "component/clusterd/pkg/application/recover/controller.go:676-681",
+    "save-and-exit": "component/clusterd/pkg/application/recover/controller.go:716-747",
+    "dump-for-fault-rules": "component/clusterd/pkg/application/recover/rules.go:155-156",
+    "listen-reschedule": "component/clusterd/pkg/application/recover/controller.go:1654-1702",
+    "reschedule-timeout": "component/clusterd/pkg/application/recover/controller.go:1668-1679",
+    "schedule-timeout": "component/clusterd/pkg/application/recover/controller.go:1764-1773",
+    "schedule-timeout-rules": "component/clusterd/pkg/application/recover/rules.go:216-217",
+    "scale-in-after-timeout": "component/clusterd/pkg/application/recover/rules.go:283-284",
+    "in-place-live": "component/clusterd/pkg/domain/podgroup/pg_util.go:94-118",
+    "in-place-wait": "component/clusterd/pkg/application/recover/controller.go:1331-1349",
+    "in-place-check": "component/clusterd/pkg/application/recover/controller.go:1023-1030",
 }
 
 
@@ -177,6 +225,16 @@ class StepKind:
     KILL_MASTER = "kill-master"  # fault-retry found no running job within 135 s (rules.go:266-271)
     JOB_FAILED = "job-failed"  # nothing left to restart the job with
     DONE = "done"  # training runs again
+    IGNORED = "ignored"  # the fault never reaches the recovery state machine (D3, D9)
+    PRE_EXIT = "pre-exit"  # v26: preExitProcess to the fault pods instead of FaultOccurEvent (D5)
+    RESCHEDULE_WAIT = "reschedule-wait"  # recover: wait-reschedule-timeout for the new pods (D7)
+    HOT_SWITCH = "hot-switch"  # hotSwitch signal, fault pod annotated for a backup pod
+    HOT_SWITCH_NEW_POD = "hot-switch-new-pod"  # ≤60 s for the backup pod; running → newPodRunning signal
+    HOT_SWITCH_STOP = "hot-switch-stop"  # no backup pod within 60 s: hotSwitch stop signal
+    DELETE_OLD_POD = "delete-old-pod"  # old pod: needVolcanoOpe=delete, fault-type=SubHealth
+    STOP_JOB = "stop-job"  # rank-0 pod: needVolcanoOpe=delete, fault-type=SubHealth
+    SUB_HEALTH_IGNORE = "sub-health-ignore"  # the snapshot's subHealthyStrategy becomes ignore
+    FAULT_NODES_EXIT = "fault-nodes-exit"  # scale-in result 201: the isolated ranks' nodes exit
 
 
 # --- inputs ---------------------------------------------------------------------------------------
@@ -222,8 +280,13 @@ class RankFault:
 
 
 def job_health(faults: tuple[RankFault, ...]) -> str:
-    """``Healthy`` / ``SubHealthy`` / ``UnHealthy`` from the faults' handling levels."""
+    """``Healthy`` / ``SubHealthy`` / ``UnHealthy`` from the faults' handling levels.
+
+    A software fault (``ReportProcessFault``, no chip level) that is not UCE/HCCL makes the job
+    UnHealthy, "in order to be able to dump directly" (fault_recover_service.go:788-791)."""
     if any(fault.node_fault or fault.level in UNHEALTHY_LEVELS for fault in faults):
+        return vocab.UNHEALTHY
+    if any(fault.business_process and fault.fault_type not in RETRY_FAULT_TYPES for fault in faults):
         return vocab.UNHEALTHY
     if any(fault.level in SUB_HEALTHY_LEVELS for fault in faults):
         return vocab.SUB_HEALTHY
@@ -238,6 +301,10 @@ class RecoveryPolicy:
     process_recover_enable: str = ""  # PodGroup label: on / pause / off / ""
     platform_mode: bool = False  # ProcessRecoverStrategy annotation present (utils.go:106)
     sub_healthy_strategy: str = "ignore"
+    # Set by ClusterD at run time, not read from the PodGroup: a failed hotSwitch turns HotSwitch off
+    # and subHealthyStrategy to ignore until the PodGroup goes (hot_switch_controller.go:217-225);
+    # the job stays initialised.
+    hot_switch_off: bool = False
 
     @classmethod
     def from_podgroup(cls, labels: Mapping[str, str], annotations: Mapping[str, str]) -> RecoveryPolicy:
@@ -313,6 +380,10 @@ class EngineInput:
     restart_budget: int | None = None  # Job/Pod reschedules left; None = unlimited
     rank_table_ready: bool = True  # platform mode: RankTableReady is exactly "true"
     platform_standing: str | None = None  # the answer at step 1; None = same as platform_choice
+    framework: str = "pytorch"  # the job's framework (hotSwitch: PyTorch and MindSpore only)
+    release: str = DEFAULT_RELEASE  # the job's MindCluster release (v26 preExit, v7.3 level filter)
+    wait_reschedule_s: int = WAIT_RESCHEDULE_DEFAULT_S  # live wait-reschedule-timeout (parsed)
+    live_in_place: bool | None = None  # live PodGroup allows recover-in-place (pg_util.go:94-118)
 
     @property
     def agent(self) -> frozenset[str]:
@@ -333,6 +404,151 @@ class EngineInput:
     @property
     def standing_answer(self) -> str | None:
         return self.platform_standing if self.platform_standing is not None else self.platform_choice
+
+
+# --- live keys ------------------------------------------------------------------------------------
+def parse_wait_reschedule_timeout(value: str | None) -> int:
+    """``wait-reschedule-timeout`` as listenScheduleResult reads it, live, per fault: an integer from
+    30 to 270, anything else (absent, not a number, out of range) 270 (controller.go:1668-1679)."""
+    try:
+        seconds = int(value or "")
+    except ValueError:
+        return WAIT_RESCHEDULE_DEFAULT_S
+    if WAIT_RESCHEDULE_MIN_S <= seconds <= WAIT_RESCHEDULE_DEFAULT_S:
+        return seconds
+    return WAIT_RESCHEDULE_DEFAULT_S
+
+
+def live_in_place_allowed(labels: Mapping[str, str], annotations: Mapping[str, str]) -> bool:
+    """judgeTargetRecoverStrategyByJobKey(…, recover-in-place) on the live PodGroup: label exactly
+    ``on`` and ``recover-in-place`` among the comma-split, space-removed recover-strategy
+    (pg_util.go:94-118)."""
+    if labels.get(k.LABEL_PROCESS_RECOVER_ENABLE) != LABEL_ON:
+        return False
+    value = annotations.get(k.ANNOTATION_RECOVER_STRATEGY)
+    if value is None:
+        return False
+    return "recover-in-place" in value.replace(" ", "").split(",")
+
+
+# --- admission of a fault into the state machine ---------------------------------------------------
+@dataclass(frozen=True)
+class Admission:
+    """What happens to a fault before the state machine sees it: ``ignore`` (filtered or skipped),
+    ``hot-switch`` (BeginHotSwitchEvent), ``pre-exit`` (v26 preExitProcess, then ReportProcessFault)
+    or ``occur`` (FaultOccurEvent). ``inputs`` carries the faults the machine will see."""
+
+    kind: str
+    inputs: EngineInput
+    reason: str
+
+
+def _supports_retry_at_fault(inputs: EngineInput) -> bool:
+    """supportRetryStrategy when the fault centre's fault arrives (controller.go:364-370): in platform
+    mode ``platStrategy`` is still empty then (set only in handleNotifyWaitFaultFlushing,
+    controller.go:664-674), so retry never counts as supported — inferred, facts D5."""
+    return "retry" in inputs.policy.configured and not inputs.policy.platform_mode
+
+
+def _sub_health_gate(inputs: EngineInput) -> tuple[str, str, tuple[RankFault, ...]]:
+    """skipHandleSubHealthyFaults (fault_recover_service.go:331-405) for a SubHealthy job."""
+    policy = inputs.policy
+    faults = inputs.faults
+    strategy = "ignore" if policy.hot_switch_off else policy.sub_healthy_strategy
+    if strategy == "hotSwitch":
+        if inputs.framework not in HOT_SWITCH_FRAMEWORKS:
+            return (
+                "ignore",
+                (
+                    f"hotSwitch supports PyTorch and MindSpore only, not {inputs.framework!r}: the snapshot "
+                    f"turns subHealthyStrategy to ignore ({SRC['hot-switch-gate']})"
+                ),
+                faults,
+            )
+        kept = tuple(f for f in faults if f.pod_rank != 0)
+        if not kept:
+            return "ignore", f"hotSwitch skips a fault of the rank-0 pod ({SRC['hot-switch-gate']})", faults
+        if len({f.pod_rank for f in kept}) > MAX_HOT_SWITCH_FAULT_PODS:
+            return (
+                "ignore",
+                (
+                    f"more than {MAX_HOT_SWITCH_FAULT_PODS} fault pods: subHealthyStrategy turns ignore "
+                    f"({SRC['hot-switch-gate']})"
+                ),
+                faults,
+            )
+        first = kept[0].pod_rank
+        return (
+            "hot-switch",
+            (
+                f"SubHealthy job in hotSwitch: BeginHotSwitchEvent for the first fault pod only "
+                f"({SRC['hot-switch-gate']}, {SRC['hot-switch-begin']})"
+            ),
+            tuple(f for f in kept if f.pod_rank == first),
+        )
+    if strategy != "graceExit":
+        return (
+            "ignore",
+            (
+                f"SubHealthy fault skipped: subHealthyStrategy is {strategy!r}, neither "
+                f"hotSwitch nor graceExit ({SRC['sub-health-skip']})"
+            ),
+            faults,
+        )
+    if not policy.process_recovery_on or policy.platform_mode or policy.configured[0] != "dump":
+        why = (
+            "platform mode's answer is not read yet at this point (platStrategy empty, controller.go:436-440)"
+            if policy.platform_mode and policy.process_recovery_on
+            else "the strategies do not start with dump (controller.go:430-457)"
+        )
+        return "ignore", f"SubHealthy fault skipped under graceExit: {why} ({SRC['sub-health-skip']})", faults
+    return "occur", "", faults
+
+
+def admit(inputs: EngineInput) -> Admission:
+    """The fault centre's path into the recover service (fault_recover_service.go:64, 141-189, 302-304,
+    331-405): level filter, sub-health skip / hotSwitch, v26 preExitProcess, else FaultOccurEvent."""
+    faults = inputs.faults
+    if release_at_least(inputs.release if inputs.release in RELEASES else DEFAULT_RELEASE, "7.3"):
+        faults = tuple(f for f in faults if f.level not in FILTERED_LEVELS)
+        if not faults:
+            return Admission(
+                "ignore",
+                inputs,
+                f"NotHandleFault / PreSeparateNPU faults are filtered before the recover service "
+                f"({SRC['filter']})",
+            )
+    health = job_health(faults)
+    if health != vocab.SUB_HEALTHY:
+        faults = tuple(f for f in faults if f.level not in SUB_HEALTHY_LEVELS)  # svc:302-304
+    inputs = replace(inputs, faults=faults)
+    if health == vocab.SUB_HEALTHY:
+        kind, reason, kept = _sub_health_gate(inputs)
+        if kind != "occur":
+            return Admission(kind, replace(inputs, faults=kept), reason)
+    release = inputs.release if inputs.release in RELEASES else DEFAULT_RELEASE
+    # Only the fault centre's faults take this path: hardware faults, and software UCE/HCCL faults,
+    # which ReportProcessFault hands to the fault centre (fault_recover_service.go:792-798); any other
+    # software fault fires FaultOccurEvent itself (fault_recover_service.go:788-791).
+    hardware = any(not f.business_process or f.fault_type in RETRY_FAULT_TYPES for f in faults)
+    only_retry = all(f.fault_type in RETRY_FAULT_TYPES for f in faults)
+    if (
+        hardware
+        and release_at_least(release, PRE_EXIT_RELEASE)
+        and not (_supports_retry_at_fault(inputs) and only_retry)
+    ):
+        # TaskD stops the fault pods' workers and reports them with ReportProcessFault as non-retry
+        # faults, so the job is UnHealthy when the machine starts (svc:788-791) — inferred, facts D5.
+        process = tuple(
+            RankFault(rank=f.rank, pod_rank=f.pod_rank, node=f.node, fault_type=FAULT_OTHER) for f in faults
+        )
+        return Admission(
+            "pre-exit",
+            replace(inputs, faults=faults + process),
+            f"v26: preExitProcess to the fault pods, no FaultOccurEvent; the machine starts from "
+            f"ReportProcessFault ({SRC['pre-exit']}, {SRC['pre-exit-signal']}, {SRC['soft-fault']})",
+        )
+    return Admission("occur", inputs, "FaultOccurEvent")
 
 
 @dataclass(frozen=True)
@@ -426,7 +642,10 @@ def _only_retry_faults(faults: tuple[RankFault, ...]) -> bool:
 
 
 def _support_in_place(inputs: EngineInput, state: _State, restart_fault_process: bool) -> bool:
-    """supportRestartProcessStrategy (controller.go:414-416)."""
+    """supportRestartProcessStrategy (controller.go:414-416); restartFaultProcess also needs the live
+    PodGroup to allow it (label on, recover-in-place in recover-strategy: pg_util.go:94-118)."""
+    if inputs.live_in_place is False:
+        return False
     return restart_fault_process and _support_recover_kind(inputs, state, "recover-in-place")
 
 
@@ -671,7 +890,22 @@ def plan(inputs: EngineInput, outcome: Outcome) -> list[Step]:
             f"{CODE_PROCESS_RECOVER_ENABLE_OFF}; {SRC['init-off']})"
         )
         return outer_rescheduling(inputs, why)
+    admission = admit(inputs)
+    inputs = admission.inputs
+    if admission.kind == "ignore":
+        return [Step(StepKind.IGNORED, reason=admission.reason)]
+    if admission.kind == "hot-switch":
+        return hot_switch(inputs, outcome)
     steps: list[Step] = []
+    if admission.kind == "pre-exit":
+        steps.append(
+            Step(
+                StepKind.PRE_EXIT,
+                reason=admission.reason,
+                signal="preExitProcess",
+                pod_ranks=inputs.faulty_pod_ranks,
+            )
+        )
     standing_missing = (
         inputs.platform_standing is not None and inputs.platform_standing not in PLATFORM_STANDING_ANSWERS
     )
@@ -691,6 +925,111 @@ def plan(inputs: EngineInput, outcome: Outcome) -> list[Step]:
         state.agent.add("dump")  # controller.go:680: ClusterD adds dump to the agent's list itself
         return _run(inputs, state, steps, first_choice(inputs, state), outcome, save_and_exit=True)
     return _run(inputs, state, steps, first_choice(inputs, state), outcome)
+
+
+def hot_switch(inputs: EngineInput, outcome: Outcome) -> list[Step]:
+    """The hotSwitch state machine (rules.go:92-144, hot_switch_controller.go:20-275) for one SubHealthy
+    fault pod: hotSwitch signal and the pod annotated for a backup pod; ≤60 s for the backup pod to run
+    (here: a free node exists), else a stop-switch signal; the agent's pause result: nothing or only
+    exit → the rank-0 pod is deleted (Job-level rescheduling), else the old pod is deleted and
+    changeStrategy ``migration`` sent; its result 0 = success, anything else → the rank-0 pod is
+    deleted. Every failure turns the snapshot's subHealthyStrategy to ignore until the PodGroup goes.
+    No ProcessRecoverStatus is written on this path."""
+    pod = inputs.faulty_pod_ranks[0]
+    steps = [
+        Step(
+            StepKind.HOT_SWITCH,
+            reason=f"hotSwitch signal; pod rank {pod} annotated inHotSwitchFlow=true, needOperatorOpe=create "
+            f"({SRC['hot-switch-prepare']})",
+            signal="hotSwitch",
+            pod_ranks=(pod,),
+        )
+    ]
+    ignore = Step(
+        StepKind.SUB_HEALTH_IGNORE,
+        reason=f"hotSwitch failed: subHealthyStrategy is ignore until the PodGroup is deleted "
+        f"({SRC['hot-switch-clean']})",
+    )
+    if not inputs.spare_resources:
+        steps.append(
+            Step(
+                StepKind.HOT_SWITCH_STOP,
+                reason=f"the backup pod did not run within {int(HOT_SWITCH_NEW_POD_WAIT_S)} s: stop switch "
+                f"({SRC['hot-switch-new-pod']})",
+                signal="hotSwitch",
+                duration_s=HOT_SWITCH_NEW_POD_WAIT_S,
+            )
+        )
+        return [*steps, ignore]
+    steps.append(
+        Step(
+            StepKind.HOT_SWITCH_NEW_POD,
+            reason=f"backup pod running: newPodRunning signal, waiting for the pause result "
+            f"({SRC['hot-switch-new-pod']}, {SRC['hot-switch-pause']})",
+            signal="hotSwitch",
+            pod_ranks=(pod,),
+        )
+    )
+    stop_job = [
+        Step(
+            StepKind.STOP_JOB,
+            reason=f"rank-0 pod annotated needVolcanoOpe=delete, label fault-type=SubHealth "
+            f"({SRC['hot-switch-stop-job']})",
+        ),
+        Step(
+            StepKind.JOB_RESCHEDULE,
+            reason="Volcano deletes the rank-0 pod: Job-level rescheduling",
+            budget_change=-1,
+            duration_s=PHASE_SECONDS["job-reschedule"],
+        ),
+        ignore,
+    ]
+    if not inputs.agent:
+        return [*steps, *stop_job]
+    steps.append(
+        Step(
+            StepKind.DELETE_OLD_POD,
+            reason=f"pause result names more than exit: old pod annotated needVolcanoOpe=delete "
+            f"({SRC['hot-switch-pause']}, {SRC['hot-switch-delete-old']})",
+            pod_ranks=(pod,),
+        )
+    )
+    steps.append(
+        Step(StepKind.CHOOSE, CHANGE_STRATEGY_MIGRATION, f"old pod deleted ({SRC['hot-switch-migration']})")
+    )
+    steps.append(
+        Step(
+            StepKind.ATTEMPT,
+            CHANGE_STRATEGY_MIGRATION,
+            "attempt 1: changeStrategy migration",
+            signal="changeStrategy",
+            change_strategy=CHANGE_STRATEGY_MIGRATION,
+            pod_ranks=(pod,),
+            duration_s=PHASE_SECONDS["hot-switch"],
+            actions=(ACTION_CHANGE_STRATEGY,),
+        )
+    )
+    result = outcome(CHANGE_STRATEGY_MIGRATION, 1)
+    code = CODE_OK if result is True else CODE_UNRECOVERABLE_RETRY_ERROR if result is False else int(result)
+    if code == CODE_OK:
+        steps.append(
+            Step(
+                StepKind.SUCCEEDED,
+                CHANGE_STRATEGY_MIGRATION,
+                f"migration succeeded; no ProcessRecoverStatus ({SRC['hot-switch-result']})",
+            )
+        )
+        steps.append(Step(StepKind.DONE, CHANGE_STRATEGY_MIGRATION, "training continues on the backup pod"))
+        return steps
+    steps.append(
+        Step(
+            StepKind.FAILED,
+            CHANGE_STRATEGY_MIGRATION,
+            f"migration failed with code {code} ({SRC['hot-switch-result']})",
+            code=code,
+        )
+    )
+    return [*steps, *stop_job]
 
 
 def _run(
@@ -743,7 +1082,53 @@ def _run(
             )
         else:
             steps.append(_attempt_step(inputs, strategy, attempt))
+        if strategy == "recover" and not inputs.spare_resources:
+            # listenScheduleResult: no new pod can run, so wait-reschedule-timeout passes first.
+            steps.append(
+                Step(
+                    StepKind.RESCHEDULE_WAIT,
+                    strategy,
+                    f"no rescheduled pod within wait-reschedule-timeout={inputs.wait_reschedule_s} s "
+                    f"({SRC['listen-reschedule']}, {SRC['reschedule-timeout']})",
+                    duration_s=float(inputs.wait_reschedule_s),
+                )
+            )
+            if "elastic-training" in inputs.policy.configured and "downgrade" in state.agent:
+                decision = Decision(
+                    "elastic-training",
+                    f"schedule timeout and elastic-training is supported: scale-in "
+                    f"({SRC['schedule-timeout']}, {SRC['scale-in-after-timeout']})",
+                )
+                continue
+            steps.append(
+                Step(
+                    StepKind.FAILED,
+                    strategy,
+                    f"ScheduleTimeout, code {CODE_SCHEDULE_TIMEOUT}: no ProcessRecoverStatus "
+                    f"({SRC['schedule-timeout']}, {SRC['schedule-timeout-rules']})",
+                    code=CODE_SCHEDULE_TIMEOUT,
+                )
+            )
+            steps.append(Step(StepKind.FAULT_CLEAR, reason=f"reset.json cleared ({SRC['fault-clear']})"))
+            steps.extend(outer_rescheduling(inputs, "FaultRetry after a schedule timeout", fault_retry=True))
+            return steps
         code = _result_code(outcome(strategy, attempt), strategy)
+        if strategy == "elastic-training" and code == CODE_EXIT_ISOLATE_RANKS:
+            # Scale-in result 201: faultNodesExit to the nodes of IsolateRankIds, then ClusterD waits
+            # for the scale-in result proper (controller.go:1468-1493, rules.go:296-306).
+            steps.append(
+                Step(
+                    StepKind.FAULT_NODES_EXIT,
+                    strategy,
+                    f"scale-in result {CODE_EXIT_ISOLATE_RANKS}: faultNodesExit to the isolated ranks' nodes "
+                    f"({SRC['isolate-ranks']}, {SRC['isolate-rules']})",
+                    signal="faultNodesExit",
+                    code=CODE_EXIT_ISOLATE_RANKS,
+                    actions=("fault_nodes_exit",),
+                )
+            )
+            attempt += 1
+            code = _result_code(outcome(strategy, attempt), strategy)
         status = _STATUS_NAME[strategy]
         if code == CODE_OK:
             steps.append(

@@ -115,6 +115,10 @@ class Kube:
     def create_pod(self, namespace: str, body: dict[str, Any]) -> None:
         self.core.create_namespaced_pod(namespace, _dict_body(body))
 
+    def patch_pod(self, namespace: str, name: str, patch: dict[str, Any]) -> None:
+        """Patch a pod's metadata; a pod already gone is not an error (404 ignored)."""
+        self._ignore_404(self.core.patch_namespaced_pod, name, namespace, patch)
+
     def patch_pod_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
         self.core.patch_namespaced_pod_status(name, namespace, {"status": status})
 

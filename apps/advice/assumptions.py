@@ -1,7 +1,8 @@
 """Step durations the cost model adds up, each with a range and where it comes from.
 
 Sources: ``measured`` (this cluster's incidents, when there are at least ``MIN_SAMPLES``),
-``published`` (MindCluster's published figures, ``reference/mindcluster.md`` §7.3, or a constant in its
+``published`` (MindCluster's published figures, ``reference/mindcluster-source-facts.md`` §7, each
+with the ``path:line`` of the doc in Ascend/mind-cluster in ``reference``, or a constant in its
 source), ``model`` (no figure is published: the simulator's nominal duration,
 ``mindcluster.clusterd.PHASE_SECONDS``, within x0.5-x2), ``user`` (a query parameter) and
 ``default`` (a parameter the user did not give).
@@ -33,7 +34,12 @@ ATTEMPT_NAMES: Final = {
 }
 RESCHEDULE_NAMES: Final = {"pod-rescheduling": "pod_reschedule_s", "job-rescheduling": "job_reschedule_s"}
 
-_SECTION = "reference/mindcluster.md §7.3 (GPT-3 3B / 15B on one 8-NPU node)"
+# mindcluster-source-facts.md §7: the only published recovery timings (Ascend/mind-cluster, docs from
+# v26.0.0; the English twin is 00_feature_description.md:128-131).
+PUBLISHED_TIMINGS: Final = (
+    "docs/zh/scheduling/04_usage/04_resumable_training/00_feature_description.md:130-133"
+)
+_SECTION = f"{PUBLISHED_TIMINGS}, PyTorch GPT-3 3B / 15B on one 8-NPU node, rescheduling mode"
 
 
 @dataclass(frozen=True)
@@ -46,9 +52,13 @@ class Assumption:
     note: str
     unit: str = "s"
     samples: int | None = None
+    reference: str | None = None  # published: the doc's path:line; else the source constant's
 
     def as_dict(self) -> dict[str, Any]:
         return {
+            "reference": self.reference,
+            # A model or published duration gives way to this cluster's own once there are this many.
+            "measured_from": MIN_SAMPLES if self.source in ("model", "published") else None,
             "name": self.name,
             "value": self.value,
             "range": [self.low, self.high],
@@ -68,7 +78,8 @@ def _model(name: str, phase: str, what: str) -> Assumption:
         nominal * 2,
         "model",
         f"{what}: MindCluster publishes no figure (it says only that process-level recovery is weakly tied "
-        "to scale and retry is fastest); the simulator's nominal duration, x0.5-x2",
+        "to scale and retry is fastest); the simulator's nominal duration, x0.5-x2, until "
+        f"{MIN_SAMPLES} incidents are measured",
     )
 
 
@@ -81,7 +92,15 @@ _RESCHEDULE_NOTE = (
 PRIORS: Final[dict[str, Assumption]] = {
     a.name: a
     for a in (
-        Assumption("detect_s", 5.0, 0.0, 5.0, "published", f"fault detection <5 s ({_SECTION})"),
+        Assumption(
+            "detect_s",
+            5.0,
+            0.0,
+            5.0,
+            "published",
+            f"fault detection <5 s ({_SECTION})",
+            reference=PUBLISHED_TIMINGS,
+        ),
         Assumption(
             "decide_s",
             0.0,
@@ -97,7 +116,15 @@ PRIORS: Final[dict[str, Assumption]] = {
         _model("elastic_training_s", "elastic-training", "scale-in (elastic-training)"),
         _model("dump_s", "dump", "saving the dump checkpoint"),
         _model("exit_s", "exit", "stopping the training processes"),
-        Assumption("job_reschedule_s", 155.0, 70.0, 240.0, "published", f"Job-level: {_RESCHEDULE_NOTE}"),
+        Assumption(
+            "job_reschedule_s",
+            155.0,
+            70.0,
+            240.0,
+            "published",
+            f"Job-level: {_RESCHEDULE_NOTE}",
+            reference=PUBLISHED_TIMINGS,
+        ),
         Assumption(
             "pod_reschedule_s",
             155.0,
@@ -106,6 +133,7 @@ PRIORS: Final[dict[str, Assumption]] = {
             "published",
             f"Pod-level: the same figures; the docs say it saves scheduling time but not initialisation "
             f"and publish no separate number ({_SECTION})",
+            reference=PUBLISHED_TIMINGS,
         ),
         Assumption(
             "platform_wait_s",
@@ -115,6 +143,7 @@ PRIORS: Final[dict[str, Assumption]] = {
             "published",
             "no standing platform answer: ClusterD waits 300 s, then code 508 "
             f"({engine.SRC['platform-wait']})",
+            reference="component/clusterd/pkg/common/constant/const.go:159-161",
         ),
     )
 }
@@ -140,6 +169,7 @@ def measured(name: str, samples_ms: Iterable[int], prior: Assumption, what: str)
             prior.source,
             f"{prior.note}; only {len(values)} measured (fewer than {MIN_SAMPLES})",
             samples=len(values),
+            reference=prior.reference,
         )
     return Assumption(
         name,

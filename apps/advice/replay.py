@@ -32,6 +32,9 @@ _LABEL = {
     StepKind.JOB_RESCHEDULE: "Job-level rescheduling",
     StepKind.PLATFORM_TIMEOUT: "no platform answer in 300 s",
     StepKind.JOB_FAILED: "the job fails",
+    # Sub-health without hotSwitch / graceExit-with-dump-first, NotHandleFault, PreSeparateNPU: ClusterD
+    # never starts a recovery (fault_recover_service.go:64, 331-352).
+    StepKind.IGNORED: "not handled by ClusterD",
 }
 
 
@@ -76,6 +79,10 @@ def path_of(steps: list[engine.Step]) -> Path:
         elif step.kind == StepKind.JOB_FAILED:
             labels.append(_LABEL[step.kind])
             fails = True
+        elif step.kind == StepKind.IGNORED:
+            labels.append(_LABEL[step.kind])
+        elif step.kind == StepKind.ATTEMPT and step.strategy == engine.CHANGE_STRATEGY_MIGRATION:
+            labels.append("hot switch (migration)")  # no published figure and no model duration priced
     return Path(" → ".join(labels) or "nothing", tuple(priced), rescheduled and not dump_saved, fails)
 
 
@@ -98,6 +105,7 @@ def replay(
         scenario.pods,
         scenario.spare_resources,
         scenario.framework,
+        scenario.release,
     )
 
 
@@ -110,9 +118,15 @@ def _cached(
     pods: int,
     spare_resources: bool,
     framework: str,
+    release: str | None,
 ) -> Path:
     scenario = whatif.Scenario(
-        faults=[], npus_per_pod=npus_per_pod, pods=pods, spare_resources=spare_resources, framework=framework
+        faults=[],
+        npus_per_pod=npus_per_pod,
+        pods=pods,
+        spare_resources=spare_resources,
+        framework=framework,
+        release=release,
     )
     return _replay(policy, supported, fault, scenario, None)
 

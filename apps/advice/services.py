@@ -258,14 +258,16 @@ def advise(
     since = max(window_start, first)
     days = max(1.0, (now - since).total_seconds() / 86_400)
     pricing = _Pricing(history, durations, npus, period.value, days)
+    in_effect = current_config(job)
     scenario = whatif.Scenario(
         faults=[],
         npus_per_pod=npus_per_pod,
         pods=max([pods, *(f.pods_needed for f in history.classes)]),
         framework=job.framework,
+        # The job's release decides paths (v26 preExitProcess, the v7.3 level filter).
+        release=job.mindcluster_version,
     )
 
-    in_effect = current_config(job)
     if in_effect.snapshot is not None:
         current_key = (in_effect.snapshot, frozenset(in_effect.snapshot.process_strategies))
     else:

@@ -10,7 +10,7 @@ starts from the config ClusterD really snapshotted at the job's ``Init`` (the ``
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from apps.decisions.rules import FaultFacts, evaluate
@@ -18,6 +18,7 @@ from apps.policies.spec import FAULT_TYPES, PolicySpec, release_at_least
 from mindcluster import clusterd as engine
 from mindcluster import faults as vocab
 from mindcluster import keys as c
+from mindcluster.releases import DEFAULT_RELEASE, RELEASES
 
 _WIRE_TYPE = {
     "uce": vocab.FAULT_UCE,
@@ -52,6 +53,11 @@ class FaultSpec:
     # strategy it tried went, not the order another policy would try them in).
     outcome_by_strategy: tuple[tuple[str, bool | int], ...] = ()
     rank_table_ready: bool = True  # platform mode: RankTableReady is exactly "true" when recover is chosen
+    # The platform's standing answer before ClusterD writes ProcessConfirmFault; None = the same as
+    # ``platform_answer`` (exit or "" there means no standing answer: code 508).
+    platform_standing: str | None = None
+    # Other faults flushed in the same event, as (type, global rank, level).
+    also: tuple[tuple[str, int, str], ...] = ()
 
 
 @dataclass
@@ -62,6 +68,9 @@ class Scenario:
     spare_resources: bool = True
     supported: frozenset[str] | None = None  # None = what a correctly rendered job's TaskD reports
     framework: str = "pytorch"
+    release: str | None = None  # the job's MindCluster release; None = the policy's (or the newest)
+    wait_reschedule_s: int = engine.WAIT_RESCHEDULE_DEFAULT_S  # the live wait-reschedule-timeout
+    live_in_place: bool | None = None  # the live PodGroup still allows recover-in-place; None = as snapshot
 
 
 def _int(value: Any, where: str, minimum: int = 0, maximum: int = 1_000_000) -> int:
@@ -73,7 +82,8 @@ def _int(value: Any, where: str, minimum: int = 0, maximum: int = 1_000_000) -> 
 def _is_attempt(value: Any) -> bool:
     if isinstance(value, bool):
         return True
-    return isinstance(value, int) and (value == 0 or 400 <= value <= 599)
+    # 201: a scale-in result asking ClusterD to isolate nodes first (controller.go:1468-1493).
+    return isinstance(value, int) and (value in (0, engine.CODE_EXIT_ISOLATE_RANKS) or 400 <= value <= 599)
 
 
 def parse_scenario(raw: Any) -> Scenario:
@@ -104,7 +114,8 @@ def parse_scenario(raw: Any) -> Scenario:
             raise ScenarioError(
                 f"{where}/attempts",
                 "a list of booleans (does each recovery attempt succeed) or ClusterD result codes "
-                "(0 success, 400-599 failure, e.g. 405 / 406 / 499 after a retry)",
+                "(0 success, 400-599 failure, e.g. 405 / 406 / 499 after a retry; "
+                "201 a scale-in that isolates nodes first)",
             )
         answer = item.get("platform_answer")
         if answer is not None and answer not in ("retry", "recover", "dump", "exit"):
@@ -132,6 +143,15 @@ def parse_scenario(raw: Any) -> Scenario:
     spare = raw.get("spare_resources", True)
     if not isinstance(spare, bool):
         raise ScenarioError("/spare_resources", "must be true or false", [True, False])
+    release = raw.get("release")
+    if release is not None and release not in RELEASES:
+        raise ScenarioError("/release", "unknown MindCluster release", list(RELEASES))
+    wait_s = _int(
+        raw.get("wait_reschedule_timeout", engine.WAIT_RESCHEDULE_DEFAULT_S),
+        "/wait_reschedule_timeout",
+        engine.WAIT_RESCHEDULE_MIN_S,
+        engine.WAIT_RESCHEDULE_DEFAULT_S,
+    )
     return Scenario(
         faults=faults,
         pods=pods,
@@ -139,6 +159,8 @@ def parse_scenario(raw: Any) -> Scenario:
         spare_resources=spare,
         supported=frozenset(supported) if supported is not None else None,
         framework=str(raw.get("framework", "pytorch")),
+        release=release,
+        wait_reschedule_s=wait_s,
     )
 
 
@@ -188,6 +210,8 @@ def simulate(spec: PolicySpec, scenario: Scenario) -> dict[str, Any]:
         scenario.supported if scenario.supported is not None else default_supported(spec, scenario.framework)
     )
     limit = spec.backoff_limit if spec.backoff_limit is not None else (spec.fault_retry_times or None)
+    if scenario.release is None:
+        scenario = replace(scenario, release=spec.mindcluster_version)
     result = _simulate(policy, scenario, supported, limit, spec.max_restarts, spec)
     return {"podgroup": {"labels": labels, "annotations": annotations}, **result}
 
@@ -300,12 +324,12 @@ def engine_input(
             rank=r,
             pod_rank=r // scenario.npus_per_pod,
             node=fault.node or f"node-{r // scenario.npus_per_pod}",
-            fault_type=_WIRE_TYPE[fault.fault_type],
-            level=fault.level or ("SeparateFault" if fault.fault_type == "node" else ""),
+            fault_type=_WIRE_TYPE[kind],
+            level=level or ("SeparateFault" if kind == "node" else ""),
             code=fault.code,
-            node_fault=fault.fault_type == "node",
+            node_fault=kind == "node",
         )
-        for r in fault.ranks
+        for kind, r, level in (*((fault.fault_type, r, fault.level) for r in fault.ranks), *fault.also)
     )
     platform_choice, platform_note = None, None
     if policy.platform_mode:
@@ -320,6 +344,11 @@ def engine_input(
         spare_resources=scenario.spare_resources,
         restart_budget=restart_budget,
         rank_table_ready=fault.rank_table_ready,
+        platform_standing=fault.platform_standing,
+        framework=scenario.framework,
+        release=scenario.release or DEFAULT_RELEASE,
+        wait_reschedule_s=scenario.wait_reschedule_s,
+        live_in_place=scenario.live_in_place,
     )
     return inputs, platform_choice, platform_note
 
@@ -390,6 +419,8 @@ def _outcome(steps: list[engine.Step]) -> str:
         return "job-rescheduled"
     if engine.StepKind.POD_RESCHEDULE in kinds:
         return "pod-rescheduled"
+    if engine.StepKind.IGNORED in kinds:
+        return "ignored"
     for step in reversed(steps):
         if step.kind == engine.StepKind.SUCCEEDED:
             return f"recovered-by-{step.strategy}"

@@ -17,6 +17,7 @@ migration / Pod- / Job-level rescheduling with the ``version`` label bumped, the
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import queue
@@ -25,7 +26,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -34,6 +35,7 @@ from mindcluster import faults as vocab
 from mindcluster import keys as k
 from mindcluster import reset_json
 from mindcluster.clusterd import EngineInput, RankFault, RecoveryPolicy, Step, StepKind
+from mindcluster.releases import DEFAULT_RELEASE, RELEASES, release_at_least
 from simcluster.clock import SimClock
 from simcluster.clusterd import platform
 from simcluster.hub import Hub
@@ -64,6 +66,9 @@ COMPONENT: Final = "clusterd"
 EVENT_INIT: Final = "InitSuccess"
 EVENT_INIT_REFUSED: Final = "ProcessRecoverEnableOff"
 INIT_MESSAGE_PREFIX: Final = "init success; config="
+
+NOT_RELEASE_SLEEP_S: Final = 10.0  # constant.NotReleaseSleepTime (clusterd constants.go:283-287)
+INIT_RETRY_S: Final = 1.0  # TaskD's manager retries Init 1 s after a failure (td/manager.go:468-523)
 
 TOPIC_FAULT: Final = "fault"
 TOPIC_JOB: Final = "job"
@@ -230,11 +235,21 @@ class ClusterD:
                 self.init_job(uid)
 
     def _on_podgroup(self, event_type: str, podgroup: dict[str, Any]) -> None:
-        """DeleteJob on PodGroup deletion: the snapshot goes, the next Init reads again."""
-        if event_type != "DELETED":
-            return
+        """DeleteJob on PodGroup deletion: the snapshot goes, the next Init reads again.
+
+        A change to the PodGroup of a job whose Init was refused: TaskD's manager calls Init again
+        1 s after every failure, endlessly (taskd/go/framework_backend/manager/manager.go:468-523), and a
+        refused Init records nothing (fault_recover_service.go:579-585), so the next Init reads the
+        changed PodGroup. Watching the PodGroup stands for that 1 s loop without polling."""
         owner: dict[str, Any] = next(iter(podgroup.get("metadata", {}).get("ownerReferences") or []), {})
         uid = str(owner.get("uid") or "")
+        if event_type != "DELETED":
+            with self._lock:
+                record = self._inits.get(uid)
+                job = self.jobs.get(uid)
+            if record is not None and not record.accepted and job is not None and job.status == "running":
+                threading.Thread(target=self._retry_init, args=(uid,), daemon=True).start()
+            return
         with self._lock:
             record = self._inits.get(uid)
             if record is not None and record.podgroup_uid in ("", podgroup["metadata"].get("uid")):
@@ -266,7 +281,7 @@ class ClusterD:
             if current is not None and current.accepted:  # another caller won the race
                 return engine.CODE_OK, f"job(uid={uid}) init success"
             self._inits[uid] = new
-        if current is None or current != new:
+        if current is None or (current.code, current.policy) != (new.code, new.policy):
             self.kube.event(
                 podgroup,
                 EVENT_INIT if new.accepted else EVENT_INIT_REFUSED,
@@ -280,6 +295,19 @@ class ClusterD:
             f"job(uid={uid}) process-recover-enable and subhealthy hotswitch not open "
             f"(ProcessRecoverEnableOff)"
         )
+
+    def _retry_init(self, uid: str) -> None:
+        if self.clock.sleep(INIT_RETRY_S, self._stop):
+            self.init_job(uid)
+
+    def ignore_sub_health(self, uid: str) -> None:
+        """A failed hotSwitch turns the snapshot's subHealthyStrategy to ignore (and HotSwitch off)
+        until the PodGroup goes (hot_switch_controller.go:217-225; fault_recover_service.go:358-359)."""
+        with self._lock:
+            record = self._inits.get(uid)
+            if record is not None and record.accepted:
+                policy = dataclasses.replace(record.policy, hot_switch_off=True)
+                self._inits[uid] = dataclasses.replace(record, policy=policy)
 
     def init_record(self, uid: str) -> InitRecord | None:
         """What the job's last Init read (accepted or refused), or None if no Init happened."""
@@ -622,6 +650,17 @@ class _FaultRun:
         with self.cd._lock:
             if self.closed:
                 return False
+            sub_healthy_run = all(a.rank_fault.level in engine.SUB_HEALTHY_LEVELS for a in self.actives)
+        if not sub_healthy_run and all(f.rank_fault.level in engine.SUB_HEALTHY_LEVELS for f in new):
+            # The job is UnHealthy while this recovery runs: SubHealthFault entries are dropped
+            # (fault_recover_service.go:302-304), and hotSwitch only starts from InitState (:362-367).
+            self.report(new)
+            ids = ", ".join(spec.id for spec in specs)
+            self.event("FaultIgnored", f"sub-health fault {ids} during the recovery of {self.spec.id}")
+            return True
+        with self.cd._lock:
+            if self.closed:
+                return False
             self.specs.extend(specs)
             self.actives.extend(new)
             current = list(self.cd._faults.get(self.uid, []))
@@ -632,34 +671,81 @@ class _FaultRun:
         self.event("FaultMerged", f"fault {ids} joins the recovery in progress of {self.spec.id}")
         return True
 
+    def _fault_list(self) -> list[dict[str, Any]]:
+        return [
+            reset_json.rank_entry(
+                f.rank,
+                a.spec.device,
+                reset_json.STATUS_UNRECOVERED,
+                vocab.POLICY_OF_LEVEL.get(f.level, vocab.POLICY_RESTART),
+                f.code,
+            )
+            for a in self.actives
+            for f in (a.rank_fault,)
+        ]
+
     def _recover(self, rank_faults: tuple[RankFault, ...]) -> list[Step]:
-        self.write_reset(
-            RankList=[
-                reset_json.rank_entry(
-                    f.rank,
-                    a.spec.device,
-                    reset_json.STATUS_UNRECOVERED,
-                    vocab.POLICY_OF_LEVEL.get(f.level, vocab.POLICY_RESTART),
-                    f.code,
-                )
-                for a in self.actives
-                for f in (a.rank_fault,)
-            ],
-            FaultFlushing=True,
-            RestartFaultProcess=False,
-            RestartType="podReschedule",
-            RetryTime=0,
-            GracefulExit=0,
-        )
         policy = self.snapshot_policy()
+        labels = (self.job.get("metadata") or {}).get("labels") or {}
+        pg_meta = (self.podgroup() or {}).get("metadata") or {}
+        base = EngineInput(
+            policy=policy,
+            supported=frozenset(),
+            faults=rank_faults,
+            spare_resources=self.cd.spare_resources,
+            restart_budget=self.cd.restart_budget(self.job),
+            framework=labels.get(k.LABEL_FRAMEWORK, "pytorch"),
+            release=_release(labels),
+            # Read live at the fault: wait-reschedule-timeout (controller.go:1668-1679) and whether the
+            # PodGroup still allows recover-in-place (pg_util.go:94-118).
+            wait_reschedule_s=engine.parse_wait_reschedule_timeout(
+                (pg_meta.get("annotations") or {}).get(k.ANNOTATION_WAIT_RESCHEDULE_TIMEOUT)
+            ),
+            live_in_place=engine.live_in_place_allowed(
+                pg_meta.get("labels") or {}, pg_meta.get("annotations") or {}
+            ),
+        )
+        admission = engine.admit(base) if policy.init_accepted else None
+        kind = admission.kind if admission is not None else "refused"
+        if kind in ("ignore", "hot-switch"):
+            # Skipped faults and the hotSwitch machine never touch reset.json's flushing, stopTrain or
+            # the platform handshake (fault_recover_service.go:151-174). hotSwitch's pause result is
+            # the agent's strategy report (hot_switch_controller.go:151-179).
+            if kind == "hot-switch":
+                base = replace(base, supported=frozenset(self.cd.taskd.agent_report(self.job)[0]))
+            steps = engine.plan(base, self.outcome)
+            return self._execute(steps, base)
         supported: frozenset[str] = frozenset()
         platform_choice: str | None = None
         timed_out = False
         table_ready = True
-        if policy.init_accepted:
+        standing: str | None = None
+        if admission is not None:
+            if kind == "pre-exit":
+                # v26: preExitProcess to the fault pods first; TaskD stops their workers and reports
+                # them with ReportProcessFault (fault_recover_service.go:181-187, 199-231, 788-791).
+                self.signal("preExitProcess", ["pre_exit_process"])
+                self.event("PreExitProcess", admission.reason)
             handshake = platform.start(self) if policy.platform_mode else None  # platform.py: the real order
             # The standing answer is awaited before anything is stopped (controller.go:664-674).
             if handshake is None or handshake.wait_standing():
+                standing = handshake.standing if handshake is not None else None
+                if engine.dump_for_fault(replace(admission.inputs, platform_standing=standing)):
+                    # DumpForFaultEvent: straight to saveAndExit with the fault list in reset.json; no
+                    # FaultFlushing, stopTrain, globalFault, ProcessConfirmFault or strategy report
+                    # (controller.go:676-681, 716-747; rules.go:155-156).
+                    self.write_reset(RankList=self._fault_list(), FaultFlushing=False, RetryTime=0)
+                    inputs = replace(base, platform_choice=standing, platform_standing=standing)
+                    steps = engine.plan(inputs, self.outcome)
+                    return self._execute(steps, inputs)
+                self.write_reset(
+                    RankList=self._fault_list(),
+                    FaultFlushing=True,
+                    RestartFaultProcess=False,
+                    RestartType="podReschedule",
+                    RetryTime=0,
+                    GracefulExit=0,
+                )
                 self.signal("stopTrain", ["stop_train"], timeout=900)
                 self.sleep(engine.PHASE_SECONDS["detect"])
                 # The cache by now holds any fault merged since (getAllFaultRanks, controller.go:986-990).
@@ -667,6 +753,12 @@ class _FaultRun:
                     rank_faults = tuple(f.rank_fault for f in self.actives)
                 faults = platform.confirm_faults(rank_faults, self.per_pod)
                 if handshake is None or handshake.confirm(faults):  # before the globalFault signal
+                    if release_at_least(base.release, "26.0") and not all(
+                        f.fault_type in engine.RETRY_FAULT_TYPES for f in rank_faults
+                    ):
+                        # Normal faults: v26 always sleeps NotReleaseSleepTime (10 s) before the
+                        # fault list goes out (controller.go:1018-1022; constants.go:283-287; facts D13).
+                        self.sleep(NOT_RELEASE_SLEEP_S)
                     self.signal("globalFault", ["on_global_rank"])
                     support, reasons = self.cd.taskd.agent_report(self.job)
                     supported = frozenset(support)
@@ -682,17 +774,17 @@ class _FaultRun:
                     # (controller.go:1219-1231).
                     table_ready = handshake.rank_table_ready()
                     platform_choice = handshake.choice
-        inputs = EngineInput(
-            policy=policy,
-            supported=supported,
+        inputs = replace(
+            base,
             faults=rank_faults,
+            supported=supported,
             platform_choice=platform_choice,
             platform_timed_out=timed_out,
-            spare_resources=self.cd.spare_resources,
-            restart_budget=self.cd.restart_budget(self.job),
             rank_table_ready=table_ready,
         )
-        steps = engine.plan(inputs, self.outcome)
+        return self._execute(engine.plan(inputs, self.outcome), inputs)
+
+    def _execute(self, steps: list[Step], inputs: EngineInput) -> list[Step]:
         with self.cd._lock:
             self.cd.history.append((self.spec.id, steps))
         for step in steps:
@@ -702,9 +794,10 @@ class _FaultRun:
         return steps
 
     def snapshot_policy(self) -> RecoveryPolicy:
-        """The Init snapshot; if the agent's Init has not reached ClusterD yet, it happens now."""
+        """The Init snapshot; if the agent's Init has not reached ClusterD yet, it happens now. A refused
+        Init is retried by TaskD every second (td/manager.go:468-523), so one is retried here too."""
         record = self.cd.init_record(self.uid)
-        if record is None:
+        if record is None or not record.accepted:
             self.cd.init_job(self.uid)
             record = self.cd.init_record(self.uid)
         if record is not None:
@@ -717,12 +810,36 @@ class _FaultRun:
         scripted = self.cd.taskd.scripted_result(self.uid, strategy, attempt)
         if scripted is not None:
             return scripted
+        if strategy == "dump" and "dump" not in self.cd.taskd.supported_strategies(self.job)[0]:
+            # Dump-for-fault sends saveAndExit without asking the agent (controller.go:676-681); a
+            # TaskD that cannot dump (e.g. no TTP port) saves nothing, so the dump fails.
+            return False
         return self.spec.outcome(attempt, self.cd.rng)
 
     def run_step(self, step: Step, inputs: EngineInput) -> None:
         kind = step.kind
-        if kind == StepKind.PLATFORM_TIMEOUT:
-            return  # already reported by the handshake
+        if kind in (StepKind.PLATFORM_TIMEOUT, StepKind.PRE_EXIT):
+            return  # already done before the plan: the handshake's event, the preExitProcess signal
+        if kind in _HOT_SWITCH_KINDS:
+            self.hot_switch_step(step)
+            return
+        if kind == StepKind.FAULT_NODES_EXIT:
+            self.signal("faultNodesExit", step.actions or ["fault_nodes_exit"])
+            self.event("FaultNodesExit", step.reason)
+            return
+        if kind == StepKind.IGNORED:
+            self.event("FaultIgnored", step.reason)
+            self.finish()
+            return
+        if kind == StepKind.RESCHEDULE_WAIT:
+            # listenScheduleResult reads wait-reschedule-timeout live (controller.go:1668-1679).
+            annotations = ((self.podgroup() or {}).get("metadata") or {}).get("annotations") or {}
+            wait_s = engine.parse_wait_reschedule_timeout(
+                annotations.get(k.ANNOTATION_WAIT_RESCHEDULE_TIMEOUT)
+            )
+            self.sleep(float(wait_s))
+            self.event("ScheduleTimeout", f"waited {wait_s} s: {step.reason}", warning=True)
+            return
         if kind == StepKind.CHOOSE:
             self.event("StrategyChosen", f"{step.strategy}: {step.reason}")
         elif kind == StepKind.ATTEMPT:
@@ -803,9 +920,54 @@ class _FaultRun:
             extra_params=step.extra_params,
             retry_only=step.strategy == "retry",
         )
-        if step.strategy == "recover" and step.pod_ranks:
+        if step.strategy == "recover" and step.pod_ranks and self.cd.spare_resources:
+            # Without a free node the new pods never run: listenScheduleResult times out (D7).
             self.migrate(step.pod_ranks)
         self.sleep(step.duration_s)
+
+    def hot_switch_step(self, step: Step) -> None:
+        """The hotSwitch machine's pod operations (hot_switch_controller.go:20-275). The operator's
+        backup pod is not created here: on a successful migration the old pod is recreated (new UID,
+        same name), which is what the job looks like once the backup pod has taken its place."""
+        kind = step.kind
+        slots = {slot.rank: slot for slot in pod_slots(self.job)}
+        if kind == StepKind.HOT_SWITCH:
+            self.signal("hotSwitch", ["hot_switch"])
+            for rank in step.pod_ranks:
+                self.kube.patch_pod(
+                    self.namespace,
+                    slots[rank].pod_name(self.name),
+                    {"metadata": {"annotations": {"inHotSwitchFlow": "true", "needOperatorOpe": "create"}}},
+                )
+            self.event("HotSwitch", step.reason)
+        elif kind == StepKind.HOT_SWITCH_STOP:
+            self.sleep(step.duration_s)
+            self.signal("hotSwitch", ["stop_switch"])
+            self.event("HotSwitchStopped", step.reason, warning=True)
+        elif kind == StepKind.HOT_SWITCH_NEW_POD:
+            self.signal("hotSwitch", ["new_pod_running"])
+            self.event("HotSwitchNewPodRunning", step.reason)
+        elif kind in (StepKind.DELETE_OLD_POD, StepKind.STOP_JOB):
+            ranks = step.pod_ranks if kind == StepKind.DELETE_OLD_POD else (0,)
+            for rank in ranks:
+                self.kube.patch_pod(
+                    self.namespace,
+                    slots[rank].pod_name(self.name),
+                    {
+                        "metadata": {
+                            "annotations": {"needVolcanoOpe": "delete"},
+                            "labels": {"fault-type": "SubHealth"},
+                        }
+                    },
+                )
+            if kind == StepKind.DELETE_OLD_POD:
+                # Volcano deletes the old pod and the backup pod takes its place (OldPodDeletedEvent,
+                # fault_recover_service.go:106-118): here the pod comes back on another node.
+                self.migrate(step.pod_ranks)
+            self.event("HotSwitchDeletePod", step.reason)
+        elif kind == StepKind.SUB_HEALTH_IGNORE:
+            self.cd.ignore_sub_health(self.uid)
+            self.event("SubHealthyStrategyIgnore", step.reason, warning=True)
 
     def migrate(self, pod_ranks: tuple[int, ...]) -> None:
         """recover: the faulty pods are deleted and started again on healthy nodes (same version)."""
@@ -889,6 +1051,24 @@ class _FaultRun:
                 f for f in self.cd._faults.get(self.uid, []) if all(f is not a for a in self.actives)
             ]
         self.cd._set_faults(self.uid, remaining)
+
+
+_HOT_SWITCH_KINDS: Final = frozenset(
+    {
+        StepKind.HOT_SWITCH,
+        StepKind.HOT_SWITCH_STOP,
+        StepKind.HOT_SWITCH_NEW_POD,
+        StepKind.DELETE_OLD_POD,
+        StepKind.STOP_JOB,
+        StepKind.SUB_HEALTH_IGNORE,
+    }
+)
+
+
+def _release(labels: Mapping[str, str]) -> str:
+    """The job's declared MindCluster release; an unknown or missing one counts as the newest."""
+    value = labels.get(k.LABEL_RELEASE, DEFAULT_RELEASE)
+    return value if value in RELEASES else DEFAULT_RELEASE
 
 
 def _job_status(job: Mapping[str, Any]) -> str:

@@ -206,3 +206,22 @@ def test_no_faults_no_loss(job: TrainingJob) -> None:
     assert advice["history"]["faults"] == 0
     assert advice["current"]["expected_lost_npu_hours_per_week"] == 0.0
     assert len(advice["candidates"]) == 1 and advice["candidates"][0]["same_as_current"]
+
+
+def test_each_assumption_says_where_it_comes_from() -> None:
+    # Issue #25 item 6: published figures carry the doc's path:line (source facts §7:
+    # docs/zh/scheduling/04_usage/04_resumable_training/00_feature_description.md:130-133); the
+    # process-level ones have no published figure, stay `model` and are measured from MIN_SAMPLES on.
+    from apps.advice.assumptions import PRIORS, PUBLISHED_TIMINGS
+
+    named = {name: prior.as_dict() for name, prior in PRIORS.items()}
+    for name in ("detect_s", "job_reschedule_s", "pod_reschedule_s"):
+        assert named[name]["source"] == "published" and named[name]["reference"] == PUBLISHED_TIMINGS
+        assert named[name]["measured_from"] == MIN_SAMPLES
+    for name in ("retry_s", "recover_in_place_s", "recover_s", "elastic_training_s", "dump_s", "exit_s"):
+        assert named[name]["source"] == "model" and named[name]["reference"] is None
+        assert (
+            named[name]["measured_from"] == MIN_SAMPLES and f"{MIN_SAMPLES} incidents" in named[name]["note"]
+        )
+        assert named[name]["range"][0] < named[name]["value"] < named[name]["range"][1]
+    assert named["platform_wait_s"]["reference"].endswith("const.go:159-161")

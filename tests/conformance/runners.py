@@ -37,6 +37,7 @@ def _job_manifest(scenario: Scenario, name: str, namespace: str) -> dict[str, An
     return make_job(
         name,
         namespace=namespace,
+        framework=scenario.framework,
         strategies=scenario.strategies,
         release=scenario.release,
         labels=labels,
@@ -51,14 +52,26 @@ def run_whatif(scenario: Scenario) -> Outcome:
     manifest["metadata"]["uid"] = "whatif-uid"
     podgroup = build_podgroup(manifest)["metadata"]
     policy = engine.RecoveryPolicy.from_podgroup(podgroup["labels"], podgroup["annotations"])
+    # The PodGroup as ClusterD reads it live at the fault (the scenario's changes applied).
+    labels_now, annotations_now = dict(podgroup["labels"]), dict(podgroup["annotations"])
+    for key, value in scenario.live.get("labels", {}).items():
+        _set(labels_now, key, value)
+    for key, value in scenario.live.get("annotations", {}).items():
+        _set(annotations_now, key, value)
+    if not policy.init_accepted:
+        # A refused Init is retried every second and not recorded (D6): the first accepted Init
+        # snapshots the PodGroup as it is then.
+        policy = engine.RecoveryPolicy.from_podgroup(labels_now, annotations_now)
     if not scenario.faults:
         code = engine.CODE_OK if policy.init_accepted else engine.CODE_PROCESS_RECOVER_ENABLE_OFF
         return Outcome((), (), (), code, None)
     first = scenario.faults[0]
     fault = whatif.FaultSpec(
         fault_type=first.type,
-        ranks=tuple(f.pod * NPUS for f in scenario.faults),
+        ranks=(first.pod * NPUS,),
         level=first.level or "",
+        also=tuple((f.type, f.pod * NPUS, f.level or "") for f in scenario.faults[1:]),
+        platform_standing=scenario.platform,
         attempts=scenario.results,
         platform_answer=scenario.platform,
         rank_table_ready=scenario.rank_table == "true",
@@ -71,6 +84,12 @@ def run_whatif(scenario: Scenario) -> Outcome:
             pods=2,
             spare_resources=scenario.spare,
             supported=frozenset(scenario.agent),
+            framework=scenario.framework,
+            release=scenario.release,
+            wait_reschedule_s=engine.parse_wait_reschedule_timeout(
+                annotations_now.get(k.ANNOTATION_WAIT_RESCHEDULE_TIMEOUT)
+            ),
+            live_in_place=engine.live_in_place_allowed(labels_now, annotations_now),
         ),
     )
     result = rehearsal["faults"][0]
@@ -85,6 +104,13 @@ def run_whatif(scenario: Scenario) -> Outcome:
         engine.CODE_OK if policy.init_accepted else engine.CODE_PROCESS_RECOVER_ENABLE_OFF,
         rescheduled,
     )
+
+
+def _set(target: dict[str, str], key: str, value: str | None) -> None:
+    if value is None:
+        target.pop(key, None)
+    else:
+        target[key] = value
 
 
 # --- (b) the built-in cluster ----------------------------------------------------------------------
@@ -182,4 +208,5 @@ def run_builtin(sim: SimCluster, kube: Kube, scenario: Scenario, namespace: str)
     kube.custom.delete_namespaced_custom_object(
         k.ASCENDJOB_GROUP, k.ASCENDJOB_VERSION, namespace, k.ASCENDJOB_PLURAL, name
     )
-    return Outcome(tuple(strategies), tuple(statuses), tuple(codes), record.code, rescheduled)
+    final_init = cd.init_record(uid) or record  # a refused Init is retried (D6)
+    return Outcome(tuple(strategies), tuple(statuses), tuple(codes), final_init.code, rescheduled)

@@ -73,6 +73,7 @@ class Scenario:
     rank_table: str | None = "true"  # RankTableReady when platform mode answers recover
     spare: bool = True  # enough free resources for rescheduling
     expected: Outcome = Outcome()
+    framework: str = "pytorch"
 
     @property
     def platform_mode(self) -> bool:

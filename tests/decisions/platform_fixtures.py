@@ -66,6 +66,11 @@ def _job_maker(sim: SimCluster) -> Callable[..., TrainingJob]:
         name = f"plat-{uuid.uuid4().hex[:6]}"
         manifest = copy.deepcopy(BASE_JOB)
         manifest["metadata"].update({"name": name, "namespace": "default"})
+        # The simulated ClusterD runs these jobs as v7.3: from v26.0 a hardware fault in platform
+        # mode first gets preExitProcess and retry is never "supported" then (source facts D5,
+        # fault_recover_service.go:181-187; tests/conformance plat-retry-v26-pre-exit), so the step
+        # retry these handshake tests answer with is a v7.x path.
+        manifest["metadata"]["labels"] = {**manifest["metadata"].get("labels", {}), c.LABEL_RELEASE: "7.3"}
         manifest["spec"]["replicaSpecs"]["Worker"]["replicas"] = 3
         rendered = render(manifest, spec)
         custom = k8s.CustomObjectsApi(api)

@@ -251,6 +251,10 @@ POLICY_ROWS: list[tuple[str, Any, JobContext | None, str, str, str]] = [
     # "never used", which the source contradicts)
     ("platform-elastic", platform(["recover", "elastic-training"], []), None,
      "platform_scale_in_without_answer", "/strategies", W),
+    # fault_recover_service.go:181-187 + controller.go:364-370 (facts D5): v26 preExit before the answer
+    ("platform-retry-v26",
+     platform(["retry", "recover"], [], default_strategy="retry", mindcluster_version="26.1"), None,
+     "platform_retry_after_pre_exit", "/strategies/0", W),
     ("match-key-typo", platform(["recover"], [{"match": {"fault_types": ["uce"]}, "strategy": "ask"}]), None,
      "unknown_match_key", R0 + "/match/fault_types", E),
     ("max-below-min", platform(["recover"], [{"match": {"min_ranks": 8, "max_ranks": 4}, "strategy": "ask"}]),

@@ -61,7 +61,11 @@ def test_demo_jobs_run_and_the_misconfigured_one_falls_back(demo_sim: SimCluster
         healthy = kube.get_job("default", "llama-pretrain")
         demo_sim.inject_fault("default", "llama-pretrain", rank=1, fault_type="uce", recovers=True)
         assert demo_sim.wait_idle(20)
-        assert "StrategyChosen: exit" in events_text(kube, broken)
+        # A software fault makes the job UnHealthy (fault_recover_service.go:788-791), so dump-first
+        # goes DumpForFault: saveAndExit without asking TaskD (controller.go:676-681), which cannot
+        # save without its TTP port: dump-failed, then rescheduling (controller.go:1451-1457).
+        text = events_text(kube, broken)
+        assert "StrategyChosen: dump" in text and "dump-failed" in text
         assert "StrategyChosen: retry" in events_text(kube, healthy)
     finally:
         kube.close()

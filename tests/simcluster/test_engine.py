@@ -140,8 +140,18 @@ def test_dump_alone_on_unhealthy_job_goes_straight_to_dump() -> None:
 
 
 def test_dump_alone_on_healthy_job_is_plain_rule_5() -> None:
-    decision = first_choice(inputs("dump", BUSINESS))
+    # A RestartRequest chip fault leaves the job Healthy: dump through chooseForRestartProcessFail.
+    decision = first_choice(inputs("dump", RESTART_REQUEST))
     assert decision.strategy == "dump" and "controller.go:1108-1119" in decision.reason
+
+
+def test_dump_alone_with_a_software_fault_is_dump_for_fault() -> None:
+    # ReportProcessFault with a non-retry fault sets UnHealthy "to be able to dump directly"
+    # (fault_recover_service.go:788-791), so dump-first goes DumpForFault (controller.go:459-472).
+    decision = first_choice(inputs("dump", BUSINESS, supported=frozenset()))
+    assert decision.strategy == "dump" and "controller.go:430-470" in decision.reason
+    steps = plan(inputs("dump", BUSINESS, supported=frozenset()), always(True))
+    assert [s.signal for s in steps if s.kind == StepKind.ATTEMPT] == ["saveAndExit"]
 
 
 def test_strategy_must_be_supported_by_taskd() -> None:
@@ -271,7 +281,13 @@ def test_platform_mode_only_uses_strategies_equal_to_the_choice() -> None:
 
 
 def test_platform_timeout_is_508_then_fault_retry() -> None:
-    steps = plan(inputs("retry,recover", UCE, platform=True, platform_timed_out=True), always(True))
+    # v26 sends preExitProcess first in platform mode (fault_recover_service.go:181-187): retry is not
+    # "supported" before the platform's answer is read (controller.go:364-370).
+    v26 = plan(inputs("retry,recover", UCE, platform=True, platform_timed_out=True), always(True))
+    assert [s.kind for s in v26[:2]] == [StepKind.PRE_EXIT, StepKind.PLATFORM_TIMEOUT]
+    steps = plan(
+        inputs("retry,recover", UCE, platform=True, platform_timed_out=True, release="7.3"), always(True)
+    )
     assert steps[0].kind == StepKind.PLATFORM_TIMEOUT and steps[0].code == 508
     assert chosen_strategies(steps) == []
     kinds = [s.kind for s in steps]

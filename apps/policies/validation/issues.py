@@ -71,6 +71,7 @@ CODES: dict[str, str] = {
     "standing_answer_not_accepted": "The standing answer (default_strategy) must be retry, recover or dump.",
     "retry_answer_needs_standing_retry": "A rule answers retry but the standing answer is not retry.",
     "platform_scale_in_without_answer": "ClusterD picks elastic-training itself, whatever the answer.",
+    "platform_retry_after_pre_exit": "From 26.0, retry is likely unreachable in platform mode (preExit).",
     "unknown_match_key": "A decision-rule match key the rule engine does not know.",
     "max_ranks_below_min_ranks": "A rule's max_ranks is smaller than its min_ranks; it never matches.",
     "min_repeats_without_window": "A rule's min_repeats needs repeat_within_s.",

@@ -147,6 +147,25 @@ def _check_strategy_mix(draft: Draft, out: IssueCollector) -> None:
             f"hotSwitch exists from MindCluster 7.2; on {draft.release} ClusterD does not know it, so "
             "sub-healthy faults are skipped.",
         )
+    platform = draft.usable("platform_mode") and bool(draft.values["platform_mode"])
+    if (
+        usable
+        and platform
+        and "retry" in strategies
+        and draft.release
+        and release_at_least(draft.release, "26.0")
+    ):
+        # v26: a new hardware fault gets preExitProcess unless retry is supported, and in platform mode
+        # supportRetryStrategy needs platStrategy == retry, which is still empty then
+        # (fault_recover_service.go:181-187, controller.go:364-370; source facts D5, inferred).
+        out.warn(
+            "platform_retry_after_pre_exit",
+            draft.where("retry"),
+            f"On MindCluster {draft.release} ClusterD sends preExitProcess to a faulty pod before it reads "
+            "the platform's answer, and in platform_mode retry does not count as supported at that "
+            "point: a UCE/HCCL fault most likely ends in exit instead of a step retry (read from the "
+            "source, not observed on hardware). Outside platform_mode retry is unaffected.",
+        )
     # hotSwitch is allowed on its own: the operator injects the recovery env for it and ClusterD's Init
     # accepts it without recover-strategy. It still needs TaskD and MindIO in the image, so say so.
     if usable and sub_healthy == "hotSwitch" and not strategies:

@@ -98,7 +98,9 @@ export class Advice {
       h("tbody", {}, ...list.map((a) => h("tr", { dataset: { name: a.name } },
         h("td", {}, a.name), h("td", {}, `${a.value}${a.unit ? ` ${a.unit}` : ""}`),
         h("td", {}, a.range ? `${a.range[0]}–${a.range[1]}` : "—"),
-        h("td", {}, badge(a.source, a.source), a.samples ? ` n=${a.samples}` : ""),
+        h("td", {}, badge(a.source, a.source), a.samples ? ` n=${a.samples}` : "",
+          a.reference ? h("div", { class: "hint" }, h("code", {}, a.reference)) : "",
+          a.measured_from ? h("div", { class: "hint" }, `measured once ${a.measured_from} incidents`) : ""),
         h("td", { class: "hint" }, a.note)))));
     document.getElementById("advice-assumptions").replaceChildren(table);
   }
