@@ -364,16 +364,21 @@ def median_round(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return merged
 
 
-def run_server(
-    name: str, env: dict[str, str], token: str, job_ids: list[int], seconds: float
-) -> dict[str, Any]:
+def endpoint_paths(job_ids: list[int]) -> dict[str, Callable[[], str]]:
+    """Per endpoint, a generator of request paths (random jobs, random pages; the same every run)."""
     rng = random.Random(5)
-    endpoints: dict[str, Callable[[], str]] = {
+    return {
         "bare": lambda: "/api/v1/_bench/constant/",
         "detail": lambda: f"/api/v1/jobs/{rng.choice(job_ids)}/",
         "policy": lambda: f"/api/v1/jobs/{rng.choice(job_ids)}/policy/",
         "list": lambda: f"/api/v1/jobs/?limit=50&offset={rng.randrange(0, len(job_ids) - 50)}",
     }
+
+
+def run_server(
+    name: str, env: dict[str, str], token: str, job_ids: list[int], seconds: float
+) -> dict[str, Any]:
+    endpoints = endpoint_paths(job_ids)
     print(f"{name}: starting", flush=True)
     proc, port = start_server(name, env)
     try:

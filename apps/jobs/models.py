@@ -71,6 +71,16 @@ class TrainingJob(models.Model):
     deleted_at = models.DateTimeField(null=True, blank=True, help_text="Set when the job left the cluster")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Copies kept for the jobs list alone, so it can sort and filter 100,000 jobs on an index. Their
+    # owners are elsewhere: the current revision's spec, the in-effect comparison
+    # (apps/policies/in_effect.py), the job's incidents; apps/policies/listing.py keeps them in step.
+    strategies = models.CharField(
+        max_length=200, blank=True, default="", help_text="The current revision's strategies, comma-joined"
+    )
+    in_effect_state = models.CharField(
+        max_length=16, default="unknown", help_text="in-effect, waiting (for a recreation) or unknown"
+    )
+    last_fault_at = models.DateTimeField(null=True, blank=True, help_text="When the newest incident opened")
 
     class Meta:
         ordering = ["cluster__name", "namespace", "name"]
@@ -91,6 +101,27 @@ class TrainingJob(models.Model):
                 fields=["cluster", "namespace", "name", "id"],
                 condition=Q(deleted_at__isnull=True),
                 name="job_live_list_order",
+            ),
+            # One index per sort of the jobs list (apps/api/jobs/listing.py): a page is a walk along it.
+            *(
+                models.Index(
+                    fields=[*key, "id"], condition=Q(deleted_at__isnull=True), name=f"job_live_by_{name}"
+                )
+                for name, key in (
+                    ("name", ["name"]),
+                    ("namespace", ["namespace", "name"]),
+                    ("phase", ["phase", "name"]),
+                    ("strategies", ["strategies", "name"]),
+                    ("in_effect", ["in_effect_state", "name"]),
+                    ("last_fault", ["last_fault_at"]),
+                )
+            ),
+            # Newest fault first, jobs without one last: ASC's backward scan would put them first.
+            models.Index(
+                models.F("last_fault_at").desc(nulls_last=True),
+                models.F("id").desc(),
+                condition=Q(deleted_at__isnull=True),
+                name="job_live_by_last_fault_desc",
             ),
         ]
 

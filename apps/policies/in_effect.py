@@ -9,7 +9,7 @@ revision that config is, and for each newer revision which keys wait for what.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from apps.core.numbers import is_ascii_digits
@@ -20,14 +20,13 @@ from apps.policies.desired import (
     DesiredState,
     artifact_changes,
     config_changes,
-    config_from_keys,
     creation_config_of,
     desired_state,
     live_changes,
 )
 from apps.policies.models import PolicyRevision, PolicySync
+from apps.policies.observed import observed_config, process_recovery_on, stored_spec
 from apps.policies.rendering.when import BACKOFF_LIMIT_KEY
-from apps.policies.spec import PolicySpec
 from mindcluster import keys as c
 
 MAX_PENDING_REVISIONS = 10
@@ -50,38 +49,6 @@ def current_incarnation(job: TrainingJob) -> JobIncarnation | None:
     return rows.order_by("-first_seen_at").first()
 
 
-def observed_config(incarnation: JobIncarnation) -> tuple[Config | None, str]:
-    """The creation config of an incarnation and where it was read; (None, "") if not observed."""
-    job_keys = incarnation.job_keys or {}
-    if incarnation.init_keys:
-        keys, source = _with_podgroup_scheduling(incarnation), "clusterd-init"
-    elif incarnation.podgroup_uid:
-        keys = incarnation.podgroup_keys
-        source = (
-            "podgroup-before-first-push" if incarnation.podgroup_seen_by == "push" else "podgroup-at-creation"
-        )
-    else:
-        return None, ""
-    labels = dict(keys.get("labels") or {})
-    if job_keys.get(c.LABEL_FAULT_RETRY_TIMES) is not None:
-        labels[c.LABEL_FAULT_RETRY_TIMES] = str(job_keys[c.LABEL_FAULT_RETRY_TIMES])
-    return config_from_keys(labels, dict(keys.get("annotations") or {}), job_keys.get("backoffLimit")), source
-
-
-def _with_podgroup_scheduling(incarnation: JobIncarnation) -> dict[str, Any]:
-    """The Init snapshot, with the PodGroup's own ``fault-scheduling`` where ClusterD cannot tell.
-
-    ClusterD turns grace and force alike into ``job-rescheduling`` (utils.go:114-118); which of the
-    two it was matters to Volcano, so the PodGroup's value is kept when both say "on".
-    """
-    init = incarnation.init_keys or {}
-    labels = dict(init.get("labels") or {})
-    seen = ((incarnation.podgroup_keys or {}).get("labels") or {}).get(c.LABEL_FAULT_SCHEDULING)
-    if labels.get(c.LABEL_FAULT_SCHEDULING) in ("grace", "force") and seen in ("grace", "force"):
-        labels[c.LABEL_FAULT_SCHEDULING] = seen
-    return {"labels": labels, "annotations": dict(init.get("annotations") or {})}
-
-
 def _revision_annotation(incarnation: JobIncarnation) -> int | None:
     """The revision the job carried when it was created (copied by the operator to the PodGroup)."""
     for keys in (incarnation.podgroup_keys, (incarnation.job_keys or {})):
@@ -91,32 +58,17 @@ def _revision_annotation(incarnation: JobIncarnation) -> int | None:
     return None
 
 
-def _spec(revision: PolicyRevision) -> PolicySpec | None:
-    """The stored spec (validated when it was stored); None for a shape this version cannot read."""
-    try:
-        return PolicySpec.from_stored(revision.spec)
-    except (TypeError, KeyError, ValueError, AttributeError):
-        return None
-
-
-def process_recovery_on(config: Config) -> bool:
-    """Init accepts the job when process-recover-enable is on or subHealthy is hotSwitch (:550-555)."""
-    return config.get(c.LABEL_PROCESS_RECOVER_ENABLE) == "on" or (
-        config.get(c.LABEL_SUB_HEALTHY_STRATEGY) == "hotSwitch"
-    )
-
-
 def match_revision(
     config: Config, revisions: list[PolicyRevision], hint: int | None
 ) -> tuple[PolicyRevision | None, bool]:
     """The revision whose creation config is ``config``: the annotated one if it agrees, else the newest."""
     by_number = {r.number: r for r in revisions}
     if hint is not None and hint in by_number:
-        spec = _spec(by_number[hint])
+        spec = stored_spec(by_number[hint])
         if spec is not None and creation_config_of(spec) == config:
             return by_number[hint], True
     for revision in sorted(revisions, key=lambda r: -r.number):
-        spec = _spec(revision)
+        spec = stored_spec(revision)
         if spec is not None and creation_config_of(spec) == config:
             return revision, False
     return None, False
@@ -189,7 +141,7 @@ def _pending(
 
     def state(revision: PolicyRevision) -> DesiredState | None:
         if revision.number not in cache:
-            spec = _spec(revision)
+            spec = stored_spec(revision)
             cache[revision.number] = desired_state(manifest, spec, revision.number) if spec else None
         return cache[revision.number]
 
@@ -224,34 +176,3 @@ def _config_out(config: Config | None) -> dict[str, Any] | None:
     backoff_limit = config.get(BACKOFF_LIMIT_KEY)
     out["backoff_limit"] = int(backoff_limit) if backoff_limit else None
     return out
-
-
-def in_effect_briefs(jobs: Sequence[TrainingJob]) -> dict[int, dict[str, Any]]:
-    """Per job, a cheap summary for lists: in effect, waiting for a recreation, or unknown.
-
-    One query for the incarnations; only creation configs are compared (no rendering).
-    """
-    uids = {job.pk: job.uid for job in jobs}
-    incarnations: dict[int, JobIncarnation] = {}
-    for row in JobIncarnation.objects.filter(job_id__in=list(uids)).order_by("job_id", "-first_seen_at"):
-        # The row of the job's current uid, else its newest.
-        kept = incarnations.get(row.job_id)
-        if kept is None or (row.uid == uids[row.job_id] and kept.uid != uids[row.job_id]):
-            incarnations[row.job_id] = row
-    briefs: dict[int, dict[str, Any]] = {}
-    for job in jobs:
-        incarnation = incarnations.get(job.pk)
-        config = observed_config(incarnation)[0] if incarnation else None
-        current = job.current_revision
-        if config is None:
-            briefs[job.pk] = {"state": "unknown", "process_recovery": None, "waits_for": []}
-            continue
-        spec = _spec(current) if current is not None else None
-        differs = config_changes(config, creation_config_of(spec)) if spec is not None else []
-        briefs[job.pk] = {
-            "state": "waiting" if differs else "in-effect",
-            "process_recovery": process_recovery_on(config),
-            "waits_for": ["recreate"] if differs else [],
-            "keys": differs,
-        }
-    return briefs

@@ -12,8 +12,8 @@ from apps.advice.fleet import advice_columns
 from apps.events.incident_services import restarts_over_time
 from apps.events.models import Incident, JobEvent, RestartBudget
 from apps.jobs.models import TrainingJob
-from apps.policies.in_effect import in_effect_briefs
 from apps.policies.models import PolicySync
+from apps.policies.observed import in_effect_briefs
 
 # The overview is for scanning, not for exporting: beyond this the filters narrow it down.
 MAX_OVERVIEW_JOBS = 1_000

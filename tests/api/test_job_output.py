@@ -7,10 +7,18 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.db.models import F
 from django.utils import timezone
 
 from apps.accounts.models import Role
-from apps.api.jobs.serializers import JOB_LIST_COLUMNS, JobOutputSerializer, job_output, job_row_output
+from apps.advice.models import AdviceSummary
+from apps.api.jobs.serializers import (
+    JOB_LIST_COLUMNS,
+    JobListOutputSerializer,
+    JobOutputSerializer,
+    job_output,
+    job_row_output,
+)
 from apps.jobs.models import TrainingJob
 from tests.support.world import World, grant, training_job
 
@@ -28,14 +36,26 @@ def serializer_view(job: TrainingJob) -> dict[str, Any]:
 def test_hand_rendered_rows_equal_the_serializer(world: World) -> None:
     deleted = training_job(world.cluster, "gone")
     TrainingJob.objects.filter(pk=deleted.pk).update(deleted_at=timezone.now(), uid="u-1", phase="Failed")
+    TrainingJob.objects.filter(pk=deleted.pk).update(last_fault_at=timezone.now())
+    AdviceSummary.objects.create(job=world.job, could_save=12.3456, computed_at=timezone.now())
     jobs = [world.job, world.other_job, deleted]  # with a policy revision, without, deleted
     rows = {row["id"]: row for row in TrainingJob.objects.values(*JOB_LIST_COLUMNS)}
+    listed = TrainingJob.objects.select_related("cluster", "current_revision").annotate(
+        could_save=F("advice_summary__could_save")
+    )
     for job in jobs:
         expected = serializer_view(job)
-        assert job_row_output(rows[job.pk]) == expected
+        assert job_row_output(rows[job.pk], JobOutputSerializer.Meta.fields) == expected
         loaded = TrainingJob.objects.select_related("cluster", "current_revision").get(pk=job.pk)
         assert job_output(loaded) == expected
+        as_listed = dict(JobListOutputSerializer(listed.get(pk=job.pk)).data)
+        if as_listed["could_save"] is not None:
+            as_listed["could_save"] = round(
+                as_listed["could_save"], 2
+            )  # the list rounds it, as the advice does
+        assert job_row_output(rows[job.pk]) == as_listed
     assert serializer_view(world.job)["current_revision"] == 1
+    assert serializer_view(world.job)["strategies"] == world.job.current_revision.spec["strategies"]
 
 
 def test_list_pages_walk_the_order_without_gaps_or_repeats(world: World) -> None:
