@@ -113,7 +113,10 @@ def seed_database(jobs_wanted: int) -> None:
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE")  # planner statistics, as autovacuum would have them in production
+        # What autovacuum would have done in production within a minute of 10,000 inserts: planner
+        # statistics, and the visibility map without which no index-only scan is cheaper than a sort
+        # (a plain ANALYZE left the list sorting all jobs for every page: 74 ms at 10,000).
+        cursor.execute("VACUUM ANALYZE")
     print(json.dumps({"token": token_issue(user, "bench")[1], "job_ids": [job.pk for job in jobs]}))
 
 

@@ -17,6 +17,7 @@ import os
 import pstats
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from _common import emit, product_env
@@ -53,11 +54,12 @@ def profile_endpoints(
         queries: list[str] = []
         with connection.execute_wrapper(_recorder(queries)):
             client.get(paths())
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         for _ in range(requests):
             client.get(paths())
         mean_ms = (time.perf_counter() - started) * 1000 / requests
-        profiler = cProfile.Profile()
+        cpu_ms = (time.process_time() - cpu_started) * 1000 / requests
+        profiler = cProfile.Profile(time.process_time)  # CPU: waits on a loaded machine would swamp it
         profiler.enable()
         for _ in range(requests):
             client.get(paths())
@@ -66,8 +68,8 @@ def profile_endpoints(
         stats = pstats.Stats(profiler, stream=text)
         stats.sort_stats("cumulative").print_stats(r"/(apps|controlplane|mindcluster)/", top)
         stats.sort_stats("tottime").print_stats(top)
-        out[name] = {"queries": len(queries), "mean_ms": round(mean_ms, 2)}
-        print(f"== {name}: {len(queries)} queries, {mean_ms:.2f} ms/request in-process")
+        out[name] = {"queries": len(queries), "mean_ms": round(mean_ms, 2), "cpu_ms": round(cpu_ms, 2)}
+        print(f"== {name}: {len(queries)} queries, {mean_ms:.2f} ms/request in-process, {cpu_ms:.2f} ms CPU")
         for sql in queries:
             print("   SQL", sql[:400])
         print(text.getvalue())
@@ -82,10 +84,10 @@ def main() -> None:
     parser.add_argument("--endpoints", default="bare,detail,policy,list")
     parser.add_argument("--database", default="bench_profile")
     parser.add_argument("--keep", action="store_true", help="keep the database (and reuse it next time)")
-    parser.add_argument("--in-process", nargs=2, metavar=("TOKEN", "IDS_FILE"), help=argparse.SUPPRESS)
+    parser.add_argument("--in-process", metavar="IDS_FILE", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.in_process:
-        token, ids_file = args.in_process
+        token, ids_file = os.environ["BENCH_TOKEN"], args.in_process  # a token may start with "-"
         with open(ids_file) as f:
             job_ids = [int(x) for x in f.read().split()]
         emit(
@@ -95,6 +97,7 @@ def main() -> None:
             }
         )
         return
+    import json
     import subprocess
     import sys
     import tempfile
@@ -102,16 +105,21 @@ def main() -> None:
     base_url = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
     db_url = bench_database_url(base_url, args.database)
     env = product_env(db_url, DEBUG="false", BENCH_ENDPOINTS="true", API_THROTTLE_RATE="100000000/min")
-    recreate_database(base_url, args.database)
+    kept = Path(tempfile.gettempdir()) / f"{args.database}.seed.json"
     try:
-        token, job_ids = seed(env, args.jobs)
+        if args.keep and kept.exists():
+            token, job_ids = json.loads(kept.read_text())  # the database kept by the last --keep run
+        else:
+            recreate_database(base_url, args.database)
+            token, job_ids = seed(env, args.jobs)
+            if args.keep:
+                kept.write_text(json.dumps([token, job_ids]))
         with tempfile.NamedTemporaryFile("w", suffix=".ids", delete=False) as f:
             f.write(" ".join(map(str, job_ids)))
         argv = [
             sys.executable,
             __file__,
             "--in-process",
-            token,
             f.name,
             "--requests",
             str(args.requests),
@@ -120,10 +128,11 @@ def main() -> None:
             "--endpoints",
             args.endpoints,
         ]
-        subprocess.run(argv, env=env, check=True)
+        subprocess.run(argv, env={**env, "BENCH_TOKEN": token}, check=True)
         os.unlink(f.name)
     finally:
         if not args.keep:
+            kept.unlink(missing_ok=True)
             drop_database(base_url, args.database)
 
 

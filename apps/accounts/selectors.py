@@ -107,18 +107,23 @@ def role_from_grants(
 
 def role_in_namespace(user: UserLike, *, cluster: Cluster, namespace: str) -> str | None:
     """The highest role the user holds on ``namespace`` of ``cluster`` (superusers: admin)."""
+    return _role_in(user, cluster_id=cluster.pk, namespace=namespace)
+
+
+def _role_in(user: UserLike, *, cluster_id: int, namespace: str) -> str | None:
     if _is_superuser(user):
         return Role.ADMIN
     if not user.is_authenticated:
         return None
     # The user's grants are a handful of rows: matching them here is one plain query, cheaper to
     # build and run than a filtered aggregate over the grants table.
-    return role_from_grants(grant_rows(user), cluster_id=cluster.pk, namespace=namespace)
+    return role_from_grants(grant_rows(user), cluster_id=cluster_id, namespace=namespace)
 
 
 def role_for(user: UserLike, job: TrainingJob) -> str | None:
     """The highest role the user holds on the job's namespace, or None when they may not see it."""
-    return role_in_namespace(user, cluster=job.cluster, namespace=job.namespace)
+    # By id: the cluster row is not needed (job_for_request(with_cluster=False) leaves it unloaded).
+    return _role_in(user, cluster_id=job.cluster_id, namespace=job.namespace)
 
 
 def has_role(role: str | None, needed: str) -> bool:

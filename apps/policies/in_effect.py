@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from django.db.models import Case, Value, When
+
 from apps.core.numbers import is_ascii_digits
 from apps.jobs.models import JobIncarnation, TrainingJob
 from apps.policies.desired import (
@@ -41,12 +43,9 @@ PROCESS_OFF_REASON = (
 
 
 def current_incarnation(job: TrainingJob) -> JobIncarnation | None:
-    rows = JobIncarnation.objects.filter(job=job)
-    if job.uid:
-        found = rows.filter(uid=job.uid).first()
-        if found is not None:
-            return found
-    return rows.order_by("-first_seen_at").first()
+    """The row of the job's current uid, else its newest: one query either way."""
+    current_first = Case(When(uid=job.uid, then=Value(0)), default=Value(1)) if job.uid else Value(1)
+    return JobIncarnation.objects.filter(job=job).order_by(current_first, "-first_seen_at").first()
 
 
 def _revision_annotation(incarnation: JobIncarnation) -> int | None:
@@ -76,7 +75,6 @@ def match_revision(
 
 def in_effect(job: TrainingJob) -> dict[str, Any]:
     """``in_effect`` of design.md §4.4 plus config, observed_from, process_recovery and notes."""
-    revisions = list(PolicyRevision.objects.filter(job=job).order_by("number"))
     incarnation = current_incarnation(job)
     config, observed_from = observed_config(incarnation) if incarnation else (None, "")
     answer: dict[str, Any] = {
@@ -98,6 +96,8 @@ def in_effect(job: TrainingJob) -> dict[str, Any]:
         if current is not None:
             answer["pending"] = _pending(job, [current], None, None, {})
         return answer
+    # Only an observed config is matched against the revisions: read them only then.
+    revisions = list(PolicyRevision.objects.filter(job=job).order_by("number"))
     answer["since"] = incarnation.init_at or incarnation.podgroup_created_at or incarnation.job_created_at
     revision, annotated = match_revision(config, revisions, _revision_annotation(incarnation))
     if revision is not None:
@@ -145,10 +145,12 @@ def _pending(
             cache[revision.number] = desired_state(manifest, spec, revision.number) if spec else None
         return cache[revision.number]
 
+    revisions = list(revisions)
     base = state(baseline) if baseline is not None else None
-    written = set(
-        PolicySync.objects.filter(job=job, state__in=WRITTEN_STATES).values_list("generation", flat=True)
+    syncs = PolicySync.objects.filter(
+        job=job, state__in=WRITTEN_STATES, generation__in=[r.number for r in revisions]
     )
+    written = set(syncs.values_list("generation", flat=True))
     pending: list[dict[str, Any]] = []
     for revision in revisions:
         target = state(revision)

@@ -49,8 +49,10 @@ class JobFilter(django_filters.FilterSet):
         max_length=16,
         help_text="Is the current revision in effect: " + ", ".join(IN_EFFECT_STATES),
     )
-    recovering = django_filters.BooleanFilter(
-        method="filter_recovering", help_text="Only jobs with an open incident (true) or without (false)"
+    recovering = django_filters.CharFilter(
+        method="filter_recovering",
+        max_length=5,
+        help_text="Only jobs with an open incident (true) or without one (false)",
     )
     q = django_filters.CharFilter(
         method="filter_q", max_length=100, help_text="Substring of name or namespace"
@@ -100,11 +102,12 @@ class JobFilter(django_filters.FilterSet):
         return queryset.filter(in_effect_state=_one_of(name, value, IN_EFFECT_STATES))
 
     def filter_recovering(
-        self, queryset: QuerySet[TrainingJob], name: str, value: bool
+        self, queryset: QuerySet[TrainingJob], name: str, value: str
     ) -> QuerySet[TrainingJob]:
         # An EXISTS on the one_open_incident_per_job index: open incidents are few.
         open_incident = Exists(Incident.objects.filter(job=OuterRef("pk"), closed_at__isnull=True))
-        return queryset.filter(open_incident if value else ~open_incident)
+        wanted = _one_of(name, value, ("true", "false")) == "true"
+        return queryset.filter(open_incident if wanted else ~open_incident)
 
     def filter_q(self, queryset: QuerySet[TrainingJob], name: str, value: str) -> QuerySet[TrainingJob]:
         return queryset.filter(Q(name__icontains=value) | Q(namespace__icontains=value))

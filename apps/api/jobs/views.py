@@ -15,7 +15,7 @@ from apps.accounts.actors import actor_for
 from apps.accounts.models import Role
 from apps.accounts.permissions import job_for_request
 from apps.accounts.selectors import clusters_visible_to, has_role, jobs_visible_to, role_in_namespace
-from apps.api.jobs.filters import JobFilter
+from apps.api.jobs.filters import STRATEGY_CHOICES, JobFilter
 from apps.api.jobs.ordering import DEFAULT_ORDER, ORDERING_CHOICES, ORDERING_PARAM, list_ordering
 from apps.api.jobs.serializers import (
     JOB_LIST_COLUMNS,
@@ -33,6 +33,7 @@ from apps.core.api_inputs import valid_input
 from apps.core.numbers import is_ascii_digits
 from apps.jobs.models import Cluster, TrainingJob
 from apps.jobs.services import JobAlreadyRegistered, job_register
+from apps.policies.listing import IN_EFFECT_STATES
 
 ORDERING_PARAMETER = OpenApiParameter(
     ORDERING_PARAM,
@@ -44,6 +45,24 @@ ORDERING_PARAMETER = OpenApiParameter(
     "(last_fault) or an advice figure (could_save) come last either way. Default: cluster id, "
     "namespace, name. Anything else is a 400 listing these values.",
 )
+
+# The filters' fixed values as enums (the FilterSet declares them as strings: a value outside them
+# must be our 400 listing them, not django-filter's "Select a valid choice").
+CHOICE_PARAMETERS = [
+    OpenApiParameter(
+        name,
+        OpenApiTypes.STR,
+        OpenApiParameter.QUERY,
+        required=False,
+        enum=list(values),
+        description=JobFilter.base_filters[name].extra["help_text"],
+    )
+    for name, values in (
+        ("strategy", STRATEGY_CHOICES),
+        ("in_effect", IN_EFFECT_STATES),
+        ("recovering", ("true", "false")),
+    )
+]
 
 
 @extend_schema(tags=["clusters"], summary="Clusters this user may see")
@@ -58,7 +77,7 @@ class ClusterListApi(generics.ListAPIView):
     list=extend_schema(
         summary="Jobs this user may see: filtered, sorted, paged (count = all that match)",
         tags=["jobs"],
-        parameters=[ORDERING_PARAMETER],
+        parameters=[ORDERING_PARAMETER, *CHOICE_PARAMETERS],
         responses=JobListOutputSerializer(many=True),
     ),
     retrieve=extend_schema(
