@@ -54,6 +54,7 @@ def add_jobs(world: World, n: int, start: int = 0) -> list[TrainingJob]:
             TrainingJob.objects.filter(pk=job.pk).update(last_fault_at=now - timedelta(minutes=i))
         if i % 3 == 0:
             AdviceSummary.objects.create(job=job, could_save=float(i), computed_at=now)
+            TrainingJob.objects.filter(pk=job.pk).update(could_save=float(i))
         jobs.append(job)
     return jobs
 
@@ -86,7 +87,7 @@ def check_sorted(client: Any, ordering: str) -> None:
         "strategy": "strategies",
         "last_fault": "last_fault_at",
         "created": "created_at",
-        "cluster": "cluster",
+        "cluster": "cluster_id",  # grouped by cluster id (apps/api/jobs/ordering.py)
         "in_effect": "in_effect_state",
     }.get(key, key)
     values = [row[field] for row in rows]

@@ -58,7 +58,7 @@ class JobFilter(django_filters.FilterSet):
         method="filter_q", max_length=100, help_text="Substring of name or namespace"
     )
     could_save_min = django_filters.NumberFilter(
-        field_name="advice_summary__could_save",
+        field_name="could_save",
         lookup_expr="gte",
         min_value=0,
         help_text="Only jobs whose best candidate policy could save at least this many NPU-hours/week "

@@ -100,11 +100,10 @@ def strategies_of(column: str) -> list[str]:
 # A page of the jobs list is read with ``values()``: 50 model instances run through
 # ``JobOutputSerializer`` cost more than the page's queries. ``job_row_output`` shapes a row exactly as
 # the serializer renders the job (tests compare the two); the OpenAPI schema still comes from the
-# serializer. Columns are the serializer's fields, three of them read across a relation.
+# serializer. Columns are the serializer's fields, two of them read across a relation.
 _COLUMN_OF = {
     "cluster": "cluster__name",
     "current_revision": "current_revision__number",
-    "could_save": "advice_summary__could_save",
 }
 JOB_LIST_COLUMNS = tuple(_COLUMN_OF.get(name, name) for name in JobListOutputSerializer.Meta.fields)
 _DATETIME = serializers.DateTimeField()

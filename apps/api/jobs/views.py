@@ -42,8 +42,9 @@ ORDERING_PARAMETER = OpenApiParameter(
     required=False,
     enum=list(ORDERING_CHOICES),
     description="Sort key; a leading '-' sorts descending, ties broken by id. Jobs without a fault "
-    "(last_fault) or an advice figure (could_save) come last either way. Default: cluster id, "
-    "namespace, name. Anything else is a 400 listing these values.",
+    "(last_fault) or an advice figure (could_save) come last either way. cluster groups by cluster in "
+    "the order the clusters were registered, then namespace and name; that is also the default. "
+    "Anything else is a 400 listing these values.",
 )
 
 # The filters' fixed values as enums (the FilterSet declares them as strings: a value outside them

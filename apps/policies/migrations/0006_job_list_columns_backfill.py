@@ -16,6 +16,7 @@ def backfill(apps: Any, schema_editor: Any) -> None:
     job_model = apps.get_model("jobs", "TrainingJob")
     incarnation_model = apps.get_model("jobs", "JobIncarnation")
     incident_model = apps.get_model("events", "Incident")
+    advice_model = apps.get_model("advice", "AdviceSummary")
     last_id = 0
     while True:
         jobs = list(
@@ -33,11 +34,13 @@ def backfill(apps: Any, schema_editor: Any) -> None:
             .annotate(last=Max("opened_at"))
             .values_list("job_id", "last")
         )
+        saves = dict(advice_model.objects.filter(job_id__in=list(uids)).values_list("job_id", "could_save"))
         for job in jobs:
             job.strategies = strategies_column(job.current_revision.spec if job.current_revision else None)
             job.in_effect_state = in_effect_column(brief_of(incarnations.get(job.pk), job.current_revision))
             job.last_fault_at = faults.get(job.pk)
-        job_model.objects.bulk_update(jobs, ["strategies", "in_effect_state", "last_fault_at"])
+            job.could_save = saves.get(job.pk)
+        job_model.objects.bulk_update(jobs, ["strategies", "in_effect_state", "last_fault_at", "could_save"])
 
 
 class Migration(migrations.Migration):
@@ -45,6 +48,7 @@ class Migration(migrations.Migration):
         ("policies", "0005_preset_namespace_scope"),
         ("jobs", "0005_job_list_sort_columns"),
         ("events", "0003_webhookdelivery_requeue_after"),
+        ("advice", "0001_initial"),
     ]
 
     operations = [migrations.RunPython(backfill, migrations.RunPython.noop)]
