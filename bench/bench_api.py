@@ -39,6 +39,7 @@ from _common import (
     give_applied_policy,
     percentile,
     product_env,
+    run_json,
     spawn,
     stop,
     uvicorn_argv,
@@ -121,19 +122,10 @@ def seed_database(jobs_wanted: int) -> None:
 
 
 def seed(env: dict[str, str], jobs: int) -> tuple[str, list[int]]:
-    import json
 
     migrate = [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"]
     subprocess.run(migrate, cwd=REPO, env=env, check=True)
-    out = subprocess.run(
-        [sys.executable, __file__, "--seed-only", str(jobs)],
-        cwd=REPO,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    data = json.loads(out.strip().splitlines()[-1])
+    data = run_json([sys.executable, __file__, "--seed-only", str(jobs)], env)
     return data["token"], data["job_ids"]
 
 

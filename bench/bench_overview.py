@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import REPO, emit, percentile, product_env
+from _common import REPO, emit, percentile, product_env, run_json
 from bench_api import bench_database_url, drop_database, recreate_database
 
 GOAL_P99_MS = 100.0
@@ -167,46 +167,14 @@ def main() -> None:
             recreate_database(base_url, args.database)
             migrate = [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"]
             subprocess.run(migrate, cwd=REPO, env=env, check=True)
-            out = subprocess.run(
-                [
-                    sys.executable,
-                    __file__,
-                    "--step",
-                    "seed",
-                    "--jobs",
-                    str(args.jobs),
-                    "--clusters",
-                    str(args.clusters),
-                ],
-                cwd=REPO,
-                env=env,
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout
-            seeded = json.loads(out.strip().splitlines()[-1])
+            step = ["--step", "seed", "--jobs", str(args.jobs), "--clusters", str(args.clusters)]
+            seeded = run_json([sys.executable, __file__, *step], env)
             if args.keep:
                 kept.write_text(json.dumps(seeded))
         seed_s = time.perf_counter() - started
         print(f"seeded {seeded['jobs']} jobs over {args.clusters} clusters in {seed_s:.1f}s", flush=True)
-        out = subprocess.run(
-            [
-                sys.executable,
-                __file__,
-                "--step",
-                "measure",
-                "--jobs",
-                str(seeded["jobs"]),
-                "--repeat",
-                str(args.repeat),
-            ],
-            cwd=REPO,
-            env={**env, "BENCH_TOKEN": seeded["token"]},
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-        result = json.loads(out.strip().splitlines()[-1])
+        step = ["--step", "measure", "--jobs", str(seeded["jobs"]), "--repeat", str(args.repeat)]
+        result = run_json([sys.executable, __file__, *step], {**env, "BENCH_TOKEN": seeded["token"]})
     finally:
         if not args.keep:
             kept.unlink(missing_ok=True)

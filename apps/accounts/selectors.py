@@ -44,7 +44,9 @@ def _coverage(user: UserLike, min_role: str) -> Q | None:
         return None  # a grant on every namespace of every cluster
     # Whole clusters as one IN (= ANY), which PostgreSQL checks inside an index walk; a chain of ORs
     # made it sort every visible job for each page of the jobs list (bench/bench_overview.py).
-    whole = sorted(cluster_id for cluster_id, namespace in rows if namespace == ALL_NAMESPACES)
+    whole = sorted(
+        cluster_id for cluster_id, namespace in rows if namespace == ALL_NAMESPACES and cluster_id is not None
+    )
     covered = Q(cluster_id__in=whole) if whole else Q(pk__in=[])
     for cluster_id, namespace in rows:
         if namespace == ALL_NAMESPACES and cluster_id is not None:
