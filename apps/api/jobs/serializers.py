@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import datetime, tzinfo
 from typing import Any
 
+from django.utils import timezone
 from rest_framework import serializers
 
 from apps.api.policies.serializers import InEffectSerializer
@@ -106,7 +108,6 @@ _COLUMN_OF = {
     "current_revision": "current_revision__number",
 }
 JOB_LIST_COLUMNS = tuple(_COLUMN_OF.get(name, name) for name in JobListOutputSerializer.Meta.fields)
-_DATETIME = serializers.DateTimeField()
 _DATETIME_FIELDS = ("deleted_at", "created_at", "updated_at", "last_fault_at")
 
 
@@ -136,9 +137,17 @@ def job_row_output(
     out["strategies"] = strategies_of(out["strategies"])
     if out.get("could_save") is not None:
         out["could_save"] = round(out["could_save"], 2)
+    zone = timezone.get_current_timezone()
     for name in _DATETIME_FIELDS:
-        out[name] = None if out[name] is None else _DATETIME.to_representation(out[name])
+        out[name] = None if out[name] is None else _iso(out[name], zone)
     return out
+
+
+def _iso(value: datetime, zone: tzinfo) -> str:
+    """What ``DateTimeField().to_representation`` gives with DRF's ISO 8601 default ("Z" for UTC),
+    without its per-call settings and timezone look-ups (4 per row: a tenth of a page's CPU)."""
+    text = value.astimezone(zone).isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 def job_output(job: TrainingJob) -> dict[str, Any]:
