@@ -43,6 +43,8 @@ def profile_endpoints(
 
     endpoints = endpoint_paths(job_ids)
     endpoints["list_sorted"] = lambda: "/api/v1/jobs/?limit=50&ordering=-could_save"
+    # The floor of any authenticated endpoint: token, throttles, the API root's empty work.
+    endpoints["root"] = lambda: "/api/v1/"
     client = Client(
         HTTP_AUTHORIZATION=f"Token {token}", HTTP_ACCEPT="application/json", HTTP_HOST="127.0.0.1"
     )

@@ -73,3 +73,34 @@ def test_list_pages_walk_the_order_without_gaps_or_repeats(world: World) -> None
     assert body["count"] == len(seen) == 24  # the 23 above and llama; not secret (team-b)
     assert seen == sorted(seen)
     assert len(set(seen)) == len(seen)
+
+
+def test_hand_rendered_in_effect_and_sync_equal_the_serializers(world: World) -> None:
+    """The detail and policy GET render in_effect and the latest sync by hand (apps/core/api_output.py)."""
+    from apps.api.policies.serializers import (
+        InEffectSerializer,
+        SyncOutputSerializer,
+        in_effect_output,
+        sync_output,
+    )
+    from apps.jobs.incarnations import incarnation_observe_podgroup
+    from apps.policies.in_effect import in_effect
+    from apps.policies.models import PolicySync
+    from tests.support.world import operator_podgroup
+
+    job = TrainingJob.objects.select_related("cluster", "current_revision").get(pk=world.job.pk)
+    views = [in_effect(job)]  # not observed yet
+    job.uid = "uid-1"
+    job.save(update_fields=["uid"])
+    incarnation_observe_podgroup(job, operator_podgroup(job, {}, {}), "ingester")
+    views.append(in_effect(job))  # observed, process-level recovery off, a revision waiting
+    assert views[1]["since"] is not None and views[1]["pending"]
+    for view in views:
+        assert in_effect_output(view) == dict(InEffectSerializer(view).data)
+    sync = PolicySync.objects.filter(job=job).first()
+    assert sync is not None
+    PolicySync.objects.filter(pk=sync.pk).update(
+        started_at=timezone.now(), finished_at=timezone.now(), drift={"x": 1}, effects=[{"k": "v"}]
+    )
+    for row in PolicySync.objects.filter(pk=sync.pk):
+        assert sync_output(row) == dict(SyncOutputSerializer(row).data)

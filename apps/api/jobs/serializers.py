@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime, tzinfo
 from typing import Any
 
-from django.utils import timezone
 from rest_framework import serializers
 
-from apps.api.policies.serializers import InEffectSerializer
+from apps.api.policies.serializers import InEffectSerializer, in_effect_output
 from apps.core.api_inputs import StrictInputSerializer, dns_label_field, validation_error
+from apps.core.api_output import api_datetime
 from apps.jobs.models import Cluster, TrainingJob
 from apps.policies.listing import IN_EFFECT_STATES
 from apps.policies.spec import DEFAULT_RELEASE, FRAMEWORKS, RELEASES
@@ -124,7 +123,7 @@ def job_detail_output(job: TrainingJob) -> dict[str, Any]:
     """``job_output`` plus ``in_effect``."""
     from apps.policies.in_effect import in_effect
 
-    return {**job_output(job), "in_effect": InEffectSerializer(in_effect(job)).data}
+    return {**job_output(job), "in_effect": in_effect_output(in_effect(job))}
 
 
 def job_row_output(
@@ -137,17 +136,9 @@ def job_row_output(
     out["strategies"] = strategies_of(out["strategies"])
     if out.get("could_save") is not None:
         out["could_save"] = round(out["could_save"], 2)
-    zone = timezone.get_current_timezone()
     for name in _DATETIME_FIELDS:
-        out[name] = None if out[name] is None else _iso(out[name], zone)
+        out[name] = api_datetime(out[name])
     return out
-
-
-def _iso(value: datetime, zone: tzinfo) -> str:
-    """What ``DateTimeField().to_representation`` gives with DRF's ISO 8601 default ("Z" for UTC),
-    without its per-call settings and timezone look-ups (4 per row: a tenth of a page's CPU)."""
-    text = value.astimezone(zone).isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 def job_output(job: TrainingJob) -> dict[str, Any]:
