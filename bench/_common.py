@@ -198,6 +198,12 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def run_json(argv: list[str], env: dict[str, str]) -> Any:
+    """Run ``argv`` in the repository to the end and parse the last line it printed as JSON."""
+    out = subprocess.run(argv, cwd=REPO, env=env, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
 def emit(result: dict[str, Any]) -> None:
     """The last line of every benchmark: one JSON object the report script collects."""
     print(json.dumps(result, sort_keys=True))

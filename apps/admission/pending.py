@@ -29,6 +29,7 @@ from apps.audit.services import audit_record
 from apps.events import kinds
 from apps.events.services import event_record
 from apps.jobs.models import Cluster, TrainingJob
+from apps.policies.listing import listing_refresh
 from apps.policies.models import PolicyRevision, PolicySync
 
 log = logging.getLogger(__name__)
@@ -98,6 +99,7 @@ def _record_revision_1(pending: PendingAdmission, job: TrainingJob) -> None:
     )
     TrainingJob.objects.filter(pk=job.pk).update(current_revision=revision)
     job.current_revision = revision
+    listing_refresh([job.pk])
     # The API server applied the webhook's patch (the stamp proves it): the sync is applied.
     PolicySync.objects.create(job=job, revision=revision, generation=1, state=PolicySync.State.APPLIED)
     audit_record(actor=ACTOR, action="policy.update", obj=job, after=revision.spec)

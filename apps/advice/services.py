@@ -436,6 +436,8 @@ def summary_store(job: TrainingJob, advice: dict[str, Any], now: datetime | None
             "computed_at": now or timezone.now(),
         },
     )
+    # The jobs list sorts and filters on its copy (TrainingJob.could_save, on an index).
+    TrainingJob.objects.filter(pk=job.pk).update(could_save=summary.could_save)
     return summary
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 from mindcluster.keys import FRAMEWORKS
 from mindcluster.releases import DEFAULT_RELEASE, RELEASES
@@ -71,6 +71,22 @@ class TrainingJob(models.Model):
     deleted_at = models.DateTimeField(null=True, blank=True, help_text="Set when the job left the cluster")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Copies kept for the jobs list alone, so it can sort and filter 100,000 jobs on an index. Their
+    # owners are elsewhere: the current revision's spec, the in-effect comparison
+    # (apps/policies/in_effect.py), the job's incidents (apps/policies/listing.py keeps those in
+    # step), and the advice summary (apps/advice/services.py summary_store writes both).
+    strategies = models.CharField(
+        max_length=200, blank=True, default="", help_text="The current revision's strategies, comma-joined"
+    )
+    in_effect_state = models.CharField(
+        max_length=16, default="unknown", help_text="in-effect, waiting (for a recreation) or unknown"
+    )
+    last_fault_at = models.DateTimeField(null=True, blank=True, help_text="When the newest incident opened")
+    could_save = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="The advice summary's NPU-hours/week (apps/advice); null = not priced",
+    )
 
     class Meta:
         ordering = ["cluster__name", "namespace", "name"]
@@ -91,6 +107,32 @@ class TrainingJob(models.Model):
                 fields=["cluster", "namespace", "name", "id"],
                 condition=Q(deleted_at__isnull=True),
                 name="job_live_list_order",
+            ),
+            # One index per sort of the jobs list (apps/api/jobs/ordering.py): a page is a walk along
+            # it. The visibility filter's columns are included, so a walk with that filter (every
+            # non-superuser's) stays an index-only scan instead of sorting every visible job.
+            *(
+                models.Index(
+                    *key,
+                    F("id").desc() if descending else F("id"),
+                    condition=Q(deleted_at__isnull=True),
+                    include=["cluster_id", "namespace"],
+                    name=f"job_live_by_{name}",
+                )
+                for name, key, descending in (
+                    ("name", [F("name")], False),
+                    ("namespace", [F("namespace"), F("name")], False),
+                    ("phase", [F("phase"), F("name")], False),
+                    ("strategies", [F("strategies"), F("name")], False),
+                    ("in_effect", [F("in_effect_state"), F("name")], False),
+                    ("created", [F("created_at")], False),
+                    ("last_fault", [F("last_fault_at")], False),
+                    # Newest fault, biggest saving first, the empty ones last: ASC's backward scan
+                    # would put those first.
+                    ("last_fault_desc", [F("last_fault_at").desc(nulls_last=True)], True),
+                    ("could_save", [F("could_save")], False),
+                    ("could_save_desc", [F("could_save").desc(nulls_last=True)], True),
+                )
             ),
         ]
 

@@ -9,8 +9,10 @@ revision that config is, and for each newer revision which keys wait for what.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
+
+from django.db.models import Case, Value, When
 
 from apps.core.numbers import is_ascii_digits
 from apps.jobs.models import JobIncarnation, TrainingJob
@@ -20,14 +22,13 @@ from apps.policies.desired import (
     DesiredState,
     artifact_changes,
     config_changes,
-    config_from_keys,
     creation_config_of,
     desired_state,
     live_changes,
 )
 from apps.policies.models import PolicyRevision, PolicySync
+from apps.policies.observed import observed_config, process_recovery_on, stored_spec
 from apps.policies.rendering.when import BACKOFF_LIMIT_KEY
-from apps.policies.spec import PolicySpec
 from mindcluster import keys as c
 
 MAX_PENDING_REVISIONS = 10
@@ -42,44 +43,9 @@ PROCESS_OFF_REASON = (
 
 
 def current_incarnation(job: TrainingJob) -> JobIncarnation | None:
-    rows = JobIncarnation.objects.filter(job=job)
-    if job.uid:
-        found = rows.filter(uid=job.uid).first()
-        if found is not None:
-            return found
-    return rows.order_by("-first_seen_at").first()
-
-
-def observed_config(incarnation: JobIncarnation) -> tuple[Config | None, str]:
-    """The creation config of an incarnation and where it was read; (None, "") if not observed."""
-    job_keys = incarnation.job_keys or {}
-    if incarnation.init_keys:
-        keys, source = _with_podgroup_scheduling(incarnation), "clusterd-init"
-    elif incarnation.podgroup_uid:
-        keys = incarnation.podgroup_keys
-        source = (
-            "podgroup-before-first-push" if incarnation.podgroup_seen_by == "push" else "podgroup-at-creation"
-        )
-    else:
-        return None, ""
-    labels = dict(keys.get("labels") or {})
-    if job_keys.get(c.LABEL_FAULT_RETRY_TIMES) is not None:
-        labels[c.LABEL_FAULT_RETRY_TIMES] = str(job_keys[c.LABEL_FAULT_RETRY_TIMES])
-    return config_from_keys(labels, dict(keys.get("annotations") or {}), job_keys.get("backoffLimit")), source
-
-
-def _with_podgroup_scheduling(incarnation: JobIncarnation) -> dict[str, Any]:
-    """The Init snapshot, with the PodGroup's own ``fault-scheduling`` where ClusterD cannot tell.
-
-    ClusterD turns grace and force alike into ``job-rescheduling`` (utils.go:114-118); which of the
-    two it was matters to Volcano, so the PodGroup's value is kept when both say "on".
-    """
-    init = incarnation.init_keys or {}
-    labels = dict(init.get("labels") or {})
-    seen = ((incarnation.podgroup_keys or {}).get("labels") or {}).get(c.LABEL_FAULT_SCHEDULING)
-    if labels.get(c.LABEL_FAULT_SCHEDULING) in ("grace", "force") and seen in ("grace", "force"):
-        labels[c.LABEL_FAULT_SCHEDULING] = seen
-    return {"labels": labels, "annotations": dict(init.get("annotations") or {})}
+    """The row of the job's current uid, else its newest: one query either way."""
+    current_first = Case(When(uid=job.uid, then=Value(0)), default=Value(1)) if job.uid else Value(1)
+    return JobIncarnation.objects.filter(job=job).order_by(current_first, "-first_seen_at").first()
 
 
 def _revision_annotation(incarnation: JobIncarnation) -> int | None:
@@ -91,32 +57,17 @@ def _revision_annotation(incarnation: JobIncarnation) -> int | None:
     return None
 
 
-def _spec(revision: PolicyRevision) -> PolicySpec | None:
-    """The stored spec (validated when it was stored); None for a shape this version cannot read."""
-    try:
-        return PolicySpec.from_stored(revision.spec)
-    except (TypeError, KeyError, ValueError, AttributeError):
-        return None
-
-
-def process_recovery_on(config: Config) -> bool:
-    """Init accepts the job when process-recover-enable is on or subHealthy is hotSwitch (:550-555)."""
-    return config.get(c.LABEL_PROCESS_RECOVER_ENABLE) == "on" or (
-        config.get(c.LABEL_SUB_HEALTHY_STRATEGY) == "hotSwitch"
-    )
-
-
 def match_revision(
     config: Config, revisions: list[PolicyRevision], hint: int | None
 ) -> tuple[PolicyRevision | None, bool]:
     """The revision whose creation config is ``config``: the annotated one if it agrees, else the newest."""
     by_number = {r.number: r for r in revisions}
     if hint is not None and hint in by_number:
-        spec = _spec(by_number[hint])
+        spec = stored_spec(by_number[hint])
         if spec is not None and creation_config_of(spec) == config:
             return by_number[hint], True
     for revision in sorted(revisions, key=lambda r: -r.number):
-        spec = _spec(revision)
+        spec = stored_spec(revision)
         if spec is not None and creation_config_of(spec) == config:
             return revision, False
     return None, False
@@ -124,7 +75,6 @@ def match_revision(
 
 def in_effect(job: TrainingJob) -> dict[str, Any]:
     """``in_effect`` of design.md §4.4 plus config, observed_from, process_recovery and notes."""
-    revisions = list(PolicyRevision.objects.filter(job=job).order_by("number"))
     incarnation = current_incarnation(job)
     config, observed_from = observed_config(incarnation) if incarnation else (None, "")
     answer: dict[str, Any] = {
@@ -146,6 +96,8 @@ def in_effect(job: TrainingJob) -> dict[str, Any]:
         if current is not None:
             answer["pending"] = _pending(job, [current], None, None, {})
         return answer
+    # Only an observed config is matched against the revisions: read them only then.
+    revisions = list(PolicyRevision.objects.filter(job=job).order_by("number"))
     answer["since"] = incarnation.init_at or incarnation.podgroup_created_at or incarnation.job_created_at
     revision, annotated = match_revision(config, revisions, _revision_annotation(incarnation))
     if revision is not None:
@@ -189,14 +141,16 @@ def _pending(
 
     def state(revision: PolicyRevision) -> DesiredState | None:
         if revision.number not in cache:
-            spec = _spec(revision)
+            spec = stored_spec(revision)
             cache[revision.number] = desired_state(manifest, spec, revision.number) if spec else None
         return cache[revision.number]
 
+    revisions = list(revisions)
     base = state(baseline) if baseline is not None else None
-    written = set(
-        PolicySync.objects.filter(job=job, state__in=WRITTEN_STATES).values_list("generation", flat=True)
+    syncs = PolicySync.objects.filter(
+        job=job, state__in=WRITTEN_STATES, generation__in=[r.number for r in revisions]
     )
+    written = set(syncs.values_list("generation", flat=True))
     pending: list[dict[str, Any]] = []
     for revision in revisions:
         target = state(revision)
@@ -224,34 +178,3 @@ def _config_out(config: Config | None) -> dict[str, Any] | None:
     backoff_limit = config.get(BACKOFF_LIMIT_KEY)
     out["backoff_limit"] = int(backoff_limit) if backoff_limit else None
     return out
-
-
-def in_effect_briefs(jobs: Sequence[TrainingJob]) -> dict[int, dict[str, Any]]:
-    """Per job, a cheap summary for lists: in effect, waiting for a recreation, or unknown.
-
-    One query for the incarnations; only creation configs are compared (no rendering).
-    """
-    uids = {job.pk: job.uid for job in jobs}
-    incarnations: dict[int, JobIncarnation] = {}
-    for row in JobIncarnation.objects.filter(job_id__in=list(uids)).order_by("job_id", "-first_seen_at"):
-        # The row of the job's current uid, else its newest.
-        kept = incarnations.get(row.job_id)
-        if kept is None or (row.uid == uids[row.job_id] and kept.uid != uids[row.job_id]):
-            incarnations[row.job_id] = row
-    briefs: dict[int, dict[str, Any]] = {}
-    for job in jobs:
-        incarnation = incarnations.get(job.pk)
-        config = observed_config(incarnation)[0] if incarnation else None
-        current = job.current_revision
-        if config is None:
-            briefs[job.pk] = {"state": "unknown", "process_recovery": None, "waits_for": []}
-            continue
-        spec = _spec(current) if current is not None else None
-        differs = config_changes(config, creation_config_of(spec)) if spec is not None else []
-        briefs[job.pk] = {
-            "state": "waiting" if differs else "in-effect",
-            "process_recovery": process_recovery_on(config),
-            "waits_for": ["recreate"] if differs else [],
-            "keys": differs,
-        }
-    return briefs

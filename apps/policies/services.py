@@ -10,6 +10,7 @@ from apps.audit.actors import Actor
 from apps.audit.services import audit_record
 from apps.core.errors import ValidationFailed
 from apps.jobs.models import TrainingJob
+from apps.policies.listing import listing_refresh
 from apps.policies.models import PolicyRevision, PolicySync, Preset
 from apps.policies.spec import JobContext, ReplicaFacts
 from apps.policies.syncs import sync_create
@@ -118,6 +119,7 @@ def _store_revision(
     )
     locked.current_revision = revision
     locked.save(update_fields=["current_revision", "updated_at"])
+    listing_refresh([locked.pk])
     audit_record(
         actor=actor,
         action="policy.update" if source != PolicyRevision.Source.RESTORE else "policy.restore",

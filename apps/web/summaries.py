@@ -5,18 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import Max, OuterRef, Subquery
+from django.db.models import Max, OuterRef, Q, Subquery
 
 from apps.accounts.selectors import jobs_visible_to
 from apps.advice.fleet import advice_columns
 from apps.events.incident_services import restarts_over_time
 from apps.events.models import Incident, JobEvent, RestartBudget
 from apps.jobs.models import TrainingJob
-from apps.policies.in_effect import in_effect_briefs
 from apps.policies.models import PolicySync
+from apps.policies.observed import in_effect_briefs
 
-# The overview is for scanning, not for exporting: beyond this the filters narrow it down.
-MAX_OVERVIEW_JOBS = 1_000
 BOOTSTRAP_INCIDENTS = 100
 
 
@@ -40,25 +38,6 @@ def budget_of(job: TrainingJob) -> dict[str, Any]:
     """The same body as ``GET /api/v1/jobs/{id}/budget/``: limits, use, and reschedules over time."""
     budget = RestartBudget.objects.filter(job=job).first() or RestartBudget(job=job)
     return {"job": job.pk, **budget.as_dict(), "restarts": restarts_over_time(job)}
-
-
-def job_summaries(user: User | AnonymousUser) -> list[dict[str, Any]]:
-    """What the overview shows per job: strategies, sync state, restarts, last incident, recovering."""
-    jobs = list(
-        jobs_visible_to(user)
-        .filter(deleted_at__isnull=True)
-        .select_related("cluster", "current_revision", "advice_summary")
-        .annotate(sync_state=_latest_sync_state(), last_incident_number=Max("incidents__number"))
-        .order_by("cluster__name", "namespace", "name", "id")[:MAX_OVERVIEW_JOBS]
-    )
-    ids = [job.pk for job in jobs]
-    budgets = {b.job_id: b for b in RestartBudget.objects.filter(job_id__in=ids)}
-    # The newest incident per job: one query on (job, number) pairs, filtered exactly in Python.
-    wanted = {job.pk: job.last_incident_number for job in jobs if job.last_incident_number}
-    candidates = Incident.objects.filter(job_id__in=list(wanted), number__in=set(wanted.values()))
-    incidents = {i.job_id: i for i in candidates if wanted.get(i.job_id) == i.number} if wanted else {}
-    briefs = in_effect_briefs(jobs)
-    return [_summary(job, budgets.get(job.pk), incidents.get(job.pk), briefs.get(job.pk)) for job in jobs]
 
 
 def _summary(
@@ -91,25 +70,35 @@ def _summary(
 
 
 def job_summary(user: User | AnonymousUser, job_id: int) -> dict[str, Any] | None:
-    """One job's overview row (for the live badge in the job page header)."""
+    """One job's overview row (the live badge in the job page header, a live row of the overview)."""
     for row in job_summaries_for_ids(user, [job_id]):
         return row
     return None
 
 
 def job_summaries_for_ids(user: User | AnonymousUser, ids: list[int]) -> list[dict[str, Any]]:
-    jobs = list(
-        jobs_visible_to(user)
+    """The overview rows of these jobs (those the user may see), in the order of ``ids``.
+
+    Five queries whatever the number of jobs: the jobs with their cluster, revision, advice and
+    newest sync state; their budgets; their newest incidents; their incarnations.
+    """
+    found = {
+        job.pk: job
+        for job in jobs_visible_to(user)
         .filter(pk__in=ids)
         .select_related("cluster", "current_revision", "advice_summary")
-        .annotate(sync_state=_latest_sync_state())
-    )
-    budgets = {b.job_id: b for b in RestartBudget.objects.filter(job_id__in=ids)}
-    latest: dict[int, Incident] = {}
-    for incident in Incident.objects.filter(job_id__in=ids).order_by("job_id", "-number"):
-        latest.setdefault(incident.job_id, incident)
+        .annotate(sync_state=_latest_sync_state(), last_incident_number=Max("incidents__number"))
+    }
+    jobs = [found[pk] for pk in ids if pk in found]
+    budgets = {b.job_id: b for b in RestartBudget.objects.filter(job_id__in=list(found))}
+    # The newest incident per job: one query for the exact (job, number) pairs.
+    newest = Q(pk__in=[])
+    for job in jobs:
+        if job.last_incident_number:
+            newest |= Q(job_id=job.pk, number=job.last_incident_number)
+    incidents = {i.job_id: i for i in Incident.objects.filter(newest)} if len(newest) else {}
     briefs = in_effect_briefs(jobs)
-    return [_summary(job, budgets.get(job.pk), latest.get(job.pk), briefs.get(job.pk)) for job in jobs]
+    return [_summary(job, budgets.get(job.pk), incidents.get(job.pk), briefs.get(job.pk)) for job in jobs]
 
 
 def recent_incidents(job_id: int) -> list[dict[str, Any]]:

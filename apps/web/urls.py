@@ -20,4 +20,5 @@ urlpatterns = [
     path("login/", views.LoginView.as_view(), name="login"),
     path("logout/", views.LogoutView.as_view(), name="logout"),
     path("ui/jobs.json", views.jobs_summary_json, name="jobs-json"),
+    path("ui/jobs/<int:job_id>.json", views.job_summary_json, name="job-json"),
 ]

@@ -36,6 +36,7 @@ from apps.policies.spec import (
     PolicySpec,
 )
 from apps.web import summaries, texts
+from apps.web.overview import BadQuery, filter_choices, overview_page
 
 
 def _user_info(request: HttpRequest) -> dict[str, Any]:
@@ -58,13 +59,14 @@ def _page(
 @login_required
 @require_GET
 def jobs_overview(request: HttpRequest) -> HttpResponse:
-    """Every job the user may see, with strategies, sync state, restarts and the last incident."""
-    return _page(
-        request,
-        "web/jobs.html",
-        "jobs",
-        {"jobs": summaries.job_summaries(request.user), "basis": texts.BASIS_TEXT},
-    )
+    """The jobs the user may see, a page at a time, filtered and sorted by the server (``?`` as the API)."""
+    try:
+        page: dict[str, Any] = overview_page(request)
+        error = None
+    except BadQuery as exc:
+        page, error = {"count": 0, "offset": 0, "limit": 0, "ordering": "", "results": []}, exc.body
+    data = {"page": page, "error": error, "choices": filter_choices(request.user), "basis": texts.BASIS_TEXT}
+    return _page(request, "web/jobs.html", "jobs", data)
 
 
 def _visible_job(request: HttpRequest, job_id: int) -> Any:
@@ -170,8 +172,24 @@ def _json_login_required(view: Callable[..., JsonResponse]) -> Callable[..., Jso
 @_json_login_required
 @require_GET
 def jobs_summary_json(request: HttpRequest) -> JsonResponse:
-    """The overview rows again (after a websocket reconnect the page refreshes from here)."""
-    return JsonResponse({"jobs": summaries.job_summaries(request.user)})
+    """A page of the overview (the same query string as the page and the jobs list API)."""
+    try:
+        return JsonResponse(overview_page(request))
+    except BadQuery as exc:
+        return JsonResponse(exc.body, status=exc.status)
+
+
+@_json_login_required
+@require_GET
+def job_summary_json(request: HttpRequest, job_id: int) -> JsonResponse:
+    """One overview row: a live update of the row of a job that changed, nothing else re-read."""
+    row = summaries.job_summary(request.user, job_id)
+    if row is None:
+        return JsonResponse(
+            {"errors": [{"code": "not_found", "message": "No job with this id (or you may not see it)."}]},
+            status=404,
+        )
+    return JsonResponse(row)
 
 
 class LoginView(auth_views.LoginView):

@@ -58,5 +58,5 @@ class AdviceBrowserTests(browser.BrowserTestCase):
         self.assertEqual(self.page.locator(f'tr[data-job="{quiet.pk}"] td').last.inner_text(), "—")
         self.page.fill("#f-could_save", "1")
         self.page.wait_for_function("document.querySelectorAll('#jobs-table tbody tr').length === 1")
-        self.assertIn("could_save=1", self.page.url)
+        self.assertIn("could_save_min=1", self.page.url)
         self.shot("jobs-could-save")

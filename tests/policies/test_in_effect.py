@@ -19,8 +19,9 @@ from apps.jobs.incarnations import incarnation_observe_init, incarnation_observe
 from apps.jobs.models import Cluster, TrainingJob
 from apps.policies.adoption import job_adopt
 from apps.policies.desired import desired_state
-from apps.policies.in_effect import in_effect, in_effect_briefs
+from apps.policies.in_effect import in_effect
 from apps.policies.models import PolicyRevision, PolicySync
+from apps.policies.observed import in_effect_briefs
 from apps.policies.preview import skeleton_manifest
 from apps.policies.rendering import render
 from apps.policies.rendering.when import key_when

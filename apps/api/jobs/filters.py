@@ -1,12 +1,33 @@
-"""``GET /jobs/`` filters: cluster (name or id), namespace, phase, free text ``q``, ``could_save_min``."""
+"""``GET /jobs/`` filters: cluster (name or id), namespace, phase, strategy, in-effect state, recovering,
+free text ``q`` and ``could_save_min``. A value outside a fixed set is a 400 naming the parameter and
+listing the values it takes."""
 
 from __future__ import annotations
 
 import django_filters
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
+from apps.core.api_errors import field_error
 from apps.core.numbers import is_ascii_digits
+from apps.events.models import Incident
 from apps.jobs.models import TrainingJob
+from apps.policies.listing import IN_EFFECT_STATES
+from mindcluster.strategies import STRATEGIES
+
+NO_STRATEGY = "none"
+STRATEGY_CHOICES = (*STRATEGIES, NO_STRATEGY)
+
+
+def _one_of(name: str, value: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise field_error(
+            name,
+            f"{name} must be one of {', '.join(allowed)}; got {value[:40]!r}.",
+            "invalid_choice",
+            list(allowed),
+        )
+    return value
+
 
 _MAX_ID_DIGITS = 18  # beyond a bigint: cannot be an id, so treat it as a name
 
@@ -17,11 +38,27 @@ class JobFilter(django_filters.FilterSet):
     )
     namespace = django_filters.CharFilter(field_name="namespace", max_length=63)
     phase = django_filters.CharFilter(field_name="phase", max_length=32)
+    strategy = django_filters.CharFilter(
+        method="filter_strategy",
+        max_length=32,
+        help_text=f"Jobs whose current policy has this strategy ({NO_STRATEGY}: none at all); one of "
+        + ", ".join(STRATEGY_CHOICES),
+    )
+    in_effect = django_filters.CharFilter(
+        method="filter_in_effect",
+        max_length=16,
+        help_text="Is the current revision in effect: " + ", ".join(IN_EFFECT_STATES),
+    )
+    recovering = django_filters.CharFilter(
+        method="filter_recovering",
+        max_length=5,
+        help_text="Only jobs with an open incident (true) or without one (false)",
+    )
     q = django_filters.CharFilter(
         method="filter_q", max_length=100, help_text="Substring of name or namespace"
     )
     could_save_min = django_filters.NumberFilter(
-        field_name="advice_summary__could_save",
+        field_name="could_save",
         lookup_expr="gte",
         min_value=0,
         help_text="Only jobs whose best candidate policy could save at least this many NPU-hours/week "
@@ -45,6 +82,32 @@ class JobFilter(django_filters.FilterSet):
         if is_ascii_digits(value) and len(value) <= _MAX_ID_DIGITS:
             match |= Q(cluster_id=int(value))
         return queryset.filter(match)
+
+    def filter_strategy(
+        self, queryset: QuerySet[TrainingJob], name: str, value: str
+    ) -> QuerySet[TrainingJob]:
+        # The column is comma-joined (apps/policies/listing.py): match a whole element.
+        if _one_of(name, value, STRATEGY_CHOICES) == NO_STRATEGY:
+            return queryset.filter(strategies="")
+        return queryset.filter(
+            Q(strategies=value)
+            | Q(strategies__startswith=f"{value},")
+            | Q(strategies__endswith=f",{value}")
+            | Q(strategies__contains=f",{value},")
+        )
+
+    def filter_in_effect(
+        self, queryset: QuerySet[TrainingJob], name: str, value: str
+    ) -> QuerySet[TrainingJob]:
+        return queryset.filter(in_effect_state=_one_of(name, value, IN_EFFECT_STATES))
+
+    def filter_recovering(
+        self, queryset: QuerySet[TrainingJob], name: str, value: str
+    ) -> QuerySet[TrainingJob]:
+        # An EXISTS on the one_open_incident_per_job index: open incidents are few.
+        open_incident = Exists(Incident.objects.filter(job=OuterRef("pk"), closed_at__isnull=True))
+        wanted = _one_of(name, value, ("true", "false")) == "true"
+        return queryset.filter(open_incident if wanted else ~open_incident)
 
     def filter_q(self, queryset: QuerySet[TrainingJob], name: str, value: str) -> QuerySet[TrainingJob]:
         return queryset.filter(Q(name__icontains=value) | Q(namespace__icontains=value))

@@ -6,9 +6,11 @@ from typing import Any
 
 from rest_framework import serializers
 
-from apps.api.policies.serializers import InEffectSerializer
+from apps.api.policies.serializers import InEffectSerializer, in_effect_output
 from apps.core.api_inputs import StrictInputSerializer, dns_label_field, validation_error
+from apps.core.api_output import api_datetime
 from apps.jobs.models import Cluster, TrainingJob
+from apps.policies.listing import IN_EFFECT_STATES
 from apps.policies.spec import DEFAULT_RELEASE, FRAMEWORKS, RELEASES
 from mindcluster import keys as k
 from mindcluster.operator_validation import MAX_REPLICAS
@@ -40,6 +42,12 @@ class JobOutputSerializer(serializers.ModelSerializer):
         child=serializers.IntegerField(), help_text='e.g. {"Master": 1, "Worker": 3}'
     )
     npus_per_pod = serializers.IntegerField(min_value=0)  # declared: derived bounds differ per database
+    strategies = serializers.SerializerMethodField(help_text="Strategies of the current revision, in order")
+    in_effect_state = serializers.ChoiceField(
+        choices=list(IN_EFFECT_STATES),
+        help_text="Is the current revision in effect on the job (in-effect), written but waiting for a "
+        "recreation (waiting), or not observed yet (unknown); the detail's in_effect says why",
+    )
 
     class Meta:
         model = TrainingJob
@@ -60,21 +68,46 @@ class JobOutputSerializer(serializers.ModelSerializer):
             "deleted_at",
             "created_at",
             "updated_at",
+            "strategies",
+            "in_effect_state",
+            "last_fault_at",
         ]
+
+    def get_strategies(self, job: TrainingJob) -> list[str]:
+        return strategies_of(job.strategies)
 
     def get_current_revision(self, job: TrainingJob) -> int | None:
         # The job's revision is selected with it (lists go through job_row_output instead).
         return job.current_revision.number if job.current_revision is not None else None
 
 
+class JobListOutputSerializer(JobOutputSerializer):
+    """A row of the jobs list: the job plus the strategy-advice figure it can be sorted by."""
+
+    could_save = serializers.FloatField(
+        allow_null=True,
+        help_text="NPU-hours/week the best candidate policy of strategy advice would save (null = not "
+        "priced yet)",
+    )
+
+    class Meta(JobOutputSerializer.Meta):
+        fields = [*JobOutputSerializer.Meta.fields, "could_save"]
+
+
+def strategies_of(column: str) -> list[str]:
+    return column.split(",") if column else []
+
+
 # A page of the jobs list is read with ``values()``: 50 model instances run through
 # ``JobOutputSerializer`` cost more than the page's queries. ``job_row_output`` shapes a row exactly as
 # the serializer renders the job (tests compare the two); the OpenAPI schema still comes from the
 # serializer. Columns are the serializer's fields, two of them read across a relation.
-_COLUMN_OF = {"cluster": "cluster__name", "current_revision": "current_revision__number"}
-JOB_LIST_COLUMNS = tuple(_COLUMN_OF.get(name, name) for name in JobOutputSerializer.Meta.fields)
-_DATETIME = serializers.DateTimeField()
-_DATETIME_FIELDS = ("deleted_at", "created_at", "updated_at")
+_COLUMN_OF = {
+    "cluster": "cluster__name",
+    "current_revision": "current_revision__number",
+}
+JOB_LIST_COLUMNS = tuple(_COLUMN_OF.get(name, name) for name in JobListOutputSerializer.Meta.fields)
+_DATETIME_FIELDS = ("deleted_at", "created_at", "updated_at", "last_fault_at")
 
 
 class JobDetailOutputSerializer(JobOutputSerializer):
@@ -90,15 +123,21 @@ def job_detail_output(job: TrainingJob) -> dict[str, Any]:
     """``job_output`` plus ``in_effect``."""
     from apps.policies.in_effect import in_effect
 
-    return {**job_output(job), "in_effect": InEffectSerializer(in_effect(job)).data}
+    return {**job_output(job), "in_effect": in_effect_output(in_effect(job))}
 
 
-def job_row_output(row: dict[str, Any]) -> dict[str, Any]:
-    """One ``values(*JOB_LIST_COLUMNS)`` row as ``JobOutputSerializer`` would render the job."""
-    out = {name: row[_COLUMN_OF.get(name, name)] for name in JobOutputSerializer.Meta.fields}
+def job_row_output(
+    row: dict[str, Any], fields: list[str] = JobListOutputSerializer.Meta.fields
+) -> dict[str, Any]:
+    """One ``values(*JOB_LIST_COLUMNS)`` row as ``JobListOutputSerializer`` would render the job (or
+    ``JobOutputSerializer``, given its ``fields``)."""
+    out = {name: row[_COLUMN_OF.get(name, name)] for name in fields}
     out["replicas"] = {str(role): int(count) for role, count in (out["replicas"] or {}).items()}
+    out["strategies"] = strategies_of(out["strategies"])
+    if out.get("could_save") is not None:
+        out["could_save"] = round(out["could_save"], 2)
     for name in _DATETIME_FIELDS:
-        out[name] = None if out[name] is None else _DATETIME.to_representation(out[name])
+        out[name] = api_datetime(out[name])
     return out
 
 
@@ -107,7 +146,7 @@ def job_output(job: TrainingJob) -> dict[str, Any]:
     row = {column: getattr(job, column) for column in JOB_LIST_COLUMNS if "__" not in column}
     row["cluster__name"] = job.cluster.name
     row["current_revision__number"] = job.current_revision.number if job.current_revision else None
-    return job_row_output(row)
+    return job_row_output(row, JobOutputSerializer.Meta.fields)
 
 
 class JobRegisterInputSerializer(StrictInputSerializer):

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import generics, mixins, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -14,11 +15,13 @@ from apps.accounts.actors import actor_for
 from apps.accounts.models import Role
 from apps.accounts.permissions import job_for_request
 from apps.accounts.selectors import clusters_visible_to, has_role, jobs_visible_to, role_in_namespace
-from apps.api.jobs.filters import JobFilter
+from apps.api.jobs.filters import STRATEGY_CHOICES, JobFilter
+from apps.api.jobs.ordering import DEFAULT_ORDER, ORDERING_CHOICES, ORDERING_PARAM, list_ordering
 from apps.api.jobs.serializers import (
     JOB_LIST_COLUMNS,
     ClusterOutputSerializer,
     JobDetailOutputSerializer,
+    JobListOutputSerializer,
     JobOutputSerializer,
     JobRegisterInputSerializer,
     job_detail_output,
@@ -30,8 +33,37 @@ from apps.core.api_inputs import valid_input
 from apps.core.numbers import is_ascii_digits
 from apps.jobs.models import Cluster, TrainingJob
 from apps.jobs.services import JobAlreadyRegistered, job_register
+from apps.policies.listing import IN_EFFECT_STATES
 
-LIST_ORDER = ("cluster_id", "namespace", "name", "id")
+ORDERING_PARAMETER = OpenApiParameter(
+    ORDERING_PARAM,
+    OpenApiTypes.STR,
+    OpenApiParameter.QUERY,
+    required=False,
+    enum=list(ORDERING_CHOICES),
+    description="Sort key; a leading '-' sorts descending, ties broken by id. Jobs without a fault "
+    "(last_fault) or an advice figure (could_save) come last either way. cluster groups by cluster in "
+    "the order the clusters were registered, then namespace and name; that is also the default. "
+    "Anything else is a 400 listing these values.",
+)
+
+# The filters' fixed values as enums (the FilterSet declares them as strings: a value outside them
+# must be our 400 listing them, not django-filter's "Select a valid choice").
+CHOICE_PARAMETERS = [
+    OpenApiParameter(
+        name,
+        OpenApiTypes.STR,
+        OpenApiParameter.QUERY,
+        required=False,
+        enum=list(values),
+        description=JobFilter.base_filters[name].extra["help_text"],
+    )
+    for name, values in (
+        ("strategy", STRATEGY_CHOICES),
+        ("in_effect", IN_EFFECT_STATES),
+        ("recovering", ("true", "false")),
+    )
+]
 
 
 @extend_schema(tags=["clusters"], summary="Clusters this user may see")
@@ -43,7 +75,12 @@ class ClusterListApi(generics.ListAPIView):
 
 
 @extend_schema_view(
-    list=extend_schema(summary="Jobs this user may see", tags=["jobs"]),
+    list=extend_schema(
+        summary="Jobs this user may see: filtered, sorted, paged (count = all that match)",
+        tags=["jobs"],
+        parameters=[ORDERING_PARAMETER, *CHOICE_PARAMETERS],
+        responses=JobListOutputSerializer(many=True),
+    ),
     retrieve=extend_schema(
         summary="One job, with what is in effect on it", tags=["jobs"], responses=JobDetailOutputSerializer
     ),
@@ -65,16 +102,17 @@ class JobViewSet(
     lookup_value_regex = "[0-9]+"
 
     def get_queryset(self) -> QuerySet[TrainingJob]:
-        # The order of the job_live_list_order index: a page is a walk along it, never a sort.
-        return jobs_visible_to(self.request.user).order_by(*LIST_ORDER)
+        # Each order is that of an index: a page is a walk along it, never a sort.
+        return jobs_visible_to(self.request.user).order_by(*DEFAULT_ORDER)
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         # A page in two steps: its ids from the index alone (OFFSET skips index entries, not rows),
-        # then just those rows with their cluster name and revision number joined in.
-        queryset = self.filter_queryset(self.get_queryset())
+        # then just those rows with their cluster name, revision number and advice figure joined in.
+        order = list_ordering(request)
+        queryset = self.filter_queryset(self.get_queryset()).order_by(*order)
         page_ids = self.paginate_queryset(queryset.values_list("pk", flat=True))
         assert page_ids is not None  # every list is paginated (DEFAULT_PAGINATION_CLASS)
-        rows = TrainingJob.objects.filter(pk__in=page_ids).order_by(*LIST_ORDER).values(*JOB_LIST_COLUMNS)
+        rows = TrainingJob.objects.filter(pk__in=page_ids).order_by(*order).values(*JOB_LIST_COLUMNS)
         return self.get_paginated_response([job_row_output(row) for row in rows])
 
     def get_object(self) -> TrainingJob:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from apps.api.policies.serializers import InEffectSerializer, SyncOutputSerializer
+from apps.api.policies.serializers import in_effect_output, sync_output
 from apps.jobs.models import TrainingJob
 from apps.policies.in_effect import in_effect
 from apps.policies.models import PolicySync
@@ -32,6 +32,6 @@ def policy_body(job: TrainingJob, warnings: list[dict[str, Any]] | None = None) 
         "author": revision.author_name if revision else "",
         "created_at": revision.created_at if revision else None,
         "warnings": warnings or [],
-        "sync": SyncOutputSerializer(sync).data if sync else None,
-        "in_effect": InEffectSerializer(in_effect(job)).data,
+        "sync": sync_output(sync) if sync else None,
+        "in_effect": in_effect_output(in_effect(job)),
     }

@@ -15,6 +15,7 @@ from rest_framework import serializers
 
 from apps.core.api_errors import ErrorSerializer
 from apps.core.api_inputs import StrictInputSerializer, require_exactly_one
+from apps.core.api_output import api_datetime
 from apps.core.parsers import json_safety_problem
 from apps.policies.models import PolicyRevision, PolicySync, Preset
 from apps.policies.rendering.when import WAITS_FOR, WHENS
@@ -152,6 +153,35 @@ class InEffectSerializer(serializers.Serializer):
     )
     process_recovery = ProcessRecoverySerializer(allow_null=True)
     notes = serializers.ListField(child=serializers.CharField())
+
+
+def in_effect_output(view: dict[str, Any]) -> dict[str, Any]:
+    """``InEffectSerializer(view).data`` for the dict ``apps.policies.in_effect.in_effect`` returns."""
+    names = InEffectSerializer._declared_fields
+    pending = [
+        {name: entry[name] for name in PendingSerializer._declared_fields} for entry in view["pending"]
+    ]
+    recovery = view["process_recovery"]
+    return {
+        **{name: view[name] for name in names},
+        "since": api_datetime(view["since"]),
+        "pending": pending,
+        "process_recovery": None
+        if recovery is None
+        else {"on": bool(recovery["on"]), "reason": str(recovery["reason"])},
+    }
+
+
+_SYNC_DATETIMES = ("queued_at", "started_at", "finished_at", "checked_at")
+
+
+def sync_output(sync: PolicySync) -> dict[str, Any]:
+    """``SyncOutputSerializer(sync).data``, without building a ModelSerializer per request."""
+    out = {name: getattr(sync, name) for name in SyncOutputSerializer.Meta.fields if name != "revision"}
+    out["revision"] = sync.generation
+    for name in _SYNC_DATETIMES:
+        out[name] = api_datetime(out[name])
+    return {name: out[name] for name in SyncOutputSerializer.Meta.fields}
 
 
 class PolicyOutputSerializer(serializers.Serializer):

@@ -169,5 +169,5 @@ def test_c_adopted_without_recover_strategy_shows_process_level_recovery_off(
     # The jobs list says the same: waiting for a recreation, process-level recovery off.
     summary = world["client"].get("/ui/jobs.json")
     assert summary.status_code == 200, summary.content
-    row = {r["id"]: r for r in summary.json()["jobs"]}[job.pk]
+    row = {r["id"]: r for r in summary.json()["results"]}[job.pk]
     assert row["in_effect"]["state"] == "waiting" and row["in_effect"]["process_recovery"] is False

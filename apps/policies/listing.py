@@ -1,0 +1,82 @@
+"""The jobs list's sort and filter columns on ``TrainingJob``, kept in step with the facts they copy.
+
+The list sorts and filters 100,000 jobs by strategy, in-effect state and last fault; computed per
+row (a revision's spec, the in-effect comparison, the newest incident) that is a scan, so each job
+carries a copy on an index (``apps/jobs/models.py``). The facts stay where they are:
+
+- ``strategies`` and ``in_effect_state`` are recomputed here whenever the current revision changes
+  (``policy_revision_create`` and the admission call ``listing_refresh``) and when an incarnation is
+  observed (``post_save`` of ``JobIncarnation``: its observers live below this layer, in the
+  ingester, adoption and push, and none of them should have to know about the list);
+- ``last_fault_at`` follows ``post_save`` of ``Incident``.
+
+The two receivers run after their transaction commits: the observers hold row locks (the
+incarnation's, the incident's) and taking the job's row inside them would order locks differently
+from the push, which locks the job first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Subquery
+from django.db.models.signals import post_save
+
+from apps.events.models import Incident
+from apps.jobs.models import JobIncarnation, TrainingJob
+from apps.policies.observed import in_effect_briefs
+
+STATE_IN_EFFECT = "in-effect"
+STATE_WAITING = "waiting"
+STATE_UNKNOWN = "unknown"
+IN_EFFECT_STATES = (STATE_IN_EFFECT, STATE_WAITING, STATE_UNKNOWN)
+
+
+def strategies_column(spec: dict[str, Any] | None) -> str:
+    """The strategies of a stored spec as the column holds them: in the spec's order, comma-joined."""
+    return ",".join(str(s) for s in (spec or {}).get("strategies") or [])
+
+
+def in_effect_column(brief: dict[str, Any] | None) -> str:
+    return str(brief["state"]) if brief else STATE_UNKNOWN
+
+
+def listing_refresh(job_ids: Iterable[int]) -> None:
+    """Recompute ``strategies`` and ``in_effect_state`` of these jobs (one read, an update per change)."""
+    jobs = list(TrainingJob.objects.filter(pk__in=list(job_ids)).select_related("current_revision"))
+    briefs = in_effect_briefs(jobs)
+    for job in jobs:
+        spec = job.current_revision.spec if job.current_revision else None
+        values = {
+            "strategies": strategies_column(spec),
+            "in_effect_state": in_effect_column(briefs.get(job.pk)),
+        }
+        if any(getattr(job, name) != value for name, value in values.items()):
+            # Not save(): updated_at says when the job changed, not when its list columns did.
+            TrainingJob.objects.filter(pk=job.pk).update(**values)
+            for name, value in values.items():
+                setattr(job, name, value)
+
+
+def last_fault_refresh(job_id: int) -> None:
+    """``last_fault_at`` from the job's incidents, in one UPDATE."""
+    newest = Incident.objects.filter(job_id=job_id).order_by("-opened_at").values("opened_at")[:1]
+    TrainingJob.objects.filter(pk=job_id).update(last_fault_at=Subquery(newest))
+
+
+def _on_incarnation_saved(sender: type[JobIncarnation], instance: JobIncarnation, **_: Any) -> None:
+    job_id = instance.job_id
+    transaction.on_commit(lambda: listing_refresh([job_id]))
+
+
+def _on_incident_saved(sender: type[Incident], instance: Incident, **_: Any) -> None:
+    job_id = instance.job_id
+    transaction.on_commit(lambda: last_fault_refresh(job_id))
+
+
+def connect_receivers() -> None:
+    """Called once from ``PoliciesConfig.ready``."""
+    post_save.connect(_on_incarnation_saved, sender=JobIncarnation, dispatch_uid="listing-incarnation")
+    post_save.connect(_on_incident_saved, sender=Incident, dispatch_uid="listing-incident")
