@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, close_old_connections, transaction
+from django.db import close_old_connections
 from django.db.models.signals import post_delete, post_save
 
 from apps.admission.jsonpatch import diff
@@ -294,9 +294,7 @@ def _recorded(fn: Callable[..., Any], *args: Any) -> None:
 
 
 def _save_pending(pending: PendingAdmission) -> None:
-    try:
-        with transaction.atomic():
-            pending.save(force_insert=True)
-    except IntegrityError:
-        # A re-sent review raced the first one's insert: the uid is unique, the first one stands.
-        log.info("admission %s already pending", pending.uid)
+    # One INSERT ... ON CONFLICT DO NOTHING in autocommit: a re-sent review that raced the first one's
+    # insert leaves the first one standing (the uid is unique), and no BEGIN/COMMIT round trips are
+    # spent on the API server's critical path (three statements a review instead of five).
+    PendingAdmission.objects.bulk_create([pending], ignore_conflicts=True)
