@@ -155,7 +155,7 @@ def policy_revision_restore(*, job: TrainingJob, number: int, actor: Actor) -> P
 def presets_sync_builtin() -> int:
     """Create or refresh the presets shipped with the product; user presets are left alone.
 
-    The data migration ``policies.0004_builtin_presets`` runs the same loader, so a fresh ``migrate``
+    The data migration ``policies.0002_builtin_presets`` runs the same loader, so a fresh ``migrate``
     has them; this stays for ``demo_setup`` and for a release whose presets changed without a migration.
     """
     from apps.policies.builtin_presets import builtin_presets_load

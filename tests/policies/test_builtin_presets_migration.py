@@ -12,8 +12,8 @@ from apps.policies.builtin_presets import BUILTIN_PRESETS, PRESET_DESCRIPTIONS
 
 pytestmark = pytest.mark.django_db
 
-BEFORE = ("policies", "0003_alter_policyrevision_source")
-DATA_MIGRATION = ("policies", "0004_builtin_presets")
+BEFORE = ("policies", "0001_initial")
+DATA_MIGRATION = ("policies", "0002_builtin_presets")
 
 
 def migrate_to(target: tuple[str, str]) -> Any:

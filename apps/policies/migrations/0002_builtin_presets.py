@@ -16,6 +16,6 @@ def load_builtin_presets(apps: Any, schema_editor: Any) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("policies", "0003_alter_policyrevision_source")]
+    dependencies = [("policies", "0001_initial")]
 
     operations = [migrations.RunPython(load_builtin_presets, migrations.RunPython.noop, elidable=False)]
