@@ -1,5 +1,5 @@
 """Model parts several apps declare the same way: a row's optional cluster scope, write-once rows,
-the milliseconds between two of a row's timestamps.
+the milliseconds between two of a row's timestamps, an index with NULLS LAST keys on both databases.
 
 Each is one field definition or one rule; the apps keep their own models and migrations (a field
 made here is the same field Django would get from the inline ``models.ForeignKey(...)``, so no
@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from django.db import models
+from django.db.backends.ddl_references import Reference
 
 EVERY_CLUSTER = "Empty = every cluster"
 
@@ -55,3 +56,43 @@ def elapsed_ms(start: datetime, end: datetime | None) -> float | None:
     if end is None:
         return None
     return (end - start).total_seconds() * 1000
+
+
+class NullsLastIndex(models.Index):
+    """An index whose ``desc(nulls_last=True)`` keys work on PostgreSQL and SQLite alike.
+
+    PostgreSQL sorts NULLs as the largest values, so DESC alone would put them first: the index says
+    NULLS LAST. SQLite sorts them as the smallest, so its DESC already puts them last, and its CREATE
+    INDEX takes no NULLS clause ("unsupported use of NULLS LAST": the embedded default's ``migrate``
+    failed on it); there the clause is dropped, the order is the same.
+    """
+
+    def create_sql(self, model: Any, schema_editor: Any, using: str = "", **kwargs: Any) -> Any:
+        statement = super().create_sql(model, schema_editor, using=using, **kwargs)
+        if schema_editor.connection.vendor == "sqlite":
+            parts: dict[str, Any] = statement.parts  # (django-stubs types every part as a Table)
+            parts["columns"] = _WithoutNullsClause(parts["columns"])
+        return statement
+
+
+class _WithoutNullsClause(Reference):
+    """An index's column list without its NULLS clauses, still a reference: SQLite rebuilds a table
+    under a temporary name and renames the references of its deferred index statements."""
+
+    def __init__(self, part: Reference) -> None:
+        self.part = part
+
+    def references_table(self, table: str) -> bool:
+        return bool(self.part.references_table(table))
+
+    def references_column(self, table: str, column: str) -> bool:
+        return bool(self.part.references_column(table, column))
+
+    def rename_table_references(self, old_table: str, new_table: str) -> None:
+        self.part.rename_table_references(old_table, new_table)
+
+    def rename_column_references(self, table: str, old_column: str, new_column: str) -> None:
+        self.part.rename_column_references(table, old_column, new_column)
+
+    def __str__(self) -> str:
+        return str(self.part).replace(" NULLS LAST", "")

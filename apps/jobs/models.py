@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import F, Q
 
+from apps.core.model_parts import NullsLastIndex
 from mindcluster.keys import FRAMEWORKS
 from mindcluster.releases import DEFAULT_RELEASE, RELEASES
 
@@ -112,7 +113,7 @@ class TrainingJob(models.Model):
             # it. The visibility filter's columns are included, so a walk with that filter (every
             # non-superuser's) stays an index-only scan instead of sorting every visible job.
             *(
-                models.Index(
+                NullsLastIndex(
                     *key,
                     F("id").desc() if descending else F("id"),
                     condition=Q(deleted_at__isnull=True),

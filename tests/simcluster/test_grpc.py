@@ -64,8 +64,11 @@ def test_fault_stream_sends_full_state_then_changes(sim, kube, channel) -> None:
     stub = fault_pb2_grpc.FaultStub(channel)
     assert stub.Register(fault_pb2.ClientInfo(jobId="", role="dashboard")).code == 0
     first = StreamReader(stub.SubscribeFaultMsgSignal(fault_pb2.ClientInfo(jobId="", role="dashboard")))
-    healthy = first.next()
-    assert healthy.signalType == "normal" and not healthy.nodeFaultInfo
+    # The first message is the cluster's full current state. The cluster is shared by the test process's
+    # modules, so another module's job may still be faulty: whatever it holds, it is consistent.
+    current = first.next()
+    assert current.signalType in ("normal", "fault")
+    assert (current.signalType == "normal") == (not current.nodeFaultInfo)
     # A platform-mode job nobody answers keeps its fault active for the whole (scaled) 300 s wait.
     job = create_job(kube, make_job("grpc-fault", annotations={"ProcessRecoverStrategy": ""}))
     uid = job["metadata"]["uid"]
@@ -77,8 +80,8 @@ def test_fault_stream_sends_full_state_then_changes(sim, kube, channel) -> None:
     assert list(node.faultDevice[0].faultCodes) == ["80E01801"]
     # A late subscriber first gets the full current state: this job's fault.
     late = StreamReader(stub.SubscribeFaultMsgSignal(fault_pb2.ClientInfo(jobId="", role="dashboard")))
-    snapshot = late.next()
-    assert snapshot.jobId == uid and snapshot.signalType == "fault"
+    snapshot = late.until(lambda m: m.jobId == uid)  # (other modules' faulty jobs may come first)
+    assert snapshot.signalType == "fault"
     # ...then only changes: the job is healthy again once ClusterD is done.
     assert first.until(lambda m: m.jobId == uid and m.signalType == "normal")
     assert late.until(lambda m: m.jobId == uid and m.signalType == "normal")
