@@ -149,7 +149,7 @@ def run(args: argparse.Namespace, sim: Any, env: dict[str, str], procs: list[Any
     from kubernetes import watch as k8s_watch
 
     from apps.audit.actors import Actor
-    from apps.jobs.models import Cluster, TrainingJob
+    from apps.jobs.models import Cluster
     from apps.policies.rendering import render
     from apps.policies.services import policy_revision_create
     from apps.policies.validation import validate_policy
@@ -192,14 +192,8 @@ def run(args: argparse.Namespace, sim: Any, env: dict[str, str], procs: list[Any
         )
         if rendered.configmap:
             k8s.CoreV1Api(api).create_namespaced_config_map("default", rendered.configmap)
-        job = TrainingJob.objects.create(
-            cluster=cluster,
-            namespace="default",
-            name=name,
-            uid=live["metadata"]["uid"],
-            replicas={"Master": 1, "Worker": 1},
-            npus_per_pod=8,
-        )
+        job = _common.job_row(cluster, "default", name, 1, uid=live["metadata"]["uid"])
+        job.save()
         policy_revision_create(job=job, spec=POLICY, actor=Actor(name="bench"), push=False)
         names.append(name)
     time.sleep(3)  # operator: PodGroups and pods

@@ -90,14 +90,8 @@ class _Sender:
         self.loop.call_soon_threadsafe(lane.put_nowait, (group, message))
 
     def flush(self, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
         with self.idle:
-            while self.pending:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self.idle.wait(left)
-        return True
+            return self.idle.wait_for(lambda: not self.pending, timeout)
 
 
 _sender: _Sender | None = None

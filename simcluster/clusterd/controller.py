@@ -390,14 +390,8 @@ class ClusterD:
 
     def wait_idle(self, timeout: float) -> bool:
         """Block until no recovery is queued or running; False on timeout."""
-        deadline = time.monotonic() + timeout
         with self._idle:
-            while self._busy:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._idle.wait(left)
-        return True
+            return self._idle.wait_for(lambda: not self._busy, timeout)
 
     def _work(self, uid: str) -> None:
         work = self._queues[uid]

@@ -175,24 +175,16 @@ def test_node_fault_on_rank0_pod_cannot_use_pod_rescheduling(job: TrainingJob) -
     add_revision(
         job, {"strategies": [], "fault_scheduling": "grace", "pod_rescheduling": True}, sync="applied"
     )
-    add_incident(
-        job,
-        kind="node",
-        ranks=(0,),
-        level="SeparateFault",
-        strategies=("job-rescheduling",),
-        attempts=(),
-        outcome="rescheduled",
-    )
-    add_incident(
-        job,
-        kind="node",
-        ranks=(12,),
-        level="SeparateFault",
-        strategies=("pod-rescheduling",),
-        attempts=(),
-        outcome="rescheduled",
-    )
+    for rank, strategy in ((0, "job-rescheduling"), (12, "pod-rescheduling")):
+        add_incident(
+            job,
+            kind="node",
+            ranks=(rank,),
+            level="SeparateFault",
+            strategies=(strategy,),
+            attempts=(),
+            outcome="rescheduled",
+        )
     advice = advise(job, checkpoint_period_s=PERIOD, window_days=7)
     assert advice["current"]["per_fault_kind"]["node"]["paths"] == {
         "Job-level rescheduling": 1,

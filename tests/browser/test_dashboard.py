@@ -29,18 +29,29 @@ from tests.support import browser
 class DashboardBrowserTests(browser.BrowserTestCase):
     """The dashboard's pages, one scenario per test."""
 
-    # --- scenarios --------------------------------------------------------------------------------
-    def test_login_required_then_overview_shows_policy_state_and_recovering_badge(self) -> None:
-        calm = self.live_job("calm-job")
-        busy = TrainingJob.objects.create(
+    def open_live_job(self) -> TrainingJob:
+        """A live job, signed in as ada, on its page."""
+        job = self.live_job()
+        self.login()
+        self.page.goto(self.url(f"/jobs/{job.pk}/"))
+        return job
+
+    def mindspore_job(self, name: str, mindcluster_version: str) -> TrainingJob:
+        """A registered (not live) MindSpore job in ``vision``: the second job some scenarios need."""
+        return TrainingJob.objects.create(
             cluster=self.cluster,
             namespace="vision",
-            name="busy-job",
+            name=name,
             framework="mindspore",
             replicas={"Scheduler": 1, "Worker": 2},
             npus_per_pod=8,
-            mindcluster_version="7.1",
+            mindcluster_version=mindcluster_version,
         )
+
+    # --- scenarios --------------------------------------------------------------------------------
+    def test_login_required_then_overview_shows_policy_state_and_recovering_badge(self) -> None:
+        calm = self.live_job("calm-job")
+        busy = self.mindspore_job("busy-job", "7.1")
         Incident.objects.create(job=busy, number=1, opened_at=timezone.now(), first_seq=1, last_seq=1)
         self.page.goto(self.url(f"/jobs/{calm.pk}/"))
         self.page.wait_for_url(re.compile(r"/login/\?next="))
@@ -71,15 +82,7 @@ class DashboardBrowserTests(browser.BrowserTestCase):
 
     def test_invalid_combination_error_at_field_then_fix_preview_and_apply(self) -> None:
         job = self.live_job()
-        mindspore = TrainingJob.objects.create(
-            cluster=self.cluster,
-            namespace="vision",
-            name="ms-job",
-            framework="mindspore",
-            replicas={"Scheduler": 1, "Worker": 2},
-            npus_per_pod=8,
-            mindcluster_version="26.1",
-        )
+        mindspore = self.mindspore_job("ms-job", "26.1")
         self.login()
         # elastic-training on a MindSpore job: the error sits under that checkbox.
         self.page.goto(self.url(f"/jobs/{mindspore.pk}/"))
@@ -132,9 +135,7 @@ class DashboardBrowserTests(browser.BrowserTestCase):
         self.shot("job-history")
 
     def test_complete_the_form_with_the_keyboard_only(self) -> None:
-        job = self.live_job()
-        self.login()
-        self.page.goto(self.url(f"/jobs/{job.pk}/"))
+        job = self.open_live_job()
         self.page.wait_for_selector("body[data-ready=true]")
         self.tab_to("#strategy-recover")
         self.page.keyboard.press("Space")
@@ -395,9 +396,7 @@ class DashboardBrowserTests(browser.BrowserTestCase):
         self.shot("job-in-effect")
 
     def test_what_if_panel_simulates_the_draft_policy(self) -> None:
-        job = self.live_job()
-        self.login()
-        self.page.goto(self.url(f"/jobs/{job.pk}/"))
+        self.open_live_job()
         self.page.check("#strategy-retry")
         self.page.check("#strategy-recover")
         self.page.click("#tab-whatif")

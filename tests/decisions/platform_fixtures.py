@@ -159,6 +159,14 @@ def decision_for(job: TrainingJob, states: set[str], timeout: float = 20) -> Dec
     )
 
 
+def decision_after_fault(
+    sim: SimCluster, job: TrainingJob, states: set[str], *, rank: int, fault_type: str
+) -> Decision:
+    """Inject a recovering ``fault_type`` fault at ``rank`` of ``job``; its decision once in ``states``."""
+    sim.inject_fault("default", job.name, rank=rank, fault_type=fault_type, recovers=True)
+    return decision_for(job, states)
+
+
 def podgroup_of(sim: SimCluster, job: TrainingJob) -> dict[str, Any]:
     api = k8s_config.new_client_from_config(config_file=sim.kubeconfig_path)
     return k8s.CustomObjectsApi(api).get_namespaced_custom_object(

@@ -21,6 +21,7 @@ from simcluster.runtime import SimCluster
 from tests.decisions.platform_fixtures import (
     POLICY,
     Platform,
+    decision_after_fault,
     decision_for,
     platform,
     podgroup_of,
@@ -52,8 +53,7 @@ def test_rule_based_decision_for_each_fault_type(
     decided_by: str,
 ) -> None:
     job = platform.running_job()
-    sim.inject_fault("default", job.name, rank=rank, fault_type=fault_type, recovers=True)
-    decision = decision_for(job, {"completed"})
+    decision = decision_after_fault(sim, job, {"completed"}, rank=rank, fault_type=fault_type)
     assert decision.strategy == strategy
     assert decision.decided_by == decided_by
     assert decision.outcome  # ClusterD reported the outcome (e.g. retry-success)
@@ -77,8 +77,7 @@ def test_a_person_answers_in_the_inbox_before_the_deadline(sim: SimCluster, plat
     operator = User.objects.create_user("oncall")
     job = platform.job({**POLICY, "decision_timeout_s": 60})
     platform.decide()
-    sim.inject_fault("default", job.name, rank=0, fault_type="normal", recovers=True)  # global rank 0 → ask
-    pending = decision_for(job, {"pending"})
+    pending = decision_after_fault(sim, job, {"pending"}, rank=0, fault_type="normal")  # global rank 0 → ask
     assert pending.deadline_at is not None
     wait_for(lambda: JobEvent.objects.filter(job=job, kind="decision.requested").exists(), 5, "the event")
     decision_answer(decision_id=pending.pk, strategy="dump", user=operator)
@@ -94,8 +93,7 @@ def test_no_answer_means_the_default_at_the_deadline_and_clusterd_proceeds(
     # At this module's 50x ClusterD's 300 s are 6 s, only 3 s more than the deadline: a loaded
     # machine ate them. At 20x they are 15 s (the deadline is 60 simulated s: still well inside).
     with clock_speed(sim, 20):
-        sim.inject_fault("default", job.name, rank=0, fault_type="normal", recovers=True)
-        pending = decision_for(job, {"pending"})
+        pending = decision_after_fault(sim, job, {"pending"}, rank=0, fault_type="normal")
         done = decision_for(job, {"completed"}, timeout=30)
     assert done.pk == pending.pk
     assert done.strategy == "recover" and done.decided_by == "default:deadline"
@@ -121,8 +119,7 @@ def test_a_decision_survives_a_restart_of_the_worker(sim: SimCluster, platform: 
     # Starting the new worker takes real seconds (more on a loaded machine) while ClusterD waits for
     # the answer (300 simulated s, 6 s at this module's 50x): at 10x it waits 30 s.
     with clock_speed(sim, 10):
-        sim.inject_fault("default", job.name, rank=0, fault_type="normal", recovers=True)
-        pending = decision_for(job, {"pending"})
+        pending = decision_after_fault(sim, job, {"pending"}, rank=0, fault_type="normal")
         assert worker.proc is not None
         os.killpg(worker.proc.pid, signal.SIGKILL)  # the countdown message it held is gone with it
         worker.proc.wait(10)

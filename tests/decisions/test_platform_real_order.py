@@ -30,6 +30,7 @@ from tests.decisions.platform_fixtures import (
     Platform,
     annotate_podgroup,
     clusterd_reasons,
+    decision_after_fault,
     decision_for,
     platform,
     podgroup_of,
@@ -43,6 +44,8 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 # fault_recover_platform_plugin.go:30-35: what ClusterD accepts before it asks
 STANDING = ("retry", "recover", "dump")
+
+
 # The simulated ClusterD's reasons for the fault-retry way: 508 (code.go:75) and 509 (code.go:77).
 def annotations_of(sim: SimCluster, job: TrainingJob) -> dict[str, str]:
     return dict(podgroup_of(sim, job)["metadata"].get("annotations") or {})
@@ -80,8 +83,7 @@ def test_rules_answer_in_the_real_order_and_the_standing_answer_comes_back(
     sim: SimCluster, platform: Platform
 ) -> None:
     job = platform.running_job()
-    sim.inject_fault("default", job.name, rank=1, fault_type="uce", recovers=True)
-    decision = decision_for(job, {"completed"})
+    decision = decision_after_fault(sim, job, {"completed"}, rank=1, fault_type="uce")
     assert (decision.strategy, decision.decided_by) == ("retry", "rule:0")
     assert decision.confirm_fault == "8:0"  # pod rank 1 x 8 NPUs, UCE type "0" (const.go:205)
     assert decision.outcome == "retry-success"
@@ -101,8 +103,7 @@ def test_a_node_fault_asks_about_every_rank_of_the_pod_and_the_answer_repeats_th
     sim: SimCluster, platform: Platform
 ) -> None:
     job = platform.running_job()
-    sim.inject_fault("default", job.name, rank=2, fault_type="node", recovers=True)
-    decision = decision_for(job, {"completed"})
+    decision = decision_after_fault(sim, job, {"completed"}, rank=2, fault_type="node")
     assert decision.strategy == "dump" and decision.decided_by == "rule:1"
     assert decision.confirm_fault == ",".join(f"{rank}:1" for rank in range(16, 24))
     assert [f["rank"] for f in decision.faults] == list(range(16, 24))
@@ -123,8 +124,7 @@ def test_the_decider_writes_a_standing_answer_where_it_is_missing(
         10,
         "the standing answer written",
     )
-    sim.inject_fault("default", job.name, rank=1, fault_type="normal", recovers=True)
-    decision = decision_for(job, {"completed"})
+    decision = decision_after_fault(sim, job, {"completed"}, rank=1, fault_type="normal")
     assert decision.strategy == "recover" and decision.outcome == "recover-success"
     assert sim.wait_idle(20)
     assert not GAVE_UP & set(clusterd_reasons(sim, job))
@@ -136,8 +136,7 @@ def test_a_person_answers_through_the_api_and_clusterd_uses_it(
     superuser_client: APIClient,
 ) -> None:
     job = platform.running_job({**POLICY, "decision_timeout_s": 60})
-    sim.inject_fault("default", job.name, rank=0, fault_type="normal", recovers=True)  # rank 0 → ask
-    pending = decision_for(job, {"pending"})
+    pending = decision_after_fault(sim, job, {"pending"}, rank=0, fault_type="normal")  # rank 0 → ask
     # While a person decides, the standing answer stays and ClusterD waits for the result key.
     waiting = annotations_of(sim, job)
     assert waiting[c.ANNOTATION_PLATFORM_STRATEGY] == "recover"
@@ -162,8 +161,7 @@ def test_a_late_answer_is_refused_with_409_and_the_default_goes_out(
     # person answers after the deadline; the API must refuse and write the default itself.
     job = platform.job({**POLICY, "decision_timeout_s": 1})
     platform.decide()
-    sim.inject_fault("default", job.name, rank=0, fault_type="normal", recovers=True)
-    pending = decision_for(job, {"pending"})
+    pending = decision_after_fault(sim, job, {"pending"}, rank=0, fault_type="normal")
     assert pending.deadline_at is not None
     time.sleep(max(0.0, pending.deadline_at.timestamp() - time.time()) + 0.1)
     late = superuser_client.post(f"/api/v1/decisions/{pending.pk}/", {"strategy": "dump"}, format="json")

@@ -22,7 +22,16 @@ from apps.events import broadcast
 from apps.events.fanout import hub
 from apps.events.models import JobEvent
 from apps.jobs.models import TrainingJob
-from tests.support.websocket import TIMEOUT, communicator, connected, record, run, subscribed, viewer_world
+from tests.support.websocket import (
+    TIMEOUT,
+    accepted,
+    communicator,
+    connected,
+    record,
+    run,
+    subscribed,
+    viewer_world,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -56,8 +65,7 @@ async def frames_until(
 def test_unauthenticated_connection_is_refused() -> None:
     async def scenario() -> None:
         comm = communicator(None)
-        connected, _ = await comm.connect(timeout=TIMEOUT)
-        assert not connected
+        assert not await accepted(comm)
         await comm.disconnect()
 
     run(scenario)
@@ -65,22 +73,16 @@ def test_unauthenticated_connection_is_refused() -> None:
 
 def test_bad_token_is_refused(world: dict[str, Any]) -> None:
     async def scenario() -> None:
-        comm = communicator("not-a-real-key")
-        connected, _ = await comm.connect(timeout=TIMEOUT)
-        assert not connected
+        assert not await accepted(communicator("not-a-real-key"))
 
     run(scenario)
 
 
 def test_foreign_origin_is_refused(world: dict[str, Any]) -> None:
     async def scenario() -> None:
-        comm = communicator(world["key"], origin=(b"origin", b"https://evil.example.com"))
-        connected, _ = await comm.connect(timeout=TIMEOUT)
-        assert not connected
+        assert not await accepted(communicator(world["key"], origin=(b"origin", b"https://evil.example.com")))
         # Without a token, a missing Origin is refused too (a browser always sends one) ...
-        anonymous = communicator(None, origin=None)
-        connected, _ = await anonymous.connect(timeout=TIMEOUT)
-        assert not connected
+        assert not await accepted(communicator(None, origin=None))
 
     run(scenario)
 
@@ -88,9 +90,7 @@ def test_foreign_origin_is_refused(world: dict[str, Any]) -> None:
 def test_a_program_with_a_token_needs_no_origin(world: dict[str, Any]) -> None:
     async def scenario() -> None:
         # ... but a program sends its token and no Origin, as for REST (design.md §4.3).
-        program = communicator(world["key"], origin=None)
-        connected, _ = await program.connect(timeout=TIMEOUT)
-        assert connected
+        program = await connected(world["key"], origin=None)
         await program.disconnect()
 
     run(scenario)
@@ -101,9 +101,7 @@ def test_another_namespaces_job_is_refused(world: dict[str, Any]) -> None:
     record(other, 2)
 
     async def scenario() -> None:
-        comm = communicator(world["key"])
-        connected, _ = await comm.connect(timeout=TIMEOUT)
-        assert connected
+        comm = await connected(world["key"])
         await comm.send_json_to({"subscribe": {"job": other.pk, "after_seq": 0}})
         frame = await comm.receive_json_from(timeout=TIMEOUT)
         assert frame == {"type": "error", "error": "job not found", "code": "not_found", "job": other.pk}

@@ -91,15 +91,29 @@ def user_jobs(draw: st.DrawFn) -> dict[str, Any]:
     return job
 
 
-@st.composite
-def job_and_policy(draw: st.DrawFn) -> tuple[dict[str, Any], PolicySpec]:
-    job = draw(user_jobs())
-    framework = job["metadata"]["labels"]["framework"]
-    raw = draw(policy_dicts(framework))
+def _valid_policy(draw: st.DrawFn, job: dict[str, Any]) -> PolicySpec:
+    """A policy for ``job``; invalid draws are discarded."""
+    raw = draw(policy_dicts(job["metadata"]["labels"]["framework"]))
     result = validate_policy(raw, JobContext.from_manifest(job))
     assume(result.ok)
     assert result.spec is not None
-    return job, result.spec
+    return result.spec
+
+
+@st.composite
+def job_and_policy(draw: st.DrawFn) -> tuple[dict[str, Any], PolicySpec]:
+    job = draw(user_jobs())
+    return job, _valid_policy(draw, job)
+
+
+# A job, the policy it had, and the policy it gets next.
+JobAndTwoPolicies = tuple[dict[str, Any], PolicySpec, PolicySpec]
+
+
+@st.composite
+def job_and_two_policies(draw: st.DrawFn) -> JobAndTwoPolicies:
+    job, first = draw(job_and_policy())
+    return job, first, _valid_policy(draw, job)
 
 
 def stored(obj: dict[str, Any]) -> dict[str, Any]:
@@ -143,17 +157,11 @@ def test_rendering_twice_equals_once(case: tuple[dict[str, Any], PolicySpec]) ->
 
 
 @PROPERTY_SETTINGS
-@given(job_and_policy(), st.data())
-def test_switching_policies_equals_rendering_the_last_one(
-    case: tuple[dict[str, Any], PolicySpec], data: Any
-) -> None:
-    job, first = case
-    raw = data.draw(policy_dicts(job["metadata"]["labels"]["framework"]))
-    result = validate_policy(raw, JobContext.from_manifest(job))
-    assume(result.ok)
-    assert result.spec is not None
-    switched = render(render(job, first).manifest, result.spec)
-    direct = render(job, result.spec)
+@given(job_and_two_policies())
+def test_switching_policies_equals_rendering_the_last_one(case: JobAndTwoPolicies) -> None:
+    job, first, second = case
+    switched = render(render(job, first).manifest, second)
+    direct = render(job, second)
     assert switched.manifest == direct.manifest
     assert switched.labels == direct.labels and switched.annotations == direct.annotations
     assert switched.removed_labels == direct.removed_labels
@@ -187,15 +195,9 @@ def _assert_prefix_kept(before: list[dict[str, Any]], after: list[dict[str, Any]
 
 
 @PROPERTY_SETTINGS
-@given(job_and_policy(), st.data())
-def test_job_patch_turns_the_previous_object_into_the_manifest(
-    case: tuple[dict[str, Any], PolicySpec], data: Any
-) -> None:
-    job, first = case
+@given(job_and_two_policies())
+def test_job_patch_turns_the_previous_object_into_the_manifest(case: JobAndTwoPolicies) -> None:
+    job, first, second = case
     previous = render(job, first).manifest
-    raw = data.draw(policy_dicts(job["metadata"]["labels"]["framework"]))
-    result = validate_policy(raw, JobContext.from_manifest(job))
-    assume(result.ok)
-    assert result.spec is not None
-    rendered = render(previous, result.spec)
+    rendered = render(previous, second)
     assert stored(apply_merge_patch(previous, rendered.job_patch)) == rendered.manifest

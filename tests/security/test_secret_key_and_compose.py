@@ -8,7 +8,6 @@ import re
 import secrets
 import shutil
 import subprocess
-import sys
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,8 @@ import pytest
 import yaml
 from django.contrib.auth import authenticate
 from django.core.management import call_command
+
+from tests.support.processes import python_in_repo
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE = REPO / "docker-compose.yml"
@@ -36,14 +37,7 @@ def boot(**env: str) -> subprocess.CompletedProcess[str]:
     """Load the production settings in a fresh interpreter, as every server process does."""
     clean = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "SECRET_KEY_FILE", "DEBUG"}}
     clean.update({"DJANGO_SETTINGS_MODULE": "controlplane.settings.base", **env})
-    return subprocess.run(
-        [sys.executable, "-c", "import django; django.setup(); print('started')"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=clean,
-        timeout=60,
-    )
+    return python_in_repo(["-c", "import django; django.setup(); print('started')"], clean)
 
 
 def test_production_settings_refuse_a_missing_secret_key() -> None:
@@ -82,21 +76,10 @@ def test_commands_that_sign_nothing_run_without_a_key(command: str, settings: st
     """Pipelines' offline tools and the simulated cluster (its own program, also in Compose)."""
     clean = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "SECRET_KEY_FILE"}}
     clean.update(DEBUG="false", DJANGO_SETTINGS_MODULE=settings)
-    result = subprocess.run(
-        [sys.executable, "manage.py", command, "--help"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=clean,
-        timeout=60,
-    )
+    result = python_in_repo(["manage.py", command, "--help"], clean)
     assert result.returncode == 0, result.stderr[-500:]
-    migrate = subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--help", "--settings", "controlplane.settings.base"],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=clean,
+    migrate = python_in_repo(
+        ["manage.py", "migrate", "--help", "--settings", "controlplane.settings.base"], clean, timeout=None
     )
     assert migrate.returncode != 0 and "SECRET_KEY is not set" in migrate.stderr
 

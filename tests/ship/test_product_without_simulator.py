@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent.parent
+from tests.support.processes import python_in_repo
+
 PRODUCT_PACKAGES = ("apps", "controlplane", "mindcluster")
 
 SCRIPT = r"""
@@ -73,14 +71,7 @@ def test_every_product_module_imports_without_the_simulator_under_production_set
         DEBUG="false",
         SECRET_KEY="a-production-like-secret-key-for-this-test-only-7c1e9b24d5",
     )
-    result = subprocess.run(
-        [sys.executable, "-c", SCRIPT, json.dumps(PRODUCT_PACKAGES)],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        env=env,
-        timeout=240,
-    )
+    result = python_in_repo(["-c", SCRIPT, json.dumps(PRODUCT_PACKAGES)], env, timeout=240)
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["failures"] == {}

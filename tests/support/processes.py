@@ -103,6 +103,15 @@ class RedisServer:
         self.stop()
 
 
+def python_in_repo(
+    args: list[str], env: dict[str, str], timeout: float | None = 60
+) -> subprocess.CompletedProcess[str]:
+    """``python <args>`` from the repository root with exactly ``env``, its output captured as text."""
+    return subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, cwd=REPO_ROOT, env=env, timeout=timeout
+    )
+
+
 def test_database_url(port: int | None = None) -> str:
     """A DATABASE_URL for subprocesses that must use this test run's database (``port``: reach it
     through another port, e.g. a proxy in front of PostgreSQL)."""

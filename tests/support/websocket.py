@@ -61,17 +61,22 @@ def viewer_world() -> dict[str, Any]:
     return {"jobs": jobs, "key": key, "viewer": viewer}
 
 
-async def connected(key: str) -> WebsocketCommunicator:
+async def accepted(comm: WebsocketCommunicator) -> bool:
+    """Whether the server accepts ``comm``'s handshake."""
+    return (await comm.connect(timeout=TIMEOUT))[0]
+
+
+async def connected(key: str | None, origin: tuple[bytes, bytes] | None = ORIGIN) -> WebsocketCommunicator:
     """A socket authenticated with the API token ``key``, its handshake accepted."""
-    comm = communicator(key)
-    assert (await comm.connect(timeout=TIMEOUT))[0]
+    comm = communicator(key, origin)
+    assert await accepted(comm)
     return comm
 
 
 async def subscribed(comm: WebsocketCommunicator, job_id: int) -> WebsocketCommunicator:
     """``comm`` connected and subscribed to ``job_id`` from the start (nothing recorded yet, so
     nothing replayed)."""
-    assert (await comm.connect(timeout=TIMEOUT))[0]
+    assert await accepted(comm)
     await comm.send_json_to({"subscribe": {"job": job_id, "after_seq": 0}})
     assert await comm.receive_nothing(timeout=0.2)
     return comm

@@ -8,7 +8,7 @@ recreate and the render tools read it; none of them renders or stamps on its own
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from apps.policies.rendering import RenderResult, render
@@ -34,13 +34,7 @@ class DesiredKey:
     when: When
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "object": self.object,
-            "section": self.section,
-            "key": self.key,
-            "value": self.value,
-            "when": self.when,
-        }
+        return asdict(self)  # the five fields, all strings or None
 
 
 @dataclass(frozen=True)

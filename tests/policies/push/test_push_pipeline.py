@@ -45,6 +45,13 @@ def wait_state(sync: PolicySync, states: set[str], timeout: float = 30) -> Polic
     return wait_for(done, timeout, f"sync {sync.pk} to reach {states} (now {sync.state}: {sync.last_error})")
 
 
+def applied_in_platform_mode(job: TrainingJob, kube: k8s.ApiClient) -> tuple[PolicySync, dict]:
+    """``SPEC`` in platform mode saved and applied; its sync and the live PodGroup it was applied to."""
+    sync = wait_state(save(job, {**SPEC, "platform_mode": True}), {"applied"})
+    _, pg = read_live(kube, job)
+    return sync, pg
+
+
 def committed_writes(emulator: KubeApiEmulator, job: TrainingJob, plural: str) -> int:
     """Successful writes by the control plane (the test's own creation of the job is a POST)."""
     verb = None if plural == "configmaps" else "PATCH"
@@ -56,14 +63,18 @@ def _clean_queues(broker: RedisServer) -> None:
     purge_queues()
 
 
+@pytest.fixture
+def job(live_job: Callable[..., TrainingJob], worker_factory: Callable[..., Worker]) -> TrainingJob:
+    """A live job, a worker already running to take its pushes (what most tests here start from)."""
+    worker_factory()
+    return live_job()
+
+
 def test_save_reaches_cluster_with_exactly_the_rendered_keys(
-    live_job: Callable[..., TrainingJob],
-    worker_factory: Callable[..., Worker],
+    job: TrainingJob,
     kube: k8s.ApiClient,
     emulator: KubeApiEmulator,
 ) -> None:
-    worker_factory()
-    job = live_job()
     sync = wait_state(save(job), {"applied"})
     live, pg = read_live(kube, job)
     expected = render(live, validate_policy(SPEC).spec)  # type: ignore[arg-type]
@@ -95,12 +106,9 @@ def test_save_reaches_cluster_with_exactly_the_rendered_keys(
 
 
 def test_three_conflicts_then_applied_with_one_write_per_object(
-    live_job: Callable[..., TrainingJob],
-    worker_factory: Callable[..., Worker],
+    job: TrainingJob,
     emulator: KubeApiEmulator,
 ) -> None:
-    worker_factory()
-    job = live_job()
     emulator.faults.conflict_next_writes(3)
     sync = wait_state(save(job), {"applied"})
     assert sync.attempts == 3
@@ -109,13 +117,7 @@ def test_three_conflicts_then_applied_with_one_write_per_object(
     assert committed_writes(emulator, job, "configmaps") == 1
 
 
-def test_503_window_then_applied_soon_after_recovery(
-    live_job: Callable[..., TrainingJob],
-    worker_factory: Callable[..., Worker],
-    emulator: KubeApiEmulator,
-) -> None:
-    worker_factory()
-    job = live_job()
+def test_503_window_then_applied_soon_after_recovery(job: TrainingJob, emulator: KubeApiEmulator) -> None:
     # Long against the worker's backoff (at most 1 s, tests/support/cluster.py: several attempts fail)
     # and short against its 60 s budget (the push must not give up): what the test is about. Seconds
     # beyond that only add waiting.
@@ -129,13 +131,7 @@ def test_503_window_then_applied_soon_after_recovery(
     assert sync.attempts >= 3
 
 
-def test_429_retry_after_is_honoured(
-    live_job: Callable[..., TrainingJob],
-    worker_factory: Callable[..., Worker],
-    emulator: KubeApiEmulator,
-) -> None:
-    worker_factory()
-    job = live_job()
+def test_429_retry_after_is_honoured(job: TrainingJob, emulator: KubeApiEmulator) -> None:
     emulator.faults.throttle_next(1, retry_after=2)
     started = time.monotonic()
     sync = wait_state(save(job), {"applied"})
@@ -180,12 +176,9 @@ def test_broker_restart_loses_the_message_and_the_sweep_recovers_it(
 
 
 def test_hand_edit_is_drift_with_the_keys_and_is_healed_when_asked(
-    live_job: Callable[..., TrainingJob],
-    worker_factory: Callable[..., Worker],
+    job: TrainingJob,
     kube: k8s.ApiClient,
 ) -> None:
-    worker_factory()
-    job = live_job()
     sync = wait_state(save(job), {"applied"})
     custom = k8s.CustomObjectsApi(kube)
     custom.patch_namespaced_custom_object(
@@ -212,15 +205,8 @@ def test_hand_edit_is_drift_with_the_keys_and_is_healed_when_asked(
     assert live["metadata"]["annotations"][c.ANNOTATION_RECOVER_STRATEGY] == "retry,recover,dump"
 
 
-def test_operator_recreating_the_podgroup_is_drift(
-    live_job: Callable[..., TrainingJob],
-    worker_factory: Callable[..., Worker],
-    kube: k8s.ApiClient,
-) -> None:
-    worker_factory()
-    job = live_job()
-    sync = wait_state(save(job, {**SPEC, "platform_mode": True}), {"applied"})
-    _, pg = read_live(kube, job)
+def test_operator_recreating_the_podgroup_is_drift(job: TrainingJob, kube: k8s.ApiClient) -> None:
+    sync, pg = applied_in_platform_mode(job, kube)
     custom = k8s.CustomObjectsApi(kube)
     name = pg["metadata"]["name"]
     custom.delete_namespaced_custom_object(
@@ -292,12 +278,9 @@ def test_newer_revision_supersedes_one_in_flight(
 
 
 def test_permanent_error_fails_at_once_with_a_clear_reason(
-    live_job: Callable[..., TrainingJob],
-    worker_factory: Callable[..., Worker],
+    job: TrainingJob,
     emulator: KubeApiEmulator,
 ) -> None:
-    worker_factory()
-    job = live_job()
     emulator.faults.fail_next(1, status=403)
     sync = wait_state(save(job), {"failed"})
     assert "not allowed" in sync.last_error and not sync.retryable
@@ -305,16 +288,12 @@ def test_permanent_error_fails_at_once_with_a_clear_reason(
 
 
 def test_a_push_during_a_fault_never_resets_the_platform_answer(
-    live_job: Callable[..., TrainingJob],
-    worker_factory: Callable[..., Worker],
+    job: TrainingJob,
     kube: k8s.ApiClient,
 ) -> None:
     from apps.policies.syncs import sync_request_apply
 
-    worker_factory()
-    job = live_job()
-    sync = wait_state(save(job, {**SPEC, "platform_mode": True}), {"applied"})
-    _, pg = read_live(kube, job)
+    sync, pg = applied_in_platform_mode(job, kube)
     custom = k8s.CustomObjectsApi(kube)
     custom.patch_namespaced_custom_object(  # the decision service answered ClusterD
         c.PODGROUP_GROUP,
