@@ -340,6 +340,9 @@ def test_backoff_limit_is_the_one_read_at_creation(sim, kube) -> None:
         {"spec": {"runPolicy": {"backoffLimit": 100}}},
     )
     sim.inject_fault("default", "cd-budget-late", rank=1, fault_type="node")
+    # The first recovery ends before the second fault: one that arrived during it would be merged into
+    # it (one reschedule, one unit of budget), and the job would live on the budget of 1.
+    assert sim.wait_idle(20)
     sim.inject_fault("default", "cd-budget-late", rank=1, fault_type="node")
     assert sim.wait_idle(20)
     job = kube.get_job("default", "cd-budget-late")
