@@ -127,7 +127,7 @@ class Sources:
 
 def pod_env(pod: Pod, container: Doc, sources: Sources) -> dict[str, str]:
     configmaps, secrets, overrides = sources.configmaps, sources.secrets, sources.overrides
-    env = {**BASE_ENV, **image_env(), "HOME": str(pod.tmp), "TMPDIR": str(pod.tmp)}
+    env = dict(image_env())
     for source in container.get("envFrom", []):
         if "configMapRef" in source:
             env.update(configmaps[source["configMapRef"]["name"]])
@@ -142,7 +142,14 @@ def pod_env(pod: Pod, container: Doc, sources: Sources) -> dict[str, str]:
                 env[item["name"]] = secrets[ref["secretKeyRef"]["name"]][ref["secretKeyRef"]["key"]]
             else:
                 env[item["name"]] = configmaps[ref["configMapKeyRef"]["name"]][ref["configMapKeyRef"]["key"]]
-    env = {name: localize(value, pod, sources.image_var) for name, value in env.items()}
+    # The container's paths become this pod's; the machine's own PATH, HOME and TMPDIR are not
+    # container paths and stay as they are (a checkout under /tmp must not become the pod's /tmp).
+    env = {
+        **BASE_ENV,
+        "HOME": str(pod.tmp),
+        "TMPDIR": str(pod.tmp),
+        **{name: localize(value, pod, sources.image_var) for name, value in env.items()},
+    }
     # The overrides, and only these (module docstring).
     env["DATABASE_URL"] = overrides.database_url
     env["REDIS_URL"] = overrides.redis_url
