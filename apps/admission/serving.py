@@ -57,6 +57,17 @@ def probes_only(app: ASGIApp) -> ASGIApp:
     return probe_app
 
 
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket whose accepted connections send at once (TCP_NODELAY; Linux copies it
+    from the listener to what it accepts). Without it, under uvloop a response written as more than
+    one TLS record waited for the client's delayed ACK, about 40 ms, once requests came close
+    together: bench_admission measured p50 4 ms at 10 requests/s and 45 ms from 30/s on, the bare
+    view as much as the webhook; with it, 4 ms at 50/s."""
+    sock = socket.create_server((host, port))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
 async def _serve_probes(app: ASGIApp, sock: socket.socket) -> None:
     config = uvicorn.Config(probes_only(app), lifespan="off", log_level="warning")
     await uvicorn.Server(config).serve(sockets=[sock])
@@ -98,7 +109,7 @@ class AdmissionServer:
 
     def __init__(self, app: ASGIApp, tls: ReloadingServerContext, *, reload_seconds: float = 0.2) -> None:
         self.tls = tls
-        self._sock = socket.create_server(("127.0.0.1", 0))
+        self._sock = listening_socket("127.0.0.1", 0)
         self.port = int(self._sock.getsockname()[1])
         self.url = f"https://127.0.0.1:{self.port}"
         self._server: uvicorn.Server | None = None

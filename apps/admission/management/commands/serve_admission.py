@@ -7,7 +7,6 @@ caller must present a certificate that CA signed, or the TLS handshake fails.
 from __future__ import annotations
 
 import asyncio
-import socket
 import ssl
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils.module_loading import import_string
 
-from apps.admission.serving import serve
+from apps.admission.serving import listening_socket, serve
 from apps.admission.tls import ReloadingServerContext
 
 
@@ -57,10 +56,9 @@ class Command(BaseCommand):
             )
         except (OSError, ssl.SSLError) as exc:
             raise CommandError(f"TLS: {exc}") from None
-        sock = socket.create_server((options["host"], options["port"]))
-        probe_sock = (
-            socket.create_server((options["host"], options["probe_port"])) if options["probe_port"] else None
-        )
+        sock = listening_socket(options["host"], options["port"])
+        probe_port = options["probe_port"]
+        probe_sock = listening_socket(options["host"], probe_port) if probe_port else None
         app = import_string("controlplane.asgi.application")
         self.stdout.write(
             f"admission webhook on https://{options['host']}:{options['port']} (client certificates required)"
