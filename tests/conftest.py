@@ -24,6 +24,7 @@ from simcluster.kube import Kube
 from simcluster.runtime import SimCluster
 from tests.support.cluster import Worker, purge_queues, use_broker
 from tests.support.processes import FIXTURES_DIR, RedisServer
+from tests.support.scheduling import module_of
 from tests.support.sim import clock_speed
 from tests.support.world import World, build_world, superuser_api_client
 
@@ -43,9 +44,9 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
     weight: dict[str, float] = {}
     for item in items:
-        module = item.nodeid.split("::", 1)[0]
+        module = module_of(item.nodeid)
         weight[module] = max(weight.get(module, 0.0), expected(item))
-    items.sort(key=lambda item: -weight[item.nodeid.split("::", 1)[0]])
+    items.sort(key=lambda item: -weight[module_of(item.nodeid)])
 
 
 @pytest.hookimpl(optionalhook=True)

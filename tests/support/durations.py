@@ -11,6 +11,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from tests.support.scheduling import module_of
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -19,10 +21,6 @@ def load(folder: Path) -> dict[str, list[tuple[str, float]]]:
         path.stem: [(nodeid, float(seconds)) for nodeid, seconds in json.loads(path.read_text())]
         for path in sorted(folder.glob("*.json"))
     }
-
-
-def module_of(nodeid: str) -> str:
-    return nodeid.split("::", 1)[0]
 
 
 def main(argv: list[str]) -> int:
