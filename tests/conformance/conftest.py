@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.conformance.scenarios_hard_paths import SCENARIOS, sources
+from tests.conformance.scenarios import SCENARIOS, sources
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

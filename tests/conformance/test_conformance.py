@@ -1,4 +1,4 @@
-"""The conformance table (``scenarios.py``) against (a) the what-if simulator and (b) the built-in
+"""The conformance table (``scenarios.yaml``) against (a) the what-if simulator and (b) the built-in
 cluster driven for real: job created through the Kubernetes API emulator with the official client,
 PodGroup and pods from the operator, Init from the agent, live keys patched, faults injected, and
 only what ClusterD wrote is read back."""
@@ -12,7 +12,7 @@ import pytest
 from simcluster.kube import Kube
 from simcluster.runtime import SimCluster
 from tests.conformance.runners import run_builtin, run_whatif
-from tests.conformance.scenarios_hard_paths import SCENARIOS, Scenario, sources
+from tests.conformance.scenarios import SCENARIOS, Scenario, sources
 
 IDS = [s.id for s in SCENARIOS]
 
