@@ -6,8 +6,6 @@ import os
 import re
 import secrets
 import string
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +14,7 @@ import yaml
 from django.core.management import call_command
 
 from tests.support import REPO_ROOT
+from tests.support.processes import python_in_repo
 
 COMMITTED_SCHEMA = REPO_ROOT / "docs" / "openapi.yaml"
 REGENERATE = "python manage.py spectacular --file docs/openapi.yaml --validate"
@@ -63,14 +62,7 @@ def test_check_deploy_prints_no_warnings() -> None:
         "SECURE_HSTS_INCLUDE_SUBDOMAINS": "true",
         "SECURE_HSTS_PRELOAD": "true",
     }
-    result = subprocess.run(
-        [sys.executable, "manage.py", "check", "--deploy"],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = python_in_repo(["manage.py", "check", "--deploy"], env, timeout=120)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     assert "System check identified no issues" in output and "WARNINGS" not in output, output

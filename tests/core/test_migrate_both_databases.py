@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from django.db import connection
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.support.processes import python_in_repo
+
 DESC_INDEXES = ("job_live_by_last_fault_desc", "job_live_by_could_save_desc")
 
 
@@ -26,14 +25,7 @@ def test_a_fresh_sqlite_database_migrates_with_the_same_order(tmp_path: Path) ->
         "DATABASE_URL": f"sqlite:///{db}",
         "DJANGO_SETTINGS_MODULE": "controlplane.settings.dev",
     }
-    done = subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--no-input"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    done = python_in_repo(["manage.py", "migrate", "--no-input"], env, timeout=240)
     assert done.returncode == 0, done.stderr[-2000:]
     with sqlite3.connect(db) as conn:
         sql = dict(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index'").fetchall())
