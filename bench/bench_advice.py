@@ -40,6 +40,7 @@ def seed(incidents: int, jobs: int) -> tuple[int, object]:
     from apps.jobs.models import Cluster, TrainingJob
     from apps.policies.models import PolicyRevision, PolicySync
     from apps.policies.validation import validate_policy
+    from tests.support.advice import incident_row
 
     rng = random.Random(18)
     cluster = Cluster.objects.create(name="bench")
@@ -66,21 +67,19 @@ def seed(incidents: int, jobs: int) -> tuple[int, object]:
         opened = now - timedelta(minutes=rng.randint(1, 27 * 24 * 60))
         ranks = sorted(rng.sample(range(512), rng.choice((1, 1, 1, 2, 8))))
         rows.append(
-            Incident(
-                job=job,
-                number=number,
-                opened_at=opened,
-                closed_at=opened + timedelta(seconds=60),
+            incident_row(
+                job,
+                number,
+                opened,
+                kind=kind,
+                level=level,
+                strategies=strategies,
+                attempts=attempts,
                 outcome=outcome,
-                fault={"types": [kind], "levels": [level] if level else [], "codes": []},
-                strategies=list(strategies),
-                attempts=[{"strategy": s, "outcome": o} for s, o in attempts],
-                ranks=ranks,
+                ranks=tuple(ranks),
                 detect_ms=rng.randint(1000, 5000),
                 decide_ms=rng.randint(0, 200),
                 recover_ms=rng.randint(5000, 60000),
-                first_seq=number,
-                last_seq=number,
             )
         )
     Incident.objects.bulk_create(rows, batch_size=1000)

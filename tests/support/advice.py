@@ -62,8 +62,10 @@ def _observe_created_with(job: TrainingJob, spec: PolicySpec, number: int) -> No
     assert incarnation_observe_podgroup(job, podgroup, "ingester")
 
 
-def add_incident(
+def incident_row(
     job: TrainingJob,
+    number: int,
+    opened: datetime,
     *,
     kind: str = "uce",
     ranks: tuple[int, ...] = (9,),
@@ -71,14 +73,13 @@ def add_incident(
     strategies: tuple[str, ...] = ("retry",),
     attempts: tuple[tuple[str, str], ...] = (("retry", "succeeded"),),
     outcome: str = "recovered",
-    at: datetime | None = None,
     detect_ms: int | None = None,
     decide_ms: int | None = None,
     recover_ms: int | None = None,
 ) -> Incident:
-    number = Incident.objects.filter(job=job).count() + 1
-    opened = at or timezone.now() - timedelta(days=1, minutes=number)
-    return Incident.objects.create(
+    """An unsaved closed incident of one fault, a minute long, as the ingester stores it (its events
+    seq ``number``): a row to save, or to ``bulk_create`` many of (bench/bench_advice.py)."""
+    return Incident(
         job=job,
         number=number,
         opened_at=opened,
@@ -94,3 +95,12 @@ def add_incident(
         first_seq=number,
         last_seq=number,
     )
+
+
+def add_incident(job: TrainingJob, *, at: datetime | None = None, **fault: Any) -> Incident:
+    """The job's next incident, stored; ``at``: when it opened (default a day ago); ``fault``: the
+    keywords of :func:`incident_row`."""
+    number = Incident.objects.filter(job=job).count() + 1
+    incident = incident_row(job, number, at or timezone.now() - timedelta(days=1, minutes=number), **fault)
+    incident.save()
+    return incident
