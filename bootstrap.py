@@ -308,6 +308,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         say(f"database {env['DATABASE_URL']}, redis {redis_url}")
         checks = [
             ("lint", [str(PY), "-m", "ruff", "check", "."]),
+            ("format", [str(PY), "-m", "ruff", "format", "--check", "."]),
             # The layering contracts in pyproject.toml [tool.importlinter] (issue #14).
             ("import layering", [str(VENV / "bin" / "lint-imports"), "--no-cache"]),
             # Reads [tool.mypy] in pyproject.toml; .mypy_cache keeps a re-run to a few seconds.
