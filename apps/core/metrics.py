@@ -80,7 +80,33 @@ PENDING_DECISIONS = Gauge(
     "controlplane_decisions_pending",
     "Questions from ClusterD waiting for a person's answer, as of the last decisions sweep",
 )
-LEASES_HELD = Gauge("controlplane_leases_held", "Leases this process holds, by kind", ["lease"])
+LEASES_HELD = Gauge(
+    "controlplane_leases_held",
+    "Leases this process holds (apps/core/leases.py), by kind (ingest, decide) and cluster",
+    ["lease", "cluster"],
+)
+LEASE_CLUSTERS = Gauge(
+    "controlplane_lease_clusters",
+    "Clusters this process competes for, by lease kind (each should have one holder among the processes)",
+    ["lease"],
+)
+LEASE_MEMBERS = Gauge(
+    "controlplane_lease_members",
+    "Live processes competing for a kind's leases, as this process last counted them",
+    ["lease"],
+)
+LEASE_LOSSES = Counter(
+    "controlplane_lease_losses",
+    "Leases found lost while held (their database session ended: a failover, a cut network)",
+    ["lease", "cluster"],
+)
+# Seconds until the admission webhook's serving certificate expires (notAfter - now), computed at
+# scrape from the certificate the server loaded last (apps/admission/tls.py): a file it read, no query.
+ADMISSION_CERT_EXPIRY = "controlplane_admission_certificate_expiry_seconds"
+# The supervised threads' state (apps/core/supervision.py publishes them from its own collector).
+SUPERVISED_THREAD_UP = "controlplane_supervised_thread_up"
+SUPERVISED_THREAD_RESTARTS = "controlplane_supervised_thread_restarts"
+SUPERVISED_THREAD_FAILURES = "controlplane_supervised_thread_failures_in_a_row"
 
 
 class QueueDepthCollector(Collector):
