@@ -294,10 +294,10 @@ class FairShare:
 
     A process holds at most ``ceil(clusters / live members)`` leases, ``clusters`` being how many it
     competes for. It takes a free lease only while under that share (or one nobody took for
-    ``ORPHAN_SECONDS``, see there), and gives back its newest lease, one per ``SHED_SECONDS``, only
-    while over it. Taking below the share and giving back above it never cross, so the holders never
-    trade a cluster back and forth: with N processes and M clusters the counts settle at
-    ``ceil(M/N)`` or one fewer each, and stay there until a process joins or leaves.
+    ``ORPHAN_SECONDS``, see there, which it then keeps until the count changes), and gives back its
+    newest lease, one per ``SHED_SECONDS``, only while over it. Taking below the share and giving
+    back above it never cross, so the holders never trade a cluster back and forth: with N processes
+    and M clusters each settles at ceil(M/N) or fewer, all M held, until a process joins or leaves.
     """
 
     def __init__(self, kind: LeaseKind, clusters: int, *, members: Members | None = None) -> None:
@@ -370,14 +370,17 @@ class FairShare:
         """Whether this process should give back ``cluster_id``'s lease now (it is over its share and
         this is the lease to give back). The caller releases it and then calls :meth:`released`."""
         with self._lock:
-            if cluster_id not in self._held or len(self._held) <= self.quota():
+            # What it took because nobody else would stays (until the count changes): giving it back
+            # would only see it taken again, by this process or one just as full, after ORPHAN_SECONDS.
+            quota = self.quota()  # first: a new count resets what was taken for nobody else
+            shared = [cid for cid, held in self._held.items() if not held.orphan]
+            if cluster_id not in shared or len(shared) <= quota:
                 return False
             now = time.monotonic()
             if now - self._last_shed < SHED_SECONDS:
                 return False
-            # The newest lease goes (its caches are the coldest), one taken for nobody else last.
-            newest = max(self._held, key=lambda cid: (not self._held[cid].orphan, self._held[cid].taken_at))
-            if newest != cluster_id:
+            # The newest lease goes: its caches are the coldest.
+            if max(shared, key=lambda cid: self._held[cid].taken_at) != cluster_id:
                 return False
             self._last_shed = now
             log.info(
