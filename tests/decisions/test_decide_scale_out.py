@@ -27,7 +27,7 @@ from tests.decisions.platform_fixtures import GAVE_UP, _job_maker, clusterd_reas
 from tests.support import wait_for
 from tests.support.leases import DecideProcess, lease_holders
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow(seconds=60)]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow(seconds=30)]
 TAKEOVER_SECONDS = 10.0
 
 

@@ -24,7 +24,7 @@ from tests.support.events import assert_gap_free, dump, wait_all_recovered
 from tests.support.ingest_procs import IngestProcess, cluster_with_jobs
 from tests.support.leases import lease_holders
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow(seconds=60)]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow(seconds=40)]
 JOBS = 2  # per cluster
 TAKEOVER_SECONDS = 10.0
 
