@@ -21,7 +21,22 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cryptography import x509
+
+from apps.core import metrics
+
 log = logging.getLogger(__name__)
+
+
+def not_after(cert_file: Path) -> float | None:
+    """The notAfter (epoch seconds) of the first certificate in ``cert_file`` (the serving one; a
+    chain follows it), or None when it cannot be read."""
+    try:
+        return x509.load_pem_x509_certificate(cert_file.read_bytes()).not_valid_after_utc.timestamp()
+    except (OSError, ValueError) as exc:
+        log.warning("admission TLS: cannot read the certificate's expiry: %s", exc)
+        return None
+
 
 _FileStamp = tuple[int, int, int]  # inode, mtime (ns), size
 
@@ -81,3 +96,4 @@ class ReloadingServerContext:
             shutil.copyfile(self.key_file, key)
             ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(str(cert), str(key))
             self.context.load_cert_chain(str(cert), str(key))
+            metrics.ADMISSION_CERTIFICATE.not_after = not_after(cert)

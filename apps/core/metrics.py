@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -80,7 +81,57 @@ PENDING_DECISIONS = Gauge(
     "controlplane_decisions_pending",
     "Questions from ClusterD waiting for a person's answer, as of the last decisions sweep",
 )
-LEASES_HELD = Gauge("controlplane_leases_held", "Leases this process holds, by kind", ["lease"])
+LEASES_HELD = Gauge(
+    "controlplane_leases_held",
+    "Leases this process holds (apps/core/leases.py), by kind (ingest, decide) and cluster",
+    ["lease", "cluster"],
+)
+LEASE_CLUSTERS = Gauge(
+    "controlplane_lease_clusters",
+    "Clusters this process competes for, by lease kind (each should have one holder among the processes)",
+    ["lease"],
+)
+LEASE_MEMBERS = Gauge(
+    "controlplane_lease_members",
+    "Live processes competing for a kind's leases, as this process last counted them",
+    ["lease"],
+)
+LEASE_LOSSES = Counter(
+    "controlplane_lease_losses",
+    "Leases found lost while held (their database session ended: a failover, a cut network)",
+    ["lease", "cluster"],
+)
+ADMISSION_CERT_EXPIRY = "controlplane_admission_certificate_expiry_seconds"
+# The supervised threads' state (apps/core/supervision.py publishes them from its own collector).
+SUPERVISED_THREAD_UP = "controlplane_supervised_thread_up"
+SUPERVISED_THREAD_RESTARTS = "controlplane_supervised_thread_restarts"
+SUPERVISED_THREAD_FAILURES = "controlplane_supervised_thread_failures_in_a_row"
+
+
+class CertificateExpiryCollector(Collector):
+    """``controlplane_admission_certificate_expiry_seconds``: seconds until the notAfter of the serving
+    certificate the admission server loaded last (``apps/admission/tls.py`` sets ``not_after`` from
+    the very file it loaded, at each load); the subtraction is the only work of a scrape. A process
+    that serves no webhook has no sample."""
+
+    def __init__(self) -> None:
+        self.not_after: float | None = None  # epoch seconds
+
+    def describe(self) -> list[GaugeMetricFamily]:
+        return [GaugeMetricFamily(ADMISSION_CERT_EXPIRY, "")]
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            ADMISSION_CERT_EXPIRY,
+            "Seconds until the admission webhook's serving certificate expires (negative: expired)",
+        )
+        if self.not_after is not None:
+            family.add_metric([], self.not_after - time.time())
+        yield family
+
+
+ADMISSION_CERTIFICATE = CertificateExpiryCollector()
+REGISTRY.register(ADMISSION_CERTIFICATE)
 
 
 class QueueDepthCollector(Collector):

@@ -30,6 +30,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from apps.cluster.backoff import Backoff
+from apps.core import metrics
 
 log = logging.getLogger(__name__)
 
@@ -202,17 +203,17 @@ class SupervisedThreadsCollector(Collector):
 
     def collect(self) -> Iterator[Any]:
         up = GaugeMetricFamily(
-            "controlplane_supervised_thread_up",
+            metrics.SUPERVISED_THREAD_UP,
             "1 while a supervised thread runs healthily (alive, not crash-looping)",
             labels=["thread"],
         )
         restarts = CounterMetricFamily(
-            "controlplane_supervised_thread_restarts",
+            metrics.SUPERVISED_THREAD_RESTARTS,
             "Restarts of a supervised thread after a crash",
             labels=["thread"],
         )
         failures = GaugeMetricFamily(
-            "controlplane_supervised_thread_failures_in_a_row",
+            metrics.SUPERVISED_THREAD_FAILURES,
             "Crashes of a supervised thread since it last ran long enough to count as healthy",
             labels=["thread"],
         )

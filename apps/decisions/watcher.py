@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from django.db import close_old_connections, connection
+from django.db import DatabaseError, close_old_connections, connection
 
 from apps.cluster.errors import ClusterError
 from apps.cluster.watch import WatchHandler, WatchLoop, WatchTarget
 from apps.core import metrics
 from apps.core.supervision import Supervisor
+from apps.decisions.leases import LEASE_POLL_SECONDS, ClusterWatchers, DecideLeases
 from apps.decisions.services import decision_observe, is_standing
 from apps.jobs.clusters import cluster_ref
 from apps.jobs.models import Cluster, TrainingJob
@@ -112,6 +114,8 @@ class PodGroupWatcher(WatchHandler):
         lane.submit(self._handle, podgroup)
 
     def _handle(self, podgroup: dict[str, Any]) -> None:
+        if self.stopped.is_set():
+            return  # the cluster's lease is being given back: its next holder answers (it lists)
         try:
             close_old_connections()
             handle_podgroup(self.cluster, podgroup)
@@ -145,20 +149,46 @@ class PodGroupWatcher(WatchHandler):
 CLUSTER_RESCAN_SECONDS = 10.0
 
 
+def clusters_to_answer(names: list[str] | None) -> list[Cluster]:
+    """The clusters a decide process competes for: every configured one, or those ``names``."""
+    clusters = Cluster.objects.order_by("pk")
+    return list(clusters.filter(name__in=names) if names else clusters)
+
+
 def run_decision_watchers(
-    stop: threading.Event, *, shard: int = 0, shards: int = 1, rescan_seconds: float = CLUSTER_RESCAN_SECONDS
+    stop: threading.Event,
+    *,
+    shard: int = 0,
+    shards: int = 1,
+    rescan_seconds: float = CLUSTER_RESCAN_SECONDS,
+    poll_seconds: float = LEASE_POLL_SECONDS,
+    cluster_names: list[str] | None = None,
 ) -> None:
-    """A PodGroup watcher per cluster until ``stop``; a cluster that appears later (the default one
+    """Answer for the clusters whose ``decide`` lease this process holds (its fair share of them,
+    ``apps.decisions.leases``) until ``stop``; the others' leases are polled as a standby.
+
+    The clusters are listed again every ``rescan_seconds``: one that appears later (the default one
     registered by another process a moment after this one started, as in a fresh install, or one
-    added in the admin) is watched within ``rescan_seconds``: listing the clusters once at start
-    left such a cluster's questions unanswered until ClusterD gave up (the deploy rehearsal found it)."""
-    watchers: dict[int, PodGroupWatcher] = {}
-    while True:
-        for cluster in Cluster.objects.exclude(pk__in=list(watchers)):
-            watcher = watchers[cluster.pk] = PodGroupWatcher(cluster, shard=shard, shards=shards)
-            threading.Thread(target=watcher.run, daemon=True, name=f"decide-{cluster.name}").start()
-        close_old_connections()
-        if stop.wait(rescan_seconds):
-            break
-    for watcher in watchers.values():
-        watcher.stop()
+    added in the admin) is competed for then; listing them once at start left such a cluster's
+    questions unanswered until ClusterD gave up (the deploy rehearsal found it). ``cluster_names``:
+    only those clusters."""
+    watchers = ClusterWatchers(lambda cluster: PodGroupWatcher(cluster, shard=shard, shards=shards))
+    leases = DecideLeases(taken=watchers.start, released=watchers.stop)
+    clusters: list[Cluster] = []
+    listed_at = -float("inf")
+    try:
+        while True:
+            if time.monotonic() - listed_at >= rescan_seconds:
+                try:
+                    clusters = clusters_to_answer(cluster_names)
+                    listed_at = time.monotonic()
+                except DatabaseError as exc:  # keep what it holds; list again at the next poll
+                    log.warning("cannot list the clusters: %s", exc)
+            leases.step(clusters)
+            close_old_connections()
+            connection.close()  # back to the pool between polls
+            if stop.wait(min(poll_seconds, rescan_seconds)):
+                break
+    finally:
+        watchers.stop_all()
+        leases.close()

@@ -2,7 +2,10 @@
 and an applier (``apps.ingest.watchers``, ``apps.ingest.applier``).
 
 Leadership comes in *terms*: a term starts when this process takes the cluster's lease
-(``apps.ingest.lease``) and ends when it stops or loses the lease. Each term has its own threads,
+(``apps.ingest.lease``) and ends when it stops, loses the lease or gives it back: ``manage.py
+ingest`` processes share the clusters fairly (``apps.core.leases.FairShare``, at most ceil(clusters /
+live processes) each), so one that is over its share (a process joined) ends the term of its newest
+cluster for another to take. Each term has its own threads,
 its own queue hand-over (``Feed``) and its own ``halt`` event; a lost lease ends the term (items not
 stored are not acknowledged by any cursor) and the process waits as a standby again.
 
@@ -25,6 +28,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 
 from apps.cluster.watch import WatchTarget
+from apps.core.leases import INGEST, FairShare
 from apps.core.supervision import Supervisor, restart_backoff
 from apps.ingest.applier import Applier
 from apps.ingest.feed import Feed, SyncGate
@@ -44,8 +48,12 @@ LEASE_RETAKE_SECONDS = 3 * LEASE_POLL_SECONDS
 class ClusterIngester:
     """Everything that ingests one cluster; ``start()`` spawns the threads, ``stop()`` ends them."""
 
-    def __init__(self, cluster: Cluster, stop: threading.Event | None = None) -> None:
+    def __init__(
+        self, cluster: Cluster, stop: threading.Event | None = None, *, share: FairShare | None = None
+    ) -> None:
         self.cluster = cluster
+        # This process's share of the clusters; None: compete for the lease whatever else it holds.
+        self.share = share
         self.ref = cluster_ref(cluster)
         self.stop_event = stop or threading.Event()
         self.queue: queue.Queue[Item] = queue.Queue(maxsize=int(settings.EVENTS_INGEST_QUEUE))
@@ -58,6 +66,7 @@ class ClusterIngester:
         self.active = threading.Event()  # set while this process holds the cluster's lease
         self.lost = threading.Event()  # set by the applier when the lease is gone
         self.crashed = threading.Event()  # set when a thread of the current term crashed
+        self.yielded = threading.Event()  # set when the term ended to give the lease back (the share)
         self.term_backoff = restart_backoff()
         self.halt = threading.Event()  # the current term's stop signal
         self.terms = 0
@@ -78,25 +87,30 @@ class ClusterIngester:
 
     def _lead(self) -> None:
         while not self.stop_event.is_set():
-            with ClusterLease(self.cluster.pk) as lease:
-                if not self._acquire(lease):
-                    return
-                self._term(lease)
+            try:
+                with ClusterLease(self.cluster.pk, label=self.cluster.name) as lease:
+                    if not self._acquire(lease):
+                        return
+                    self._term(lease)
+            finally:
+                if self.share is not None:
+                    self.share.released(self.cluster.pk)
             if self.crashed.is_set():
                 # Not before the backoff: a term that crashes at once would otherwise spin.
                 self.crashed.clear()
                 self.stop_event.wait(self.term_backoff.next_delay())
-            elif self.lost.is_set():
+            elif self.lost.is_set() or self.yielded.is_set():
                 # Step aside before asking again: this process notices the loss at its next batch
                 # and would ask within milliseconds, while a standby asks once per poll, so it
                 # would win the lease straight back from the standby it is meant to hand over to.
+                # The same after giving it back: the process it is meant for polls once a second.
                 self.stop_event.wait(LEASE_RETAKE_SECONDS)
 
     def _acquire(self, lease: ClusterLease) -> bool:
         """Wait for the lease (as a standby); False when stopped first."""
         while not self.stop_event.is_set():
             try:
-                if lease.acquire():
+                if self.share.try_take(lease) if self.share is not None else lease.acquire():
                     return True
             except DatabaseError as exc:
                 log.warning("cluster %s: cannot ask for the lease: %s", self.cluster.name, exc)
@@ -111,6 +125,7 @@ class ClusterIngester:
         self.halt = halt
         self.lost.clear()
         self.crashed.clear()
+        self.yielded.clear()
         feed = Feed(self.queue, halt)
         gate = SyncGate(sources_of(self.cluster))
         applier = Applier(
@@ -137,7 +152,12 @@ class ClusterIngester:
             term_threads.append(
                 self._spawn(self._clusterd.run, f"ingest-{self.cluster.name}-clusterd", halt, term=True)
             )
-        while not self.stop_event.wait(0.2) and not self.lost.is_set() and not self.crashed.is_set():
+        while (
+            not self.stop_event.wait(0.2)
+            and not self.lost.is_set()
+            and not self.crashed.is_set()
+            and not self._over_share()
+        ):
             pass
         if time.monotonic() - started >= settings.SUPERVISOR_HEALTHY_AFTER_SECONDS:
             self.term_backoff.reset()
@@ -150,11 +170,24 @@ class ClusterIngester:
             self._applied_before += applier.applied
             self._applier = None
         self.active.clear()
-        if self.lost.is_set() or self.crashed.is_set():
+        if self.lost.is_set() or self.crashed.is_set() or self.yielded.is_set():
             self.standby = True
-            why = "a thread of the term crashed" if self.crashed.is_set() else "lost the lease"
+            why = (
+                "a thread of the term crashed"
+                if self.crashed.is_set()
+                else "lost the lease"
+                if self.lost.is_set()
+                else "gave the lease back (over this process's share)"
+            )
             log.warning("cluster %s: %s; back to standby", self.cluster.name, why)
             feed.drain()  # not stored, not acknowledged by a cursor: the next leader replays it
+
+    def _over_share(self) -> bool:
+        """Whether this process should hand the cluster to another (it is over its fair share)."""
+        if self.share is None or not self.share.should_release(self.cluster.pk):
+            return False
+        self.yielded.set()
+        return True
 
     def _follow(self, target: WatchTarget, feed: Feed, gate: SyncGate) -> Callable[[], None]:
         def run() -> None:
@@ -196,11 +229,17 @@ class ClusterIngester:
 
 
 def run_ingest(stop: threading.Event, *, cluster_names: list[str] | None = None) -> list[ClusterIngester]:
-    """Start an ingester per configured cluster (or those named); returns them, running."""
-    clusters = Cluster.objects.all()
+    """Start an ingester per configured cluster (or those named), all sharing this process's fair
+    share of them; returns them, running."""
+    clusters = list(Cluster.objects.order_by("pk"))
     if cluster_names:
-        clusters = clusters.filter(name__in=cluster_names)
-    ingesters = [ClusterIngester(cluster, stop) for cluster in clusters]
+        clusters = [cluster for cluster in clusters if cluster.name in cluster_names]
+    share = FairShare(INGEST, len(clusters))
+    try:
+        share.members.join()  # counted before asking for any lease: the others make room at once
+    except DatabaseError as exc:  # counted at the first poll that reaches the database
+        log.warning("cannot join the ingesters' count yet: %s", exc)
+    ingesters = [ClusterIngester(cluster, stop, share=share) for cluster in clusters]
     for ingester in ingesters:
         ingester.start()
     return ingesters

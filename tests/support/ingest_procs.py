@@ -20,33 +20,41 @@ from tests.support.sim import create_job, make_job
 INGEST_APP_NAME = "ingest-under-test"
 
 
-class IngestProcess:
-    """``python manage.py ingest --cluster NAME`` on the test database (``db_port``: through a proxy)."""
+def cluster_args(clusters: list[str]) -> list[str]:
+    return [arg for cluster in clusters for arg in ("--cluster", cluster)]
 
-    def __init__(self, cluster: str, db_port: int | None = None, **env: str) -> None:
-        self.cluster = cluster
+
+class ManageProcess:
+    """``python manage.py <command> <args>`` on the test database (``db_port``: through a proxy), its
+    output in a log file; ``app_name`` names its sessions in ``pg_stat_activity`` (libpq's own
+    ``PGAPPNAME``), so a test tells them apart from its own."""
+
+    command = ""
+
+    def __init__(self, args: list[str], *, app_name: str, db_port: int | None = None, **env: str) -> None:
         redis = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/13")
-        self.env = server_env(redis, EVENTS_WATCH_TIMEOUT_SECONDS="5", **env)
+        self.env = server_env(redis, **env)
         self.env["DATABASE_URL"] = test_database_url(db_port)
-        # libpq's own variable: the ingester's sessions are told apart from this test's in pg_stat_activity.
-        self.env["PGAPPNAME"] = INGEST_APP_NAME
+        self.env["PGAPPNAME"] = app_name
+        self.args = args
+        self.app_name = app_name
         self.proc: subprocess.Popen[bytes] | None = None
-        self.log = Path(f"/tmp/events-ingest-{uuid.uuid4().hex[:8]}.log")
+        self.log = Path(f"/tmp/events-{self.command}-{uuid.uuid4().hex[:8]}.log")
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "manage.py", "ingest", "--cluster", self.cluster],
+            [sys.executable, "manage.py", self.command, *self.args],
             cwd=REPO,
             env=self.env,
             stdout=self.log.open("ab"),
             stderr=subprocess.STDOUT,
         )
-        wait_for(lambda: "ingesting" in self.output(), 30, "ingester started")
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
 
     def kill(self) -> None:
+        """SIGKILL: no cleanup; its sessions (and the leases on them) end with it."""
         if self.proc is not None:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(10)
@@ -55,6 +63,28 @@ class IngestProcess:
     def stop(self) -> None:
         stop_process(self.proc, grace=15)
         self.proc = None
+
+
+class IngestProcess(ManageProcess):
+    """``python manage.py ingest --cluster NAME...``; ``app_name``: ``INGEST_APP_NAME`` unless given."""
+
+    command = "ingest"
+
+    def __init__(
+        self,
+        cluster: str | list[str],
+        db_port: int | None = None,
+        *,
+        app_name: str = INGEST_APP_NAME,
+        **env: str,
+    ) -> None:
+        self.clusters = [cluster] if isinstance(cluster, str) else list(cluster)
+        args = cluster_args(self.clusters)
+        super().__init__(args, app_name=app_name, db_port=db_port, EVENTS_WATCH_TIMEOUT_SECONDS="5", **env)
+
+    def start(self) -> None:
+        super().start()
+        wait_for(lambda: "ingesting" in self.output(), 30, "ingester started")
 
 
 def cluster_with_jobs(sim: SimCluster, prefix: str, count: int) -> tuple[Cluster, str, list[str]]:

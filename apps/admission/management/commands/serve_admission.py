@@ -17,6 +17,7 @@ from django.utils.module_loading import import_string
 
 from apps.admission.serving import listening_socket, serve
 from apps.admission.tls import ReloadingServerContext
+from apps.core.metrics import serve_metrics
 
 
 class Command(BaseCommand):
@@ -60,6 +61,9 @@ class Command(BaseCommand):
         probe_port = options["probe_port"]
         probe_sock = listening_socket(options["host"], probe_port) if probe_port else None
         app = import_string("controlplane.asgi.application")
+        # Its own metrics (the certificate's expiry, the reviews' latency) on METRICS_PORT: the TLS
+        # port takes only the API server's client certificate, so Prometheus cannot scrape it there.
+        serve_metrics("admission")
         self.stdout.write(
             f"admission webhook on https://{options['host']}:{options['port']} (client certificates required)"
         )
