@@ -27,7 +27,9 @@ class Figures(models.Model):
     recoveries = models.JSONField(default=dict, blank=True, help_text="{outcome: incidents}")
     by_strategy = models.JSONField(default=dict, blank=True, help_text="{final strategy: {outcome: n}}")
     mttr = models.JSONField(
-        default=dict, blank=True, help_text="{final strategy: [seconds fault → running, ...]}"
+        default=dict,
+        blank=True,
+        help_text="{final strategy: {bucket: recoveries}}: fault → running, histogram (apps.fleet.histogram)",
     )
     sources = models.JSONField(default=dict, blank=True, help_text="{component: {source: incidents}}")
 
