@@ -89,25 +89,18 @@ def seed(args: argparse.Namespace) -> dict[str, Any]:
     for _ in range(args.incidents):
         per_job.setdefault(rng.randrange(len(jobs)), []).append(rng.uniform(0, span_s))
     start = now - timedelta(days=args.days) + timedelta(minutes=30)
-    incident_rows: list[tuple[Any, ...]] = []
-    event_rows: list[tuple[Any, ...]] = []
-    for index, offsets in per_job.items():
-        seq = 0
-        for number, offset in enumerate(sorted(offsets), start=1):
-            row, its_events = _incident(jobs[index].pk, number, seq, start + timedelta(seconds=offset), rng)
-            incident_rows.append(row)
-            event_rows.extend(its_events)
-            seq += len(its_events)
+    jobs_by_index = {jobs[index].pk: sorted(offsets) for index, offsets in per_job.items()}
+    incident_rows_, event_rows = incident_rows(jobs_by_index, start, rng)
     with connection.cursor() as outer:
         cursor = outer.cursor  # psycopg's own, for COPY (one at a time on a connection)
         for table, columns, rows in (
-            ("events_incident", INCIDENT_COLUMNS, incident_rows),
+            ("events_incident", INCIDENT_COLUMNS, incident_rows_),
             ("events_jobevent", EVENT_COLUMNS, event_rows),
         ):
             with cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
                 for row in rows:
                     copy.write_row(row)
-    incidents, events = len(incident_rows), len(event_rows)
+    incidents, events = len(incident_rows_), len(event_rows)
     User.objects.create_superuser("bench", password="bench")
     viewer = User.objects.create_user("viewer", password="viewer")
     NamespaceGrant.objects.bulk_create(
@@ -149,6 +142,23 @@ EVENT_COLUMNS = (
     "occurred_at",
     "stored_at",
 )
+
+
+def incident_rows(
+    offsets: dict[int, list[float]], start: datetime, rng: random.Random
+) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """``COPY`` rows: each job's closed incidents (``offsets``: seconds after ``start``, ascending),
+    numbered and sequenced in time order, and their events."""
+    incidents: list[tuple[Any, ...]] = []
+    events: list[tuple[Any, ...]] = []
+    for job_id, seconds in offsets.items():
+        seq = 0
+        for number, offset in enumerate(seconds, start=1):
+            row, its_events = _incident(job_id, number, seq, start + timedelta(seconds=offset), rng)
+            incidents.append(row)
+            events.extend(its_events)
+            seq += len(its_events)
+    return incidents, events
 
 
 def _incident(

@@ -193,18 +193,16 @@ def _sql(rows: QuerySet[NamespaceDay]) -> dict[tuple[int, str], Group]:
 
 
 def _sql_mttr(rows: QuerySet[NamespaceDay]) -> list[tuple[ScopeKey, str, Mttr]]:
-    """The histograms summed per namespace, cluster and in total (one ``GROUPING SETS`` query: a row
-    per scope, strategy and bucket), then each one's quantiles."""
+    """The histograms summed per namespace by the database (a row per namespace, strategy and bucket:
+    a few dozen buckets each, however many recoveries), then per cluster and in total here, and each
+    one's quantiles."""
     sql = (
-        "SELECT d.cluster_id, d.namespace, a.key, GROUPING(d.cluster_id, d.namespace), b.key, "
-        "SUM(b.value::int) FROM d "
+        "SELECT d.cluster_id, d.namespace, a.key, b.key, SUM(b.value::int) FROM d "
         "CROSS JOIN LATERAL jsonb_each(d.mttr) a CROSS JOIN LATERAL jsonb_each_text(a.value) b "
-        "GROUP BY GROUPING SETS ((d.cluster_id, d.namespace, a.key, b.key), (d.cluster_id, a.key, b.key), "
-        "(a.key, b.key))"
+        "GROUP BY 1, 2, 3, 4"
     )
-    histograms: dict[tuple[ScopeKey, str], dict[int, int]] = defaultdict(dict)
-    for cluster_id, namespace, strategy, grouping, key, count in _query(sql, rows):
-        # GROUPING bits: 0 = both columns grouped (a namespace), 1 = the cluster only, 3 = neither.
-        scope: ScopeKey = {0: (cluster_id, namespace), 1: (cluster_id,)}.get(grouping, ())
-        histograms[(scope, strategy)][int(key)] = int(count)
+    histograms: dict[tuple[ScopeKey, str], Counter[int]] = defaultdict(Counter)
+    for cluster_id, namespace, strategy, key, count in _query(sql, rows):
+        for scope in ((cluster_id, namespace), (cluster_id,), ()):
+            histograms[(scope, strategy)][int(key)] += int(count)
     return [(scope, strategy, mttr_of(counts)) for (scope, strategy), counts in histograms.items() if counts]
