@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -178,7 +179,8 @@ def browser_step(args: argparse.Namespace, env: dict[str, str]) -> dict[str, Any
                         kind=kinds.FAULT_DETECTED,
                         message="bench fault",
                         source="ingest",
-                        data={"code": f"80C9{i:04X}", "fault_type": "uce", "ranks": [i % 8]},
+                        # A code of its own: the same fault reported again is folded into its incident.
+                        data={"code": secrets.token_hex(4).upper(), "fault_type": "uce", "ranks": [i % 8]},
                     )
                 else:
                     event_store(
