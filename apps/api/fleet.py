@@ -16,11 +16,13 @@ from apps.api.advice import AssumptionSerializer, VariedSpecSerializer, int_para
 from apps.core.api_errors import ErrorResponseSerializer, field_error
 from apps.core.api_inputs import DNS1123_LABEL
 from apps.core.numbers import is_ascii_digits
+from apps.fleet import histogram
 from apps.fleet.services import Scope, fleet_view
 from apps.jobs.models import Cluster
 
 PARAMETERS = ("window_days", "cluster", "namespace", "checkpoint_period_s")
 WINDOW_DAYS_BOUNDS = A.WINDOW_DAYS_BOUNDS
+RESOLUTION_PCT = round(histogram.RELATIVE_RESOLUTION * 100, 1)
 
 
 class FleetLostSerializer(serializers.Serializer):
@@ -56,9 +58,9 @@ class FleetFaultsSerializer(serializers.Serializer):
 
 
 class FleetMttrSerializer(serializers.Serializer):
-    median = serializers.FloatField()
-    p90 = serializers.FloatField()
-    samples = serializers.IntegerField()
+    median = serializers.FloatField(help_text=f"Seconds; resolution ±{RESOLUTION_PCT} % (see mttr_seconds)")
+    p90 = serializers.FloatField(help_text=f"Seconds; resolution ±{RESOLUTION_PCT} %")
+    samples = serializers.IntegerField(help_text="Recoveries counted (failed incidents are not recoveries)")
 
 
 class FleetRecoveriesSerializer(serializers.Serializer):
@@ -77,7 +79,11 @@ class FleetFiguresSerializer(serializers.Serializer):
     effective_training_ratio = serializers.FloatField(allow_null=True, help_text="1 - lost / scheduled")
     faults = FleetFaultsSerializer()
     mttr_seconds = serializers.DictField(
-        child=FleetMttrSerializer(), help_text="{strategy that ended the incident: fault → running again}"
+        child=FleetMttrSerializer(),
+        help_text="{strategy that ended the incident: fault → running again}. Durations are kept as "
+        f"histograms ({histogram.BUCKETS_PER_DOUBLING} logarithmic buckets per doubling), each shown as its "
+        "bucket's geometric middle; median and p90 interpolate between ranks like PostgreSQL's "
+        f"percentile_cont over those values: within {RESOLUTION_PCT} % of the raw durations' figure.",
     )
     recoveries = FleetRecoveriesSerializer()
     jobs_url = serializers.CharField(help_text="The jobs overview filtered to these jobs")

@@ -4,16 +4,16 @@ cluster, the total.
 On PostgreSQL the database does the summing (``_sql``): a handful of ``GROUP BY`` queries over the
 rows' JSON counts (``jsonb_each``) and the time-to-recovery percentiles of every scope in one
 ``GROUPING SETS`` query, so 100,000 jobs x 90 days cost the same few queries as one namespace, and
-Python sees only a row per namespace and key. Elsewhere (SQLite in a local run) the rows are read and
-summed here (``_python``). Both give the same figures: the percentiles interpolate like PostgreSQL's
-``percentile_cont``; ``tests/fleet/test_lost_by_hand.py`` runs both.
+Python sees only a row per namespace and key. Time to recovery is stored as histograms
+(``apps.fleet.histogram``): the database sums their buckets per scope, and the median and p90 come from
+the summed counts. Elsewhere (SQLite in a local run) the rows are read and summed here (``_python``).
+Both give the same figures; ``tests/fleet/test_lost_by_hand.py`` runs both.
 """
 
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import date
@@ -23,6 +23,7 @@ from django.core.exceptions import EmptyResultSet
 from django.db import connection, transaction
 from django.db.models import QuerySet, Sum
 
+from apps.fleet import histogram
 from apps.fleet.figures import FIELDS, NUMBER_FIELDS, Tally
 from apps.fleet.models import NamespaceDay
 
@@ -59,17 +60,10 @@ class Sums:
     namespaces: dict[tuple[int, str], Group]
 
 
-def percentile_cont(ordered: list[float], q: float) -> float:
-    """PostgreSQL's ``percentile_cont``: linear interpolation between the closest ranks."""
-    position = q * (len(ordered) - 1)
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return round(ordered[low] + (ordered[high] - ordered[low]) * (position - low), 3)
-
-
-def _mttr(values: list[float]) -> Mttr:
-    ordered = sorted(values)
-    return Mttr(percentile_cont(ordered, 0.5), percentile_cont(ordered, 0.9), len(ordered))
+def mttr_of(counts: Mapping[str, int] | Mapping[int, int]) -> Mttr:
+    """Median and p90 of a time-to-recovery histogram (``apps.fleet.histogram``: its resolution)."""
+    buckets = {int(k): int(n) for k, n in counts.items() if n}
+    return Mttr(histogram.quantile(buckets, 0.5), histogram.quantile(buckets, 0.9), sum(buckets.values()))
 
 
 def window_sums(rows: QuerySet[NamespaceDay], *, use_sql: bool | None = None) -> Sums:
@@ -139,7 +133,9 @@ def _python(rows: QuerySet[NamespaceDay]) -> dict[tuple[int, str], Group]:
 
 def _python_mttr(sums: Sums) -> None:
     for group in [sums.total, *sums.clusters.values(), *sums.namespaces.values()]:
-        group.mttr = {strategy: _mttr(values) for strategy, values in group.tally.mttr.items() if values}
+        group.mttr = {
+            strategy: mttr_of(counts) for strategy, counts in group.tally.mttr.items() if any(counts.values())
+        }
 
 
 # --- in PostgreSQL -----------------------------------------------------------------------------------
@@ -197,16 +193,16 @@ def _sql(rows: QuerySet[NamespaceDay]) -> dict[tuple[int, str], Group]:
 
 
 def _sql_mttr(rows: QuerySet[NamespaceDay]) -> list[tuple[ScopeKey, str, Mttr]]:
+    """The histograms summed per namespace by the database (a row per namespace, strategy and bucket:
+    a few dozen buckets each, however many recoveries), then per cluster and in total here, and each
+    one's quantiles."""
     sql = (
-        "SELECT d.cluster_id, d.namespace, a.key, GROUPING(d.cluster_id, d.namespace), "
-        "percentile_cont(0.5) WITHIN GROUP (ORDER BY v.value::float), "
-        "percentile_cont(0.9) WITHIN GROUP (ORDER BY v.value::float), COUNT(*) FROM d "
-        "CROSS JOIN LATERAL jsonb_each(d.mttr) a CROSS JOIN LATERAL jsonb_array_elements_text(a.value) v "
-        "GROUP BY GROUPING SETS ((d.cluster_id, d.namespace, a.key), (d.cluster_id, a.key), (a.key))"
+        "SELECT d.cluster_id, d.namespace, a.key, b.key, SUM(b.value::int) FROM d "
+        "CROSS JOIN LATERAL jsonb_each(d.mttr) a CROSS JOIN LATERAL jsonb_each_text(a.value) b "
+        "GROUP BY 1, 2, 3, 4"
     )
-    out = []
-    for cluster_id, namespace, strategy, grouping, median, p90, count in _query(sql, rows):
-        # GROUPING bits: 0 = both columns grouped (a namespace), 1 = the cluster only, 3 = neither.
-        key: ScopeKey = {0: (cluster_id, namespace), 1: (cluster_id,)}.get(grouping, ())
-        out.append((key, strategy, Mttr(round(median, 3), round(p90, 3), int(count))))
-    return out
+    histograms: dict[tuple[ScopeKey, str], Counter[int]] = defaultdict(Counter)
+    for cluster_id, namespace, strategy, key, count in _query(sql, rows):
+        for scope in ((cluster_id, namespace), (cluster_id,), ()):
+            histograms[(scope, strategy)][int(key)] += int(count)
+    return [(scope, strategy, mttr_of(counts)) for (scope, strategy), counts in histograms.items() if counts]

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from apps.advice.history import fault_type
 from apps.advice.lost import incident_loss
+from apps.fleet import histogram
 
 # The stored columns of ``apps.fleet.models.Figures``: numbers (summed by SQL), then JSON maps.
 NUMBER_FIELDS: Final = (
@@ -59,7 +60,8 @@ class Tally:
     by_kind: Counter[str] = field(default_factory=Counter)
     recoveries: Counter[str] = field(default_factory=Counter)
     by_strategy: dict[str, Counter[str]] = field(default_factory=dict)
-    mttr: dict[str, list[float]] = field(default_factory=dict)
+    # {final strategy: {bucket: recoveries}}: time to recovery as a histogram (``apps.fleet.histogram``)
+    mttr: dict[str, Counter[str]] = field(default_factory=dict)
     sources: dict[str, Counter[str]] = field(default_factory=dict)
 
     # --- building ---------------------------------------------------------------------------------
@@ -90,7 +92,8 @@ class Tally:
         opened, closed = row.get("opened_at"), row.get("closed_at")
         if outcome != "failed" and opened is not None and closed is not None:
             # Time to recovery: the fault's first report → training running again.
-            self.mttr.setdefault(strategy, []).append(round((closed - opened).total_seconds(), 3))
+            key = str(histogram.bucket((closed - opened).total_seconds()))
+            self.mttr.setdefault(strategy, Counter())[key] += 1
 
     # --- arithmetic -------------------------------------------------------------------------------
     def add(self, other: Tally, sign: int = 1) -> None:
@@ -105,16 +108,7 @@ class Tally:
         _add_counter(self.recoveries, other.recoveries, sign)
         _add_nested(self.by_strategy, other.by_strategy, sign)
         _add_nested(self.sources, other.sources, sign)
-        for strategy, values in other.mttr.items():
-            mine = self.mttr.setdefault(strategy, [])
-            if sign > 0:
-                mine.extend(values)
-            else:
-                for value in values:
-                    if value in mine:
-                        mine.remove(value)
-            if not mine:
-                del self.mttr[strategy]
+        _add_nested(self.mttr, other.mttr, sign)
 
     def minus(self, other: Tally) -> Tally:
         delta = Tally()
@@ -147,8 +141,7 @@ class Tally:
         _add_counter(self.recoveries, row["recoveries"] or {}, 1)
         _add_nested(self.by_strategy, row["by_strategy"] or {}, 1)
         _add_nested(self.sources, row["sources"] or {}, 1)
-        for strategy, values in (row["mttr"] or {}).items():
-            self.mttr.setdefault(strategy, []).extend(values)
+        _add_nested(self.mttr, row["mttr"] or {}, 1)
 
     def fields(self) -> dict[str, Any]:
         """The ``Figures`` columns (zero counts dropped, so equal tallies store equal JSON)."""
@@ -162,7 +155,7 @@ class Tally:
             "by_kind": _plain(self.by_kind),
             "recoveries": _plain(self.recoveries),
             "by_strategy": {k: _plain(v) for k, v in sorted(self.by_strategy.items()) if _plain(v)},
-            "mttr": {k: sorted(v) for k, v in sorted(self.mttr.items()) if v},
+            "mttr": {k: _plain(v) for k, v in sorted(self.mttr.items()) if _plain(v)},
             "sources": {k: _plain(v) for k, v in sorted(self.sources.items()) if _plain(v)},
         }
 

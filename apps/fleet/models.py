@@ -27,12 +27,25 @@ class Figures(models.Model):
     recoveries = models.JSONField(default=dict, blank=True, help_text="{outcome: incidents}")
     by_strategy = models.JSONField(default=dict, blank=True, help_text="{final strategy: {outcome: n}}")
     mttr = models.JSONField(
-        default=dict, blank=True, help_text="{final strategy: [seconds fault → running, ...]}"
+        default=dict,
+        blank=True,
+        help_text="{final strategy: {bucket: recoveries}}: fault → running, histogram (apps.fleet.histogram)",
     )
     sources = models.JSONField(default=dict, blank=True, help_text="{component: {source: incidents}}")
 
     class Meta:
         abstract = True
+
+
+RANKING_COLUMNS = [
+    "cluster",
+    "namespace",
+    "faults",
+    "detection_npu_s",
+    "decision_npu_s",
+    "recovery_npu_s",
+    "rollback_npus",
+]
 
 
 class JobDay(Figures):
@@ -44,8 +57,17 @@ class JobDay(Figures):
     npus = models.PositiveIntegerField(help_text="The job's NPUs when its incidents were counted")
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["job", "day"], name="uniq_fleet_job_day")]
-        indexes = [models.Index(fields=["day", "cluster", "namespace"], name="fleet_jobday_scope")]
+        # The ranking of the jobs that lost most reads only the scope and the lost columns: both
+        # indexes carry them, so it is an index-only scan, never of the wide rows (their JSON) wherever
+        # they lie on disk. A long window walks (job, day) in job order and sums each job's days as
+        # they come (no hash table of every job); a short one takes its few days from (day, job).
+        constraints = [
+            models.UniqueConstraint(fields=["job", "day"], name="uniq_fleet_job_day", include=RANKING_COLUMNS)
+        ]
+        indexes = [
+            models.Index(fields=["day", "cluster", "namespace"], name="fleet_jobday_scope"),
+            models.Index(fields=["day", "job"], include=RANKING_COLUMNS, name="fleet_jobday_ranking"),
+        ]
 
     def __str__(self) -> str:
         return f"job {self.job_id} on {self.day}: {self.faults} faults"

@@ -30,6 +30,7 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from apps.fleet.histogram import RELATIVE_RESOLUTION
 from apps.fleet.summaries import scheduled_refresh_recent
 from tests.support.fleet import Fleet
 from tests.support.world import superuser_api_client
@@ -73,11 +74,16 @@ def test_lost_npu_hours_equal_the_hand_computation(fleet: Fleet) -> None:
     ]
     assert len(total["faults"]["buckets"]) == 7
     # Time to recovery, fault → running: retry 65 s twice; job-rescheduling 212 s; the failed one
-    # is not a recovery.
+    # is not a recovery. Stored as histograms (apps.fleet.histogram, 16 buckets per doubling): 65 s
+    # counts in bucket 1 + floor(16 x log2 65) = 97, [64, 66.834) s, shown as its geometric middle
+    # 2^(96.5/16) = 65.401 s; 212 s in bucket 124, [206.143, 215.269) s, shown as 2^(123.5/16) = 210.657 s.
+    # Both within 2.2 % of the true durations (the stated resolution).
     assert total["mttr_seconds"] == {
-        "job-rescheduling": {"median": 212.0, "p90": 212.0, "samples": 1},
-        "retry": {"median": 65.0, "p90": 65.0, "samples": 2},
+        "job-rescheduling": {"median": 210.657, "p90": 210.657, "samples": 1},
+        "retry": {"median": 65.401, "p90": 65.401, "samples": 2},
     }
+    for strategy, seconds in (("retry", 65), ("job-rescheduling", 212)):
+        assert total["mttr_seconds"][strategy]["median"] == pytest.approx(seconds, rel=RELATIVE_RESOLUTION)
     assert total["recoveries"]["by_outcome"] == {"failed": 1, "recovered": 2, "rescheduled": 1}
     assert total["recoveries"]["by_strategy"]["recover"] == {"failed": 1}
 

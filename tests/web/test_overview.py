@@ -85,4 +85,28 @@ def test_a_page_costs_the_same_queries_for_3_jobs_as_for_300(world: World, brows
     assert len(large) == len(small), [q["sql"][:80] for q in large]
     with CaptureQueriesContext(connection) as page:
         assert browser_client.get("/?limit=200").status_code == 200
-    assert len(page) <= len(large) + 6, [q["sql"][:80] for q in page]  # + the filter choices and the user
+    # + the filter choices (3 when not cached), their cache key (the grants, the newest job) and the user
+    assert len(page) <= len(large) + 8, [q["sql"][:80] for q in page]
+
+
+def test_the_filter_choices_are_kept_until_the_grants_or_the_jobs_change(
+    world: World, browser_client: Client
+) -> None:
+    """The distinct namespaces and phases (a walk over every visible job) are read once, then kept."""
+    from apps.accounts.models import NamespaceGrant, Role
+    from apps.jobs.models import Cluster
+
+    browser_client.get("/")  # read and kept
+    with CaptureQueriesContext(connection) as again:
+        html = browser_client.get("/").content.decode()
+    assert not [q for q in again if "DISTINCT" in q["sql"]], [q["sql"][:80] for q in again]
+    assert bootstrap_of(html)["choices"]["namespace"] == ["team-a"]
+    # A newly adopted job (here in a phase no other job is in): the choices are read again.
+    fresh = training_job(world.cluster, "fresh", namespace="team-a")
+    TrainingJob.objects.filter(pk=fresh.pk).update(phase="Suspended")
+    choices = bootstrap_of(browser_client.get("/").content.decode())["choices"]
+    assert "Suspended" in choices["phase"]
+    # A new grant (another cluster) shows at once too.
+    other = Cluster.objects.create(name="zeta", kubeconfig_path="/nonexistent")
+    NamespaceGrant.objects.create(role=Role.VIEWER, user=world.users["owner"], cluster=other, namespace="*")
+    assert "zeta" in bootstrap_of(browser_client.get("/").content.decode())["choices"]["cluster"]
