@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from typing import Any
 
 import pytest
 
@@ -78,23 +77,3 @@ def test_histograms_add_and_subtract_exactly() -> None:
     assert summed.fields()["mttr"] == day.fields()["mttr"] == {"retry": {"54": 1, "70": 2}}
     summed.add(day, -1)
     assert summed.fields()["mttr"] == {}
-
-
-@pytest.mark.django_db
-def test_the_migration_counts_stored_durations_into_their_buckets(fleet: Any) -> None:
-    """Rows written before the histograms (lists of seconds) are converted in place."""
-    from importlib import import_module
-
-    from django.apps import apps as django_apps
-
-    from apps.fleet.models import JobDay, NamespaceDay
-
-    migration = import_module("apps.fleet.migrations.0003_mttr_histograms")
-    JobDay.objects.filter(job=fleet.llama).update(mttr={"retry": [65.0, 65.0, 10.0]})
-    NamespaceDay.objects.filter(namespace="team-a").update(
-        mttr={"retry": [65.0], "job-rescheduling": {"124": 1}}
-    )
-    migration._to_histograms(django_apps, None)
-    assert JobDay.objects.get(job=fleet.llama).mttr == {"retry": {"54": 1, "97": 2}}
-    day = NamespaceDay.objects.filter(namespace="team-a").exclude(mttr={}).get()
-    assert day.mttr == {"retry": {"97": 1}, "job-rescheduling": {"124": 1}}  # a histogram stays as it is
