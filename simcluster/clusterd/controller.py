@@ -834,6 +834,12 @@ class _FaultRun:
             self.sleep(float(wait_s))
             self.event("ScheduleTimeout", f"waited {wait_s} s: {step.reason}", warning=True)
             return
+        if kind == StepKind.REPORT_TIMEOUT:
+            # The agent stays silent: ClusterD's wait runs its full 15 minutes on the simulated clock
+            # (reportTimeoutMinutes, controller.go:36) before ReportTimeoutEvent (code 507).
+            self.sleep(step.duration_s)
+            self.event("ReportTimeout", f"{step.strategy}: {step.reason}", warning=True)
+            return
         if kind == StepKind.CHOOSE:
             self.event("StrategyChosen", f"{step.strategy}: {step.reason}")
         elif kind == StepKind.ATTEMPT:

@@ -31,6 +31,7 @@ from tests.conformance.scenarios import (
     dumped,
 )
 from tests.conformance.scenarios import SCENARIOS as BASE
+from tests.conformance.scenarios_d12_d15 import SCENARIOS as D12_D15
 
 D1_SRC: Final = (
     "component/clusterd/pkg/application/recover/rules.go:202-203",
@@ -625,7 +626,7 @@ def _corrected(scenario: Scenario) -> Scenario:
     )
 
 
-SCENARIOS: Final = [*(_corrected(_without_exit_completed(s)) for s in BASE), *HARD_PATHS]
+SCENARIOS: Final = [*(_corrected(_without_exit_completed(s)) for s in BASE), *HARD_PATHS, *D12_D15]
 
 
 def sources() -> list[str]:
