@@ -517,7 +517,11 @@ class _FaultRun:
         self.kube.upsert_configmap(
             self.namespace,
             reset_json.configmap_name(self.name),
-            {reset_json.DATA_KEY: reset_json.dumps(self.reset_state), reset_json.CHECK_CODE_KEY: ""},
+            # The check code the agent verifies: sha256 of the document (MakeDataHash, utils.go:215-227).
+            {
+                reset_json.DATA_KEY: reset_json.dumps(self.reset_state),
+                reset_json.CHECK_CODE_KEY: reset_json.check_code(self.reset_state),
+            },
         )
 
     def set_rank_status(self, status: str) -> None:
