@@ -60,6 +60,12 @@ CHANGE_STRATEGY_MIGRATION: Final = "migration"  # constant.ProcessMigration (hot
 WAIT_RESCHEDULE_MIN_S: Final = 30
 WAIT_RESCHEDULE_DEFAULT_S: Final = 270
 CODE_SCHEDULE_TIMEOUT: Final = 503  # code.go:65
+CODE_WAIT_REPORT_TIMEOUT: Final = 507  # WaitReportTimeout (code.go:72-73)
+# Every wait for an agent report gives up after reportTimeoutMinutes = 15 (controller.go:36).
+REPORT_TIMEOUT_S: Final = 15 * 60.0
+# An attempt's outcome meaning "the agent never reports its result": ClusterD's 15-minute wait ends
+# it (ReportTimeoutEvent). Real return codes are positive, so -1 cannot collide with one.
+NO_REPORT: Final = -1
 IN_PLACE_FAULT_WAIT_S: Final = 5 * 3.0  # JobFaultDisappearRetryTimes x JobFaultCheckPeriod (const.go:162-165)
 PRE_EXIT_RELEASE: Final = "26.0"  # sendPreExitSignal arrived in v26.0.0 (commit 4d1c04d0)
 
@@ -200,6 +206,15 @@ SRC: Final = {
     "in-place-live": "component/clusterd/pkg/domain/podgroup/pg_util.go:94-118",
     "in-place-wait": "component/clusterd/pkg/application/recover/controller.go:1331-1349",
     "in-place-check": "component/clusterd/pkg/application/recover/controller.go:1023-1030",
+    "report-timeout": "component/clusterd/pkg/application/recover/controller.go:36",
+    "retry-report-wait": "component/clusterd/pkg/application/recover/controller.go:1728-1750",
+    "recover-report-wait": "component/clusterd/pkg/application/recover/controller.go:1752-1797",
+    "report-wait": "component/clusterd/pkg/application/recover/controller.go:1945-1967",
+    "retry-timeout-rules": "component/clusterd/pkg/application/recover/rules.go:211-212",
+    "recover-timeout-rules": "component/clusterd/pkg/application/recover/rules.go:218-219",
+    "dump-timeout-rules": "component/clusterd/pkg/application/recover/rules.go:225-226",
+    "isolate-timeout-rules": "component/clusterd/pkg/application/recover/rules.go:293-294",
+    "scale-in-timeout-rules": "component/clusterd/pkg/application/recover/rules.go:305-306",
 }
 
 
@@ -235,6 +250,7 @@ class StepKind:
     STOP_JOB = "stop-job"  # rank-0 pod: needVolcanoOpe=delete, fault-type=SubHealth
     SUB_HEALTH_IGNORE = "sub-health-ignore"  # the snapshot's subHealthyStrategy becomes ignore
     FAULT_NODES_EXIT = "fault-nodes-exit"  # scale-in result 201: the isolated ranks' nodes exit
+    REPORT_TIMEOUT = "report-timeout"  # no agent report within 15 min (controller.go:36), code 507
 
 
 # --- inputs ---------------------------------------------------------------------------------------
@@ -879,7 +895,8 @@ def plan(inputs: EngineInput, outcome: Outcome) -> list[Step]:
 
     ``outcome(strategy, attempt)`` is what the agent reports for attempt number ``attempt`` (1-based,
     counted over the whole event) of ``strategy``: True / 0 = success, False = failure with the
-    default code, an int = that ReportRecoverStatus code. It is called once per attempt, in order.
+    default code, an int = that ReportRecoverStatus code, ``NO_REPORT`` = no report at all (ClusterD
+    gives up after 15 minutes, D15). It is called once per attempt, in order.
     """
     policy = inputs.policy
     if not policy.init_accepted:
@@ -1113,6 +1130,13 @@ def _run(
             steps.extend(outer_rescheduling(inputs, "FaultRetry after a schedule timeout", fault_retry=True))
             return steps
         code = _result_code(outcome(strategy, attempt), strategy)
+        if code == NO_REPORT:
+            if strategy == "elastic-training":
+                # No isolate-ranks report: back to the strategy choice (rules.go:293-294).
+                steps.append(_report_timeout_step(strategy, SRC["isolate-timeout-rules"]))
+                decision = after_failure(inputs, strategy, state, restart_fault_process)
+                continue
+            return _after_report_timeout(inputs, strategy, steps)
         if strategy == "elastic-training" and code == CODE_EXIT_ISOLATE_RANKS:
             # Scale-in result 201: faultNodesExit to the nodes of IsolateRankIds, then ClusterD waits
             # for the scale-in result proper (controller.go:1468-1493, rules.go:296-306).
@@ -1129,6 +1153,8 @@ def _run(
             )
             attempt += 1
             code = _result_code(outcome(strategy, attempt), strategy)
+            if code == NO_REPORT:
+                return _after_report_timeout(inputs, strategy, steps)
         status = _STATUS_NAME[strategy]
         if code == CODE_OK:
             steps.append(
@@ -1188,6 +1214,42 @@ def _run(
         )
     )
     steps.extend(after_result(inputs, "after exit"))
+    return steps
+
+
+def _report_timeout_step(strategy: str, rule: str) -> Step:
+    wait = (
+        SRC["retry-report-wait"]
+        if strategy == "retry"
+        else (
+            SRC["recover-report-wait"] if strategy in ("recover", "recover-in-place") else SRC["report-wait"]
+        )
+    )
+    return Step(
+        StepKind.REPORT_TIMEOUT,
+        strategy,
+        f"no {strategy} result reported within {int(REPORT_TIMEOUT_S // 60)} min: ReportTimeoutEvent, "
+        f"code {CODE_WAIT_REPORT_TIMEOUT}, no ProcessRecoverStatus ({SRC['report-timeout']}, {wait}, {rule})",
+        duration_s=REPORT_TIMEOUT_S,
+        code=CODE_WAIT_REPORT_TIMEOUT,
+    )
+
+
+def _after_report_timeout(inputs: EngineInput, strategy: str, steps: list[Step]) -> list[Step]:
+    """The agent never reported the attempt's result (D15). A retry result's timeout goes straight to
+    FaultRetry (rules.go:211-212); a recover, in-place, dump or scale-in result's to FaultClear, then
+    FaultRetry (rules.go:218-219, 225-226, 305-306; FaultClear → FaultRetry, rules.go:259-260)."""
+    if strategy == "retry":
+        steps.append(_report_timeout_step(strategy, SRC["retry-timeout-rules"]))
+        steps.extend(outer_rescheduling(inputs, "FaultRetry after a report timeout", fault_retry=True))
+        return steps
+    rule = {
+        "dump": SRC["dump-timeout-rules"],
+        "elastic-training": SRC["scale-in-timeout-rules"],
+    }.get(strategy, SRC["recover-timeout-rules"])
+    steps.append(_report_timeout_step(strategy, rule))
+    steps.append(Step(StepKind.FAULT_CLEAR, reason=f"reset.json cleared ({SRC['fault-clear']})"))
+    steps.extend(outer_rescheduling(inputs, "FaultRetry after a report timeout", fault_retry=True))
     return steps
 
 

@@ -4,7 +4,10 @@ Paths are in Ascend/mind-cluster ``component/ascend-operator/pkg/controllers/v1/
 (:25-62) stops at the first failure and returns one (reason, message); the operator records it as a
 Warning Event (:34-38) and, from v26.0.0, as the condition ``Failed``/``JobValidFailed`` with the
 message ``"<reason>: <message>"`` (ascendjob_controller.go:148-155). The reason names are the
-v26.0.0+ ones (consts.go:146-155).
+v26.0.0+ ones (consts.go:146-155); releases before 26.0 (v7.2.RC1 to v7.3.2, one and the same file)
+give other reasons and messages, check a replica type after its containers, refuse an image-less
+container of any name, and set no condition (only the Event; v7.3.0 ascendjob_controller.go:148-151):
+``validate_job(..., release=...)`` follows the job's release (``LEGACY_REASON``).
 
 Not modelled: the elastic-scaling check (``r.scaler.ValidJob``, :40-46, ``InvalidScalingConfig``) and
 the 910A5 scale-out label check (:48-54, ``InvalidScaleOutConfig``): the simulated cluster runs no
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from mindcluster import keys as k
+from mindcluster.releases import DEFAULT_RELEASE, release_at_least
 
 # consts.go:146-155
 REASON_INVALID_SCALING_CONFIG: Final = "InvalidScalingConfig"
@@ -42,6 +46,18 @@ REASONS: Final = (
     REASON_INVALID_REPLICA_SPEC,
     REASON_INVALID_CONTAINER,
 )
+# Before v26.0.0 (07d2c20f) the same checks gave these Event reasons (v7.3.0 ascendjob_validate.go:24-262).
+NAMED_SINCE: Final = "26.0"
+LEGACY_REASON: Final = {
+    REASON_INVALID_SCALING_CONFIG: "invalid scaling config",
+    REASON_INVALID_SPECS: "SpecsError",
+    REASON_INVALID_SUCCESS_POLICY: "SuccessPolicyError",
+    REASON_INVALID_QUEUE: "QueueGetFailed",
+    REASON_INVALID_FRAMEWORK: "FrameworkLabelError",
+    REASON_INVALID_REPLICA_TYPE: "ReplicaTypeError",
+    REASON_INVALID_REPLICA_SPEC: "ReplicaTypeError",
+    REASON_INVALID_CONTAINER: "ContainerError",
+}
 # The condition the operator sets on a job that fails validation (ascendjob_controller.go:148-155).
 CONDITION_REASON_JOB_VALID_FAILED: Final = "JobValidFailed"
 MAX_REPLICAS: Final = 20000  # consts.go:129
@@ -60,6 +76,7 @@ class ValidationFailure:
 
     reason: str
     message: str
+    sets_condition: bool = True  # v26.0.0+: also the Failed/JobValidFailed condition
 
     @property
     def condition_message(self) -> str:
@@ -67,21 +84,31 @@ class ValidationFailure:
         return f"{self.reason}: {self.message}"
 
 
-def validate_job(job: Mapping[str, Any], queue_error: QueueLookup | None = None) -> ValidationFailure | None:
+def validate_job(
+    job: Mapping[str, Any], queue_error: QueueLookup | None = None, release: str = DEFAULT_RELEASE
+) -> ValidationFailure | None:
     """The first validation failure of the AscendJob, or None when the operator accepts it.
 
     ``queue_error`` looks a queue up in Volcano; None means gang scheduling is off, so the queue is
-    not checked (:81 ``r.Config.EnableGangScheduling``).
+    not checked (:81 ``r.Config.EnableGangScheduling``). ``release`` is the job's MindCluster release:
+    before 26.0 the legacy reasons and messages (``LEGACY_REASON``) and no condition.
     """
     spec = _mapping(job.get("spec"))
     labels = _mapping(_mapping(job.get("metadata")).get("labels"))
-    return _basic_info(spec, queue_error) or _spec(labels, spec.get("replicaSpecs"))
+    legacy = not release_at_least(release, NAMED_SINCE)
+    failure = _basic_info(spec, queue_error, legacy) or _spec(labels, spec.get("replicaSpecs"), legacy)
+    if failure is None or not legacy:
+        return failure
+    return ValidationFailure(LEGACY_REASON[failure.reason], failure.message, sets_condition=False)
 
 
-def _basic_info(spec: Mapping[str, Any], queue_error: QueueLookup | None) -> ValidationFailure | None:
-    """validateBasicInfo (:64-92)."""
+def _basic_info(
+    spec: Mapping[str, Any], queue_error: QueueLookup | None, legacy: bool
+) -> ValidationFailure | None:
+    """validateBasicInfo (:64-92; v7.3.0 :55-83)."""
     if spec.get("replicaSpecs") is None:
-        return ValidationFailure(REASON_INVALID_SPECS, "replicaSpecs is not set, please modify your job")
+        message = "job spec is not valid" if legacy else "replicaSpecs is not set, please modify your job"
+        return ValidationFailure(REASON_INVALID_SPECS, message)
     policy = spec.get("successPolicy")
     if policy is not None and policy not in SUCCESS_POLICIES:
         return ValidationFailure(
@@ -92,62 +119,71 @@ def _basic_info(spec: Mapping[str, Any], queue_error: QueueLookup | None) -> Val
         queue = str(scheduling.get("queue") or "")
         error = queue_error(queue)
         if error is not None:
-            return ValidationFailure(
-                REASON_INVALID_QUEUE, f"check queue<{queue}> failed, err: {error}, maybe it is not create"
+            message = (
+                error if legacy else f"check queue<{queue}> failed, err: {error}, maybe it is not create"
             )
+            return ValidationFailure(REASON_INVALID_QUEUE, message)
     return None
 
 
-def _spec(labels: Mapping[str, Any], replica_specs: Any) -> ValidationFailure | None:
+def _spec(labels: Mapping[str, Any], replica_specs: Any, legacy: bool) -> ValidationFailure | None:
     """validateSpec (:98-110): the framework label (api/v1/defaults.go:133-147), then the replicas."""
     frames = "map[" + " ".join(f"{name}:{{}}" for name in sorted(k.FRAMEWORKS)) + "]"  # Go prints maps sorted
     if k.LABEL_FRAMEWORK not in labels:
-        return ValidationFailure(
-            REASON_INVALID_FRAMEWORK,
-            "framework label is not set, please set label framework as one of <pytorch,mindspore,tensorflow>",
-        )
+        hint = "" if legacy else ", please set label framework as one of <pytorch,mindspore,tensorflow>"
+        return ValidationFailure(REASON_INVALID_FRAMEWORK, f"framework label is not set{hint}")
     frame = labels[k.LABEL_FRAMEWORK]
     if frame not in k.FRAMEWORKS:
         return ValidationFailure(REASON_INVALID_FRAMEWORK, f"framework label<{frame}> is not in {frames}")
-    return _replica_specs(str(frame), _mapping(replica_specs))
+    return _replica_specs(str(frame), _mapping(replica_specs), legacy)
 
 
-def _replica_specs(frame: str, specs: Mapping[str, Any]) -> ValidationFailure | None:
-    """checkReplicaSpecs (:143-194)."""
+def _replica_specs(frame: str, specs: Mapping[str, Any], legacy: bool) -> ValidationFailure | None:
+    """checkReplicaSpecs (:143-194; v7.3.0 :134-184, which checks the replica type after the
+    containers)."""
     has_leader = False
     for role, value in specs.items():
-        failure = _replica_type(frame, role)
+        failure = None if legacy else _replica_type(frame, role)
         if failure is not None:
             return failure
         if not isinstance(value, Mapping):
-            return ValidationFailure(
-                REASON_INVALID_REPLICA_SPEC, f"{role} replicaSpec is not set, please modify your job"
+            message = (
+                "jobSpec is not valid: nil"
+                if legacy
+                else f"{role} replicaSpec is not set, please modify your job"
             )
-        failure = _replicas(role, value) or _container_num(role, value)
+            return ValidationFailure(REASON_INVALID_REPLICA_SPEC, message)
+        failure = _replicas(role, value, legacy) or _container_num(role, value, legacy)
+        if legacy:
+            failure = failure or _replica_type(frame, role)
         if failure is None and role != k.WORKER_ROLE:
             has_leader = True
-            failure = _leader(role, value)
-        failure = failure or _ascend_container(role, value)
+            failure = _leader(role, value, legacy)
+        failure = failure or _ascend_container(role, value, legacy)
         if failure is not None:
             return failure
     if has_leader:
         return None
     if frame != "mindspore":
-        return ValidationFailure(
-            REASON_INVALID_REPLICA_TYPE,
-            "replicaType is not valid: there need 1 leader replicaType, Master for pytorch,"
-            " Chief of tensorflow",
+        message = (
+            "ReplicaType is not valid: there need 1 leader replica-type"
+            if legacy
+            else "replicaType is not valid: there need 1 leader replicaType, Master for pytorch,"
+            " Chief of tensorflow"
         )
+        return ValidationFailure(REASON_INVALID_REPLICA_TYPE, message)
     if _job_total_request(specs) > 1:
-        return ValidationFailure(
-            REASON_INVALID_REPLICA_SPEC,
-            "replicaSpec is not valid: when scheduler not found, the req num must be 1",
+        message = (
+            "replicaType is not valid: schdeuler not found, but need 1 while req npu more than 1"
+            if legacy
+            else "replicaSpec is not valid: when scheduler not found, the req num must be 1"
         )
+        return ValidationFailure(REASON_INVALID_REPLICA_SPEC, message)
     return None
 
 
 def _replica_type(frame: str, role: str) -> ValidationFailure | None:
-    """validateReplicaType (:246-258), with getValidReplicaType (:224-244)."""
+    """validateReplicaType (:246-258), with getValidReplicaType (:224-244); same text before 26.0."""
     allowed = (k.LEADER_ROLE[frame], k.WORKER_ROLE)
     if role in allowed:
         return None
@@ -156,60 +192,71 @@ def _replica_type(frame: str, role: str) -> ValidationFailure | None:
     )
 
 
-def _replicas(role: str, spec: Mapping[str, Any]) -> ValidationFailure | None:
-    """validateReplicas (:122-141)."""
+def _replicas(role: str, spec: Mapping[str, Any], legacy: bool) -> ValidationFailure | None:
+    """validateReplicas (:122-141; v7.3.0 :113-132, without the role)."""
     replicas = _replica_count(spec)
     if replicas is None:
         return None
+    what = "jobSpec is not valid" if legacy else f"{role} replicaSpec is not valid"
     if replicas < 0:
-        message = f"{role} replicaSpec is not valid: replicas can not be negative num, but got {replicas}"
+        message = f"{what}: replicas can not be negative num, but got {replicas}"
         return ValidationFailure(REASON_INVALID_REPLICA_SPEC, message)
     if replicas > MAX_REPLICAS:
+        message = f"{what}: replicas can not be larger than {MAX_REPLICAS}, but got {replicas}"
+        return ValidationFailure(REASON_INVALID_REPLICA_SPEC, message)
+    return None
+
+
+def _container_num(role: str, spec: Mapping[str, Any], legacy: bool) -> ValidationFailure | None:
+    """validContainerNum (:112-120; v7.3.0 :103-111)."""
+    if _containers(spec):
+        return None
+    message = (
+        f"jobSpec is not valid: containers definition expected in {role}"
+        if legacy
+        else f"{role} replicaSpec is not valid: containers is undefined"
+    )
+    return ValidationFailure(REASON_INVALID_REPLICA_SPEC, message)
+
+
+def _leader(role: str, spec: Mapping[str, Any], legacy: bool) -> ValidationFailure | None:
+    """validateLeader (:260-268; v7.3.0 :249-257)."""
+    replicas = _replica_count(spec)
+    if replicas is not None and replicas != 1:
         message = (
-            f"{role} replicaSpec is not valid: replicas can not be larger than {MAX_REPLICAS}, "
-            f"but got {replicas}"
+            f"replicaType<{role}> replicas is invalid, it must be only 1"
+            if legacy
+            else f"{role} replicaSpec is not valid, the replicas must be only 1"
         )
         return ValidationFailure(REASON_INVALID_REPLICA_SPEC, message)
     return None
 
 
-def _container_num(role: str, spec: Mapping[str, Any]) -> ValidationFailure | None:
-    """validContainerNum (:112-120)."""
-    if _containers(spec):
-        return None
-    return ValidationFailure(
-        REASON_INVALID_REPLICA_SPEC, f"{role} replicaSpec is not valid: containers is undefined"
-    )
-
-
-def _leader(role: str, spec: Mapping[str, Any]) -> ValidationFailure | None:
-    """validateLeader (:260-268)."""
-    replicas = _replica_count(spec)
-    if replicas is not None and replicas != 1:
-        return ValidationFailure(
-            REASON_INVALID_REPLICA_SPEC, f"{role} replicaSpec is not valid, the replicas must be only 1"
-        )
-    return None
-
-
-def _ascend_container(role: str, spec: Mapping[str, Any]) -> ValidationFailure | None:
-    """validateContainer (:196-222): a container named ``ascend``, with an image."""
+def _ascend_container(role: str, spec: Mapping[str, Any], legacy: bool) -> ValidationFailure | None:
+    """validateContainer (:196-222): a container named ``ascend``, with an image. Before 26.0 every
+    container needs an image, whatever its name (v7.3.0 :186-212)."""
     found = False
     for container in _containers(spec):
-        if container.get("name") != k.CONTAINER_NAME:
+        named = container.get("name") == k.CONTAINER_NAME
+        if not named and not legacy:
             continue
         if not container.get("image"):
             message = (
-                f"{role} replicaSpec is not valid: Image is undefined in the container of {k.CONTAINER_NAME}"
+                f"replicaType is not valid: Image is undefined in the container of {role}"
+                if legacy
+                else f"{role} replicaSpec is not valid: Image is undefined in the container of "
+                f"{k.CONTAINER_NAME}"
             )
             return ValidationFailure(REASON_INVALID_CONTAINER, message)
-        found = True
+        found = found or named
     if found:
         return None
-    return ValidationFailure(
-        REASON_INVALID_CONTAINER,
-        f"{role} replicaSpec is not valid: There is no container named {k.CONTAINER_NAME}",
+    message = (
+        f"replicaType is not valid: There is no container named {k.CONTAINER_NAME} in {role}"
+        if legacy
+        else f"{role} replicaSpec is not valid: There is no container named {k.CONTAINER_NAME}"
     )
+    return ValidationFailure(REASON_INVALID_CONTAINER, message)
 
 
 def _job_total_request(specs: Mapping[str, Any]) -> int:

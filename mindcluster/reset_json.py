@@ -13,7 +13,9 @@ Policy, InitialPolicy, ErrorCode, ErrorCodeHex}``, ``UpdateTime``, ``RetryTime``
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from mindcluster import keys as k
@@ -27,6 +29,88 @@ STATUS_FAULT: Final = "fault"
 STATUS_UNRECOVERED: Final = "unrecovered"
 STATUS_RECOVERED: Final = "recovered"
 STATUS_FAILED: Final = "failed"
+
+# setNewTaskInfo's operations (cd-const:124-130): what each ClusterD write of reset.json does.
+OP_RESTART_ALL_PROCESS: Final = "restartAllProcess"  # RetryTime + 1, RankList emptied
+OP_CLEAR: Final = "clear"  # RankList emptied
+OP_FAULT: Final = "fault"  # RankList = the fault ranks, RestartFaultProcess as given
+OP_FAULT_FLUSHING: Final = "notifyFaultFlushing"  # FaultFlushing on, RankList emptied
+OPERATIONS: Final = (OP_RESTART_ALL_PROCESS, OP_CLEAR, OP_FAULT, OP_FAULT_FLUSHING)
+# Rank policies of the device plugin's hot reset (HotResetPolicy, RestartPolicy; cd-const:211-213): with
+# one of them in the old document every ClusterD write fails (utils.go:233-237).
+HOT_RESET_POLICIES: Final = ("reset", "restart")
+
+
+class ResetWriteRefused(ValueError):
+    """setNewTaskInfo refused the write: "hotReset=1 is not compatible with process-recover"."""
+
+
+def clusterd_rank(rank: int) -> dict[str, Any]:
+    """A ``RankList`` entry as ClusterD writes it: the rank, Status ``fault``, every other field zero
+    (``TaskDevInfo{RankId, DevFaultInfo{Status: FaultRankStatus}}``, utils.go:256-263)."""
+    return {
+        "RankId": rank,
+        "LogicId": 0,
+        "Status": STATUS_FAULT,
+        "Policy": "",
+        "InitialPolicy": "",
+        "ErrorCode": None,
+        "ErrorCodeHex": "",
+    }
+
+
+def set_new_task_info(
+    old: Mapping[str, Any],
+    operation: str,
+    *,
+    fault_ranks: Iterable[int] = (),
+    restart_fault_process: bool = False,
+    now: int,
+) -> dict[str, Any]:
+    """The document ClusterD writes over ``old`` for ``operation`` (setNewTaskInfo, utils.go:231-269).
+
+    Nothing of ``old`` is kept but ``RetryTime``: a fresh ``TaskResetInfo`` with an empty RankList,
+    ``UpdateTime`` = ``now`` (Unix seconds), ``FaultFlushing`` only for notifyFaultFlushing,
+    ``GracefulExit`` 0, ``RestartFaultProcess`` false; restartAllProcess adds 1 to RetryTime; only the
+    ``fault`` operation writes ranks and ``RestartFaultProcess``. Keys are in the struct's order
+    (cd/common/type.go:16-39), as Go's json.Marshal writes them. Raises ``ResetWriteRefused`` when
+    ``old`` has a rank with a hot-reset policy (utils.go:233-237), ``ValueError`` for an unknown
+    operation (ClusterD has no other)."""
+    if operation not in OPERATIONS:
+        raise ValueError(f"unknown reset.json operation {operation!r}; one of {', '.join(OPERATIONS)}")
+    if any(policy(entry) in HOT_RESET_POLICIES for entry in rank_entries(dict(old))):
+        raise ResetWriteRefused("hotReset=1 is not compatible with process-recover")
+    retry_time = old.get("RetryTime")
+    retry = retry_time if isinstance(retry_time, int) and not isinstance(retry_time, bool) else 0
+    doc: dict[str, Any] = {
+        "RankList": [],
+        "UpdateTime": int(now),
+        "RetryTime": retry + (1 if operation == OP_RESTART_ALL_PROCESS else 0),
+        "FaultFlushing": operation == OP_FAULT_FLUSHING,
+        "GracefulExit": 0,
+        "RestartFaultProcess": False,
+    }
+    if operation == OP_FAULT:
+        doc["RankList"] = [clusterd_rank(int(rank)) for rank in fault_ranks]
+        doc["RestartFaultProcess"] = bool(restart_fault_process)
+    return doc
+
+
+def go_marshal(doc: Any) -> str:
+    """``doc`` as Go's json.Marshal writes it: compact, UTF-8, with <, > and & escaped."""
+    text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def check_code(doc: Any) -> str:
+    """The ``checkCode`` key: sha256 (hex) of the marshalled document (MakeDataHash,
+    clusterd/pkg/common/util/util.go:49-71; written by WriteResetInfoToCM, utils.go:215-227)."""
+    return hashlib.sha256(go_marshal(doc).encode()).hexdigest()
+
+
+def configmap_data(doc: Any) -> dict[str, str]:
+    """The ConfigMap ``data`` ClusterD writes: the document and its check code (utils.go:220-227)."""
+    return {DATA_KEY: go_marshal(doc), CHECK_CODE_KEY: check_code(doc)}
 
 
 def configmap_name(job_name: str) -> str:

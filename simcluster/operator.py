@@ -470,11 +470,14 @@ class SimOperator:
         """Validate, then create PodGroup and pods, then report Created → Running."""
         meta = job["metadata"]
         namespace, name = meta.get("namespace", "default"), meta["name"]
-        failure = validate_job(job, self._queue_error)
+        failure = validate_job(job, self._queue_error, job_release(job))
         if failure is not None:
             # validateJob stops at the first failure: one Warning Event (ascendjob_validate.go:34-38)
-            # and JobValidFailed "<reason>: <message>" (ascendjob_controller.go:148-155).
+            # and, from v26.0.0, JobValidFailed "<reason>: <message>" (ascendjob_controller.go:148-155);
+            # before, the Event only (v7.3.0 ascendjob_controller.go:148-151).
             self.kube.event(job, failure.reason, failure.message, type_="Warning")
+            if not failure.sets_condition:
+                return
             self.kube.patch_job_status(
                 namespace,
                 name,

@@ -79,8 +79,12 @@ def _int(value: Any, where: str, minimum: int = 0, maximum: int = 1_000_000) -> 
     return value
 
 
+# An attempt whose result the agent never reports: ClusterD waits 15 minutes (controller.go:36, D15).
+NO_REPORT_ATTEMPT = "no-report"
+
+
 def _is_attempt(value: Any) -> bool:
-    if isinstance(value, bool):
+    if isinstance(value, bool) or value == NO_REPORT_ATTEMPT:
         return True
     # 201: a scale-in result asking ClusterD to isolate nodes first (controller.go:1468-1493).
     return isinstance(value, int) and (value in (0, engine.CODE_EXIT_ISOLATE_RANKS) or 400 <= value <= 599)
@@ -115,7 +119,8 @@ def parse_scenario(raw: Any) -> Scenario:
                 f"{where}/attempts",
                 "a list of booleans (does each recovery attempt succeed) or ClusterD result codes "
                 "(0 success, 400-599 failure, e.g. 405 / 406 / 499 after a retry; "
-                "201 a scale-in that isolates nodes first)",
+                f"201 a scale-in that isolates nodes first; {NO_REPORT_ATTEMPT!r}: the agent never reports, "
+                "ClusterD gives up after 15 minutes)",
             )
         answer = item.get("platform_answer")
         if answer is not None and answer not in ("retry", "recover", "dump", "exit"):
@@ -131,7 +136,7 @@ def parse_scenario(raw: Any) -> Scenario:
                 level=str(item.get("level", ""))[:40],
                 node=str(item.get("node", ""))[:100],
                 code=str(item.get("code", ""))[:20],
-                attempts=tuple(attempts),
+                attempts=tuple(engine.NO_REPORT if a == NO_REPORT_ATTEMPT else a for a in attempts),
                 platform_answer=answer,
             )
         )

@@ -6,6 +6,12 @@ component/clusterd/pkg/application/recover/fault_recover_service.go:570-592) and
 built-in cluster also writes it as a Kubernetes Event; this module is the one place that reads such an
 Event, so pointing the product at another reason or message format is a change here only.
 
+A refused ``Init`` (``ProcessRecoverEnableOff``, code 403) is *not* a snapshot: ClusterD records
+nothing for it (fault_recover_service.go:579-585) and TaskD calls ``Init`` again a second later, for
+ever (component/taskd/taskd/go/framework_backend/manager/manager.go:468-492), so each refusal reads
+the PodGroup as it is *then*, our later pushes included. ``InitSnapshot.accepted`` says which it was;
+only an accepted one says what ClusterD runs the job with.
+
 Accepted: an Event whose ``reason`` is in ``INIT_SNAPSHOT_REASONS``, about the AscendJob or its PodGroup
 ``<job>-<uid>``, whose message holds the snapshot either as a JSON object or as ``key=value`` pairs
 separated by ``;`` (``recover-strategy=retry,recover; fault-scheduling=grace; platform-mode=false``).
@@ -28,6 +34,7 @@ from mindcluster import keys as c
 INIT_SNAPSHOT_REASONS = frozenset(
     {"InitSuccess", "ProcessRecoverEnableOff", "RecoverConfigSnapshot", "InitSnapshot", "JobInitSnapshot"}
 )
+REFUSED_INIT_REASONS = frozenset({"ProcessRecoverEnableOff"})
 # ClusterD's own strategy list carries the rescheduling switches as pseudo-strategies (utils.go:114-123).
 _JOB_RESCHEDULING = "job-rescheduling"
 _POD_RESCHEDULING = "pod-rescheduling"
@@ -57,6 +64,7 @@ class InitSnapshot:
     job: JobRef
     keys: dict[str, dict[str, str]]  # PodGroup-style {"labels": ..., "annotations": ...}
     at: datetime
+    accepted: bool = True  # False: a refused Init, what the PodGroup said at that retry, nothing kept
 
 
 def _pairs(message: str) -> dict[str, Any]:
@@ -99,7 +107,8 @@ def snapshot_keys(message: str) -> dict[str, dict[str, str]] | None:
 
 def init_snapshot_of(event: dict[str, Any], received_at: datetime) -> InitSnapshot | None:
     """The snapshot an Event carries, or None for every other Event."""
-    if str(event.get("reason", "")) not in INIT_SNAPSHOT_REASONS:
+    reason = str(event.get("reason", ""))
+    if reason not in INIT_SNAPSHOT_REASONS:
         return None
     involved = event.get("involvedObject") or event.get("regarding") or {}
     namespace = str(involved.get("namespace") or (event.get("metadata") or {}).get("namespace", ""))
@@ -117,4 +126,6 @@ def init_snapshot_of(event: dict[str, Any], received_at: datetime) -> InitSnapsh
     stamp = parse_k8s_time(
         event.get("eventTime") or event.get("firstTimestamp") or event.get("lastTimestamp")
     )
-    return InitSnapshot(job=ref, keys=keys, at=best_time(stamp, received_at))
+    return InitSnapshot(
+        job=ref, keys=keys, at=best_time(stamp, received_at), accepted=reason not in REFUSED_INIT_REASONS
+    )

@@ -229,7 +229,10 @@ class IngestStore:
         if event_type == "DELETED":
             return []  # Events expire; their history stays with us
         snapshot = init_snapshot.init_snapshot_of(obj, received_at)
-        if snapshot is not None:
+        # Only an accepted Init is a snapshot; a refused one is retried every second and kept nowhere
+        # (D6: manager.go:468-492, fault_recover_service.go:579-585), so its config must not stand in
+        # for the PodGroup the job was created with.
+        if snapshot is not None and snapshot.accepted:
             job = self.resolve_job(snapshot.job)
             if job is not None:
                 incarnation_observe_init(job, snapshot.job.uid, snapshot.keys, snapshot.at)

@@ -25,6 +25,7 @@ from apps.policies.desired import (
     creation_config_of,
     desired_state,
     live_changes,
+    podgroup_accepts_init,
 )
 from apps.policies.models import PolicyRevision, PolicySync
 from apps.policies.observed import observed_config, process_recovery_on, stored_spec
@@ -38,7 +39,16 @@ PROCESS_OFF_REASON = (
     "process-recover-enable=on (the operator sets it only when the job has recover-strategy at creation, "
     "component/ascend-operator/pkg/controllers/v1/job.go:479-491), so ClusterD refuses process-level "
     "recovery at Init (ProcessRecoverEnableOff, component/clusterd/pkg/application/recover/"
-    "fault_recover_service.go:550-555) whatever is pushed later"
+    "fault_recover_service.go:550-555). TaskD retries Init every second and ClusterD keeps nothing of a "
+    "refusal (component/taskd/taskd/go/framework_backend/manager/manager.go:468-492, "
+    "fault_recover_service.go:579-585), so pushed keys stay unread unless the PodGroup also gets "
+    "subHealthyStrategy=hotSwitch (or, up to MindCluster 7.1, process-recover-enable=on)"
+)
+# Said when the current revision is written and its PodGroup keys make the next retried Init accept.
+INIT_RETRY_NOTE = (
+    "revision {number} is written with keys that make ClusterD accept Init: TaskD retries Init every "
+    "second (component/taskd/taskd/go/framework_backend/manager/manager.go:468-492), so ClusterD "
+    "snapshots the PodGroup as written at the next retry and this view follows that snapshot once seen"
 )
 
 
@@ -120,12 +130,22 @@ def in_effect(job: TrainingJob) -> dict[str, Any]:
     if revision is None:
         newer = [current] if current is not None else []
     answer["pending"] = _pending(job, newer[-MAX_PENDING_REVISIONS:], revision, config, {})
-    if current is not None and not on and (current.spec.get("strategies") or []):
-        answer["notes"].append(
+    if current is not None and not on:
+        _process_off_notes(job, current, answer["notes"])
+    return answer
+
+
+def _process_off_notes(job: TrainingJob, current: PolicyRevision, notes: list[str]) -> None:
+    """What the current revision changes for a job whose Init ClusterD refused (D6)."""
+    spec = stored_spec(current)
+    written = PolicySync.objects.filter(job=job, generation=current.number, state__in=WRITTEN_STATES).exists()
+    if spec is not None and written and podgroup_accepts_init(spec):
+        notes.append(INIT_RETRY_NOTE.format(number=current.number))
+    elif current.spec.get("strategies") or []:
+        notes.append(
             f"revision {current.number} configures strategies {', '.join(current.spec['strategies'])}: "
             "they are written to the job but none of them can run until the job is recreated"
         )
-    return answer
 
 
 def _pending(

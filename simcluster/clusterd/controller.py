@@ -517,7 +517,11 @@ class _FaultRun:
         self.kube.upsert_configmap(
             self.namespace,
             reset_json.configmap_name(self.name),
-            {reset_json.DATA_KEY: reset_json.dumps(self.reset_state), reset_json.CHECK_CODE_KEY: ""},
+            # The check code the agent verifies: sha256 of the document (MakeDataHash, utils.go:215-227).
+            {
+                reset_json.DATA_KEY: reset_json.dumps(self.reset_state),
+                reset_json.CHECK_CODE_KEY: reset_json.check_code(self.reset_state),
+            },
         )
 
     def set_rank_status(self, status: str) -> None:
@@ -833,6 +837,12 @@ class _FaultRun:
             )
             self.sleep(float(wait_s))
             self.event("ScheduleTimeout", f"waited {wait_s} s: {step.reason}", warning=True)
+            return
+        if kind == StepKind.REPORT_TIMEOUT:
+            # The agent stays silent: ClusterD's wait runs its full 15 minutes on the simulated clock
+            # (reportTimeoutMinutes, controller.go:36) before ReportTimeoutEvent (code 507).
+            self.sleep(step.duration_s)
+            self.event("ReportTimeout", f"{step.strategy}: {step.reason}", warning=True)
             return
         if kind == StepKind.CHOOSE:
             self.event("StrategyChosen", f"{step.strategy}: {step.reason}")

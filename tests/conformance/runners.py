@@ -94,7 +94,8 @@ def run_whatif(scenario: Scenario) -> Outcome:
     )
     result = rehearsal["faults"][0]
     steps = result["steps"]
-    codes = tuple(s["code"] for s in steps if s["code"] and s["kind"] in ("failed", "platform-timeout"))
+    coded = ("failed", "platform-timeout", "report-timeout")
+    codes = tuple(s["code"] for s in steps if s["code"] and s["kind"] in coded)
     outcome = result["outcome"]
     rescheduled = {"job-rescheduled": "job", "pod-rescheduled": "pod", "job-failed": "failed"}.get(outcome)
     return Outcome(
@@ -192,6 +193,8 @@ def run_builtin(sim: SimCluster, kube: Kube, scenario: Scenario, namespace: str)
             statuses.extend(_STATUS.findall(message.split(";", 1)[0]))
             if reason == "RecoverFailed":
                 codes.extend(int(c) for c in _CODE.findall(message))
+        elif reason == "ReportTimeout":
+            codes.append(engine.CODE_WAIT_REPORT_TIMEOUT)
         elif reason == "WaitPlatStrategyTimeout":
             codes.append(engine.WAIT_PLATFORM_STRATEGY_TIMEOUT_CODE)
         elif reason in ("JobRescheduled", "PodRescheduled", "JobFailed"):

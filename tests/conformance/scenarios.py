@@ -13,6 +13,8 @@ from typing import Any, Final
 
 import yaml
 
+from mindcluster.clusterd import NO_REPORT
+
 TABLE: Final = Path(__file__).with_name("scenarios.yaml")
 ALL_WORDS: Final = ("retry", "recover", "dump", "downgrade")
 
@@ -108,6 +110,8 @@ def _scenario(raw: Any, files: dict[str, str], named: dict[str, Fault]) -> Scena
         **{key: tuple(value) if isinstance(value, list) else value for key, value in expected.items()}
     )
     values.update({key: tuple(values[key]) for key in _TUPLES if key in values})
+    if "results" in values:  # the agent's silence is written as a word, not as the engine's -1
+        values["results"] = tuple(NO_REPORT if r == "no-report" else r for r in values["results"])
     return Scenario(**values)
 
 

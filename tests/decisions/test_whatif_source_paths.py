@@ -100,3 +100,32 @@ def test_the_scenario_names_the_release_and_the_reschedule_wait() -> None:
         )
         result = whatif.simulate_podgroup(labels, annotations, scenario)["faults"][0]
         assert result["strategies"] == strategies, release
+
+
+def test_an_agent_that_never_reports_is_waited_for_15_minutes() -> None:
+    # D15: reportTimeoutMinutes = 15 (ctl:36), code 507 (domain/common/code.go:72-73). A silent retry
+    # goes straight to FaultRetry (rules:211-212); a silent recover to FaultClear first (rules:218-219).
+    scenario = whatif.parse_scenario(
+        {"faults": [{"type": "uce", "ranks": [8], "attempts": [whatif.NO_REPORT_ATTEMPT]}], "pods": 2}
+    )
+    assert scenario.faults[0].attempts == (engine.NO_REPORT,)
+    retry = whatif.simulate_podgroup(ON, {"recover-strategy": "retry,recover"}, scenario)["faults"][0]
+    kinds = [s["kind"] for s in retry["steps"]]
+    assert kinds[:3] == ["choose", "attempt", "report-timeout"] and "fault-clear" not in kinds
+    timeout = retry["steps"][2]
+    assert timeout["code"] == 507 and "controller.go:36" in timeout["reason"]
+    assert kinds[3] == "pause" and retry["outcome"] == "job-rescheduled"
+    silent = (engine.NO_REPORT,)
+    fault = whatif.FaultSpec(fault_type="normal", ranks=(8,), level="SeparateNPU", attempts=silent)
+    recover = whatif.simulate_podgroup(
+        ON, {"recover-strategy": "recover"}, whatif.Scenario(faults=[fault], pods=2)
+    )["faults"][0]
+    kinds = [s["kind"] for s in recover["steps"]]
+    assert kinds.index("report-timeout") + 1 == kinds.index("fault-clear") < kinds.index("pause")
+    # A bad attempt value names the field.
+    try:
+        whatif.parse_scenario({"faults": [{"type": "uce", "ranks": [8], "attempts": ["later"]}], "pods": 2})
+    except whatif.ScenarioError as exc:
+        assert "attempts" in str(exc.args[0]) or "no-report" in str(exc)
+    else:
+        raise AssertionError("an unknown attempt value must be refused")

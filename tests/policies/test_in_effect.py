@@ -242,6 +242,61 @@ def test_adopted_without_recover_strategy_says_process_recovery_is_off_even_afte
     assert "process-recover-enable" in recreate["keys"]
 
 
+@pytest.mark.parametrize(
+    ("spec", "accepts"),
+    [
+        # 7.2+: the operator alone sets process-recover-enable, at creation (job.go:479-491): a push
+        # of strategies leaves the retried Init refused (fault_recover_service.go:550-555).
+        ({"mindcluster_version": "26.1", "strategies": ["recover", "dump"]}, False),
+        # hotSwitch alone opens Init (:550-555), and the retry reads it (manager.go:468-492).
+        ({"mindcluster_version": "26.1", "strategies": ["dump"], "sub_healthy_strategy": "hotSwitch"}, True),
+        # Up to 7.1 we write process-recover-enable=on ourselves.
+        ({"mindcluster_version": "7.1", "strategies": ["recover", "dump"]}, True),
+    ],
+)
+def test_which_push_opens_a_refused_init(spec: dict[str, Any], accepts: bool) -> None:
+    from apps.policies.desired import podgroup_accepts_init
+
+    result = validate_policy(spec)
+    assert result.spec is not None, result.errors
+    assert podgroup_accepts_init(result.spec) is accepts
+
+
+def test_a_written_hot_switch_says_the_next_init_retry_is_accepted() -> None:
+    """D6: TaskD retries a refused Init every second (taskd/go/framework_backend/manager/manager.go:468-492)
+    and ClusterD keeps nothing of the refusal (fault_recover_service.go:579-585)."""
+    cluster = Cluster.objects.create(name=f"sim-{uuid.uuid4().hex[:6]}")
+    job, _ = job_adopt(cluster=cluster, manifest=adopted_manifest("hs", "team-b", str(uuid.uuid4()), {}))
+    incarnation_observe_podgroup(job, operator_podgroup(job, {"fault-scheduling": "grace"}, {}), "ingester")
+    spec = {"mindcluster_version": "26.1", "strategies": ["dump"], "sub_healthy_strategy": "hotSwitch"}
+    policy_revision_create(job=job, spec=spec, actor=ADMIN)
+    view = in_effect(TrainingJob.objects.get(pk=job.pk))
+    assert not any("accept Init" in n for n in view["notes"])  # not written yet
+    applied(job, 2)
+    view = in_effect(TrainingJob.objects.get(pk=job.pk))
+    assert view["process_recovery"]["on"] is False
+    assert any("revision 2 is written with keys that make ClusterD accept Init" in n for n in view["notes"])
+
+
+def test_a_refused_init_event_is_not_a_snapshot() -> None:
+    """A refused Init (ProcessRecoverEnableOff, code 403) records nothing in ClusterD
+    (component/clusterd/pkg/application/recover/fault_recover_service.go:579-585): its Event carries the
+    PodGroup as that retry read it, which must not stand for what the job was created with."""
+    from django.utils import timezone
+
+    from simcluster.clusterd.controller import EVENT_INIT, EVENT_INIT_REFUSED
+
+    pg = {"kind": "PodGroup", "namespace": "ns", "name": f"job-{uuid.uuid4()}"}
+    message = 'job(uid=u) init refused (code 403); config={"strategies": ["recover", "exit"]}'
+    refused = init_snapshot_of(
+        {"reason": EVENT_INIT_REFUSED, "involvedObject": pg, "message": message}, timezone.now()
+    )
+    assert refused is not None and refused.accepted is False
+    event = {"reason": EVENT_INIT, "involvedObject": pg, "message": message}
+    accepted = init_snapshot_of(event, timezone.now())
+    assert accepted is not None and accepted.accepted is True
+
+
 def test_keys_no_revision_has_are_observed_without_a_revision(job: TrainingJob) -> None:
     policy_revision_create(job=job, spec={"strategies": ["retry"]}, actor=ADMIN)
     grace = {"fault-scheduling": "grace"}

@@ -16,6 +16,7 @@ from .config import (
     config_from_keys,
     creation_config_of,
     normalize_strategies,
+    podgroup_accepts_init,
 )
 from .diff import (
     Drift,
@@ -52,6 +53,7 @@ __all__ = [
     "key_differences",
     "live_changes",
     "normalize_strategies",
+    "podgroup_accepts_init",
     "podgroup_patch",
     "same_value",
 ]

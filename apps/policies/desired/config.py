@@ -85,6 +85,24 @@ def creation_config_of(spec: PolicySpec) -> Config:
     return config_of_keys(keys.labels, keys.annotations, spec)
 
 
+def podgroup_accepts_init(spec: PolicySpec) -> bool:
+    """Whether the PodGroup keys a push of ``spec`` writes make ClusterD accept ``Init``.
+
+    A refused Init is retried every second and kept nowhere (TaskD,
+    component/taskd/taskd/go/framework_backend/manager/manager.go:468-492; ClusterD,
+    component/clusterd/pkg/application/recover/fault_recover_service.go:579-585), so a written
+    ``process-recover-enable=on`` (we write it only up to 7.1) or ``subHealthyStrategy=hotSwitch``
+    is read at the next retry (:550-555) — the rest of the push with it.
+    """
+    plan = RenderPlan(
+        spec=spec, framework="pytorch", job_name="", namespace=None, node_nums=1, proc_per_node=1
+    )
+    labels: dict[str, str | None] = policy_keys(plan).podgroup_patch["metadata"]["labels"]
+    return labels.get(c.LABEL_PROCESS_RECOVER_ENABLE) == "on" or (
+        labels.get(c.LABEL_SUB_HEALTHY_STRATEGY) == "hotSwitch"
+    )
+
+
 def config_changes(before: Config, after: Config) -> list[str]:
     """Creation-config keys whose value differs (UI names: platform mode is named for what it is)."""
     return [

@@ -147,14 +147,38 @@ def test_b_strategies_changed_while_running_wait_for_recreate(
     assert chosen.data["strategy"] == "retry"
 
 
-# Known intermittent (1 of 4 full runs this session): after the push, ``revision`` is sometimes None
-# ("keys that no revision has"). Since the simulated TaskD retries a refused Init (source facts D6,
-# taskd/go/framework_backend/manager/manager.go:468-523), a PodGroup change can give ClusterD a new Init
-# snapshot after our push; what "in effect" should then say for a job whose first Init was refused is
-# issue #25's open part, not settled here. A rerun uses a new job.
-@pytest.mark.flaky(reruns=2)
+def _refused_init_read_the_push(sim: SimCluster, sim_kube: Kube, job: TrainingJob) -> None:
+    """Wait until ClusterD's retried, refused Init has read the pushed PodGroup and the ingester has
+    seen its Event: the race that made this test intermittent, now waited for on purpose.
+
+    TaskD calls Init again a second after a refusal, endlessly
+    (component/taskd/taskd/go/framework_backend/manager/manager.go:468-492), and a refused Init keeps
+    nothing (component/clusterd/pkg/application/recover/fault_recover_service.go:579-585), so the retry
+    reads the PodGroup with our recover-strategy on it and is refused again (no
+    process-recover-enable=on, :550-555). A Warning Event written after it on the AscendJob is a
+    barrier: the ingester reads one Event watch in resourceVersion order.
+    """
+    uid = TrainingJob.objects.get(pk=job.pk).uid
+    wait_for(
+        lambda: (lambda r: r is not None and r.code == 403 and "recover" in r.policy.configured)(
+            sim.clusterd.init_record(uid)
+        ),
+        20,
+        "the retried Init refused with the pushed recover-strategy read",
+    )
+    manifest = sim_kube.get_job(job.namespace, job.name)
+    assert manifest is not None
+    marker = f"barrier-{uuid.uuid4().hex[:6]}"
+    sim_kube.event(manifest, "InEffectTestBarrier", marker, type_="Warning", component="test")
+    wait_for(
+        lambda: JobEvent.objects.filter(job=job, kind=kinds.JOB_WARNING, message=marker).exists(),
+        20,
+        "the ingester past the refused Init's Event",
+    )
+
+
 def test_c_adopted_without_recover_strategy_shows_process_level_recovery_off(
-    world: dict[str, Any], sim_kube: Kube
+    world: dict[str, Any], sim_kube: Kube, sim: SimCluster
 ) -> None:
     namespace, name = world["namespace"], f"ad-{uuid.uuid4().hex[:6]}"
     create_job(sim_kube, make_job(name, namespace=namespace, strategies=None))
@@ -167,8 +191,11 @@ def test_c_adopted_without_recover_strategy_shows_process_level_recovery_off(
     assert (view["revision"], view["basis"]) == (1, "observed")
     assert view["process_recovery"]["on"] is False
     _put(world["client"], job, ["recover", "dump"])
+    _refused_init_read_the_push(sim, sim_kube, job)
+    # A refused Init is no snapshot: the view stays on the PodGroup the job was created with.
     view = _in_effect(world["client"], job)
     assert view["revision"] == 1 and view["process_recovery"]["on"] is False
+    assert view["observed_from"] == "podgroup-at-creation"
     assert "process-level recovery is off until the job is recreated" in view["process_recovery"]["reason"]
     recreate = next(p for p in view["pending"] if p["waits_for"] == "recreate")
     assert recreate["written"] is True and "recover-strategy" in recreate["keys"]

@@ -37,7 +37,7 @@ export function renderInEffect(container, inEffect) {
   container.append(head);
   if (inEffect.process_recovery && !inEffect.process_recovery.on) {
     container.append(h("p", { class: "issue warning", role: "note", dataset: { processRecovery: "off" } },
-      "Process-level recovery is off until the job is recreated: the job was created without recover-strategy, so its PodGroup has no process-recover-enable=on and ClusterD refuses process-level recovery, whatever is written later."));
+      "Process-level recovery is off until the job is recreated: the job was created without recover-strategy, so its PodGroup has no process-recover-enable=on and ClusterD refuses process-level recovery at Init. TaskD asks again every second and ClusterD reads the PodGroup afresh each time, so what is written later counts only if it also sets subHealthyStrategy=hotSwitch (or, up to MindCluster 7.1, process-recover-enable=on)."));
   }
   const pending = inEffect.pending || [];
   if (pending.length) {
