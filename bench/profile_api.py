@@ -20,8 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _common import emit, product_env
-from bench_api import bench_database_url, drop_database, endpoint_paths, recreate_database, seed
+from _common import emit
+from bench_api import bench_database_url, bench_env, drop_database, endpoint_paths, recreate_database, seed
 
 
 def _recorder(queries: list[str]) -> Callable[..., Any]:
@@ -106,7 +106,7 @@ def main() -> None:
 
     base_url = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
     db_url = bench_database_url(base_url, args.database)
-    env = product_env(db_url, DEBUG="false", BENCH_ENDPOINTS="true", API_THROTTLE_RATE="100000000/min")
+    env = bench_env(db_url)
     kept = Path(tempfile.gettempdir()) / f"{args.database}.seed.json"
     try:
         if args.keep and kept.exists():
