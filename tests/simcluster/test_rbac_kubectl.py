@@ -154,7 +154,12 @@ def _granted(
 def test_deploy_rbac_grants_exactly_what_it_lists(kubeconfig: Path, tmp_path: Path) -> None:
     # The production overlay as kubectl renders it; its identities only (the rest is the rehearsal's).
     identity_kinds = (
-        "Namespace", "ServiceAccount", "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding"
+        "Namespace",
+        "ServiceAccount",
+        "ClusterRole",
+        "Role",
+        "ClusterRoleBinding",
+        "RoleBinding",
     )
     docs = [d for d in render("production") if d["kind"] in identity_kinds]
     manifest = tmp_path / "identities.yaml"
