@@ -17,6 +17,7 @@ from apps.core.celery_heartbeat import install as heartbeat_install  # noqa: E40
 
 heartbeat_install(app)
 
+
 @signals.worker_init.connect
 def _serve_worker_metrics(**_: object) -> None:
     # The worker's main process on METRICS_PORT; with the prefork pool the tasks run in its children,

@@ -104,7 +104,9 @@ def fingerprint(job: TrainingJob) -> str:
 
 
 def cache_key(job_id: int) -> str:
-    return f"in-effect:{job_id}"
+    # With the database's name: two databases sharing one cache (benchmarks, a test run beside a
+    # development server) have the same job ids and would keep overwriting each other's entries.
+    return f"in-effect:{connection.settings_dict['NAME']}:{job_id}"
 
 
 def cached_in_effect(job: TrainingJob, compute: Callable[[TrainingJob], dict[str, Any]]) -> dict[str, Any]:
