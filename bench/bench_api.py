@@ -26,9 +26,11 @@ import random
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -50,6 +52,7 @@ from _common import (
 CONNECTIONS = 32
 WORKERS = 2  # server processes (--workers)
 ROUNDS = 3  # --rounds
+WARM = True  # --cold: measure with the in-effect views not cached yet
 OPEN_LOOP_FRACTION = 0.7
 CPUS = "0,1"
 REQUEST_TIMEOUT = 30.0
@@ -101,6 +104,7 @@ def seed_database(jobs_wanted: int) -> None:
     result = validate_policy({"strategies": ["retry", "recover", "dump"], "pod_rescheduling": True})
     assert result.spec is not None
     give_applied_policy(jobs, result.spec.to_dict(), batch_size=2000)
+    give_observed_incarnations(jobs, result.spec)
     user = User.objects.create_user("bench")
     # Editor on every namespace of the cluster: sees all jobs, through the EXISTS visibility filter.
     NamespaceGrant.objects.create(role=Role.EDITOR, user=user, cluster=cluster, namespace="*")
@@ -114,12 +118,64 @@ def seed_database(jobs_wanted: int) -> None:
     print(json.dumps({"token": token_issue(user, "bench")[1], "job_ids": [job.pk for job in jobs]}))
 
 
+def give_observed_incarnations(jobs: list[Any], spec: Any) -> None:
+    """Each job created with revision 1, as the ingester records it: its PodGroup as first seen
+    carries the revision's keys (the operator copied them, and set process-recover-enable=on for
+    recover-strategy). The in-effect view then takes its full path: the incarnation read, the
+    revisions matched ("created-with"), the process-recovery check; not the "not observed yet" one."""
+    import uuid
+
+    from apps.jobs.models import JobIncarnation, TrainingJob
+    from apps.policies.desired import desired_state
+    from apps.policies.listing import STATE_IN_EFFECT
+    from apps.policies.preview import skeleton_manifest
+    from mindcluster import keys as c
+
+    wanted = desired_state(skeleton_manifest(jobs[0]), spec, 1).podgroup  # every job has one shape
+    keys = {section: {k: v for k, v in values.items() if v is not None} for section, values in wanted.items()}
+    if c.ANNOTATION_RECOVER_STRATEGY in keys.get("annotations", {}):
+        keys.setdefault("labels", {})[c.LABEL_PROCESS_RECOVER_ENABLE] = "on"
+    created = datetime.now(UTC)
+    for job in jobs:
+        job.uid, job.in_effect_state = str(uuid.uuid4()), STATE_IN_EFFECT
+    TrainingJob.objects.bulk_update(jobs, ["uid", "in_effect_state"], batch_size=2000)
+    JobIncarnation.objects.bulk_create(
+        [
+            JobIncarnation(
+                job=job,
+                uid=job.uid,
+                job_created_at=created,
+                podgroup_uid=str(uuid.uuid4()),
+                podgroup_created_at=created,
+                podgroup_keys=keys,
+                podgroup_seen_by="ingester",
+            )
+            for job in jobs
+        ],
+        batch_size=2000,
+    )
+
+
 def seed(env: dict[str, str], jobs: int) -> tuple[str, list[int]]:
 
     migrate = [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"]
     subprocess.run(migrate, cwd=REPO, env=env, check=True)
     data = run_json([sys.executable, __file__, "--seed-only", str(jobs)], env)
     return data["token"], data["job_ids"]
+
+
+def bench_env(db_url: str, **extra: str) -> dict[str, str]:
+    """The product's environment for these benchmarks: the bench view on, DEBUG off."""
+    return product_env(
+        db_url,
+        DEBUG="false",
+        BENCH_ENDPOINTS="true",
+        # Measure the server, not the fairness limits: both buckets (per token and per user), or
+        # the user's 2,400/min turns most answers into fast 429s.
+        API_THROTTLE_RATE="100000000/min",
+        API_USER_THROTTLE_RATE="100000000/min",
+        **extra,
+    )
 
 
 # --- servers ----------------------------------------------------------------------------------------
@@ -192,19 +248,16 @@ def start_server(name: str, env: dict[str, str]) -> tuple[subprocess.Popen[bytes
         "DB_CONN_MAX_AGE": "600" if name in PERSISTENT_CONNECTIONS else "0",
         **SERVER_ENV.get(name, {}),
     }
-    proc = spawn(
-        server_command(name, port),
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    # The server's log goes to a file: an unread pipe fills at 64 KB (a warning per 4xx answer) and
+    # then blocks the thread that logs, holding the logging lock every other thread waits for.
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - the server's lifetime, not a block's
+    proc = spawn(server_command(name, port), cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=log)
     try:
         wait_port(port, 60)
     except RuntimeError as exc:
         stop(proc, grace=0)
-        output = proc.stderr.read().decode()[-2000:] if proc.stderr else ""
-        raise RuntimeError(f"{name} did not start: {output}") from exc
+        log.seek(0)
+        raise RuntimeError(f"{name} did not start: {log.read().decode()[-2000:]}") from exc
     return proc, port
 
 
@@ -363,6 +416,24 @@ def endpoint_paths(job_ids: list[int]) -> dict[str, Callable[[], str]]:
     }
 
 
+async def read_every_job(port: int, token: str, job_ids: list[int]) -> float:
+    """GET each job's detail once (32 connections): what a fleet looks like once every job's page has
+    been read since its last change, so the in-effect views are in their cache. Returns seconds."""
+    todo = list(job_ids)
+    started = time.perf_counter()
+
+    async def worker() -> None:
+        conn = Connection(port, token)
+        try:
+            while todo:
+                await conn.status_of(f"/api/v1/jobs/{todo.pop()}/")
+        finally:
+            conn.close()
+
+    await asyncio.gather(*(worker() for _ in range(CONNECTIONS)))
+    return time.perf_counter() - started
+
+
 def run_server(
     name: str, env: dict[str, str], token: str, job_ids: list[int], seconds: float
 ) -> dict[str, Any]:
@@ -370,6 +441,9 @@ def run_server(
     print(f"{name}: starting", flush=True)
     proc, port = start_server(name, env)
     try:
+        if WARM:
+            took = asyncio.run(read_every_job(port, token, job_ids))
+            print(f"{name}: read every job's detail once in {took:.1f}s (in-effect views cached)", flush=True)
         # Rounds interleave the endpoints, so a burst of load from elsewhere hits them alike; each
         # figure is the median over rounds (the machine is shared: never the best run).
         rounds: dict[str, list[dict[str, Any]]] = {endpoint: [] for endpoint in endpoints}
@@ -384,7 +458,9 @@ def run_server(
     print(
         f"{name:18s} "
         + "  ".join(
-            f"{e}: {r['rps']:7.1f} req/s p99@70% {r['open_p99_ms']:6.1f} ms" for e, r in results.items()
+            f"{e}: {r['rps']:7.1f} req/s p99@70% {r['open_p99_ms']:6.1f} ms"
+            + (f" ({r['non_200']} not 200: {r['statuses']})" if r["non_200"] else "")
+            for e, r in results.items()
         ),
         flush=True,
     )
@@ -400,6 +476,9 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=CONNECTIONS)
     parser.add_argument("--workers", type=int, default=WORKERS, help="server worker processes")
     parser.add_argument("--rounds", type=int, default=ROUNDS, help="measurements per endpoint (median)")
+    parser.add_argument(
+        "--cold", action="store_true", help="skip reading every job once first (in-effect views uncached)"
+    )
     parser.add_argument("--seed-only", type=int, metavar="JOBS", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.seed_only is not None:
@@ -408,15 +487,10 @@ def main() -> None:
     globals()["CONNECTIONS"] = args.connections
     globals()["WORKERS"] = args.workers
     globals()["ROUNDS"] = args.rounds
+    globals()["WARM"] = not args.cold
     base_url = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
     db_url = bench_database_url(base_url, args.database)
-    env = product_env(
-        db_url,
-        DEBUG="false",
-        BENCH_ENDPOINTS="true",
-        API_THROTTLE_RATE="100000000/min",  # measure the server, not the fairness limit
-        PYTHONPATH=str(REPO),
-    )
+    env = bench_env(db_url, PYTHONPATH=str(REPO))
     recreate_database(base_url, args.database)
     try:
         started = time.perf_counter()
@@ -425,25 +499,29 @@ def main() -> None:
         servers = {
             name: run_server(name, env, token, job_ids, args.seconds) for name in args.servers.split(",")
         }
+        best = max(servers, key=lambda name: servers[name]["detail"]["rps"] + servers[name]["policy"]["rps"])
+        emit(  # before the database is dropped: the figures are kept even if the drop hangs
+            {
+                "bench": "api",
+                "jobs": args.jobs,
+                "in_effect_cached_first": not args.cold,
+                "cpus": CPUS,
+                "connections": args.connections,
+                # Other processes share these CPUs in CI; the load average says how much they did.
+                "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+                "servers": servers,
+                "winner": best,
+                "goals": {
+                    "detail_rps>=300": servers[best]["detail"]["rps"] >= 300,
+                    "list_rps>=100": servers[best]["list"]["rps"] >= 100,
+                    "each>=0.33x_bare": all(
+                        servers[best][e]["ratio_to_bare"] >= 0.33 for e in ("detail", "policy", "list")
+                    ),
+                },
+            }
+        )
     finally:
         drop_database(base_url, args.database)
-    best = max(servers, key=lambda name: servers[name]["detail"]["rps"] + servers[name]["policy"]["rps"])
-    emit(
-        {
-            "bench": "api",
-            "jobs": args.jobs,
-            "cpus": CPUS,
-            "connections": args.connections,
-            # Other processes share these CPUs in CI; the load average says how much they did.
-            "loadavg_after": [round(x, 2) for x in os.getloadavg()],
-            "servers": servers,
-            "winner": best,
-            "goals": {
-                "detail_rps>=300": servers[best]["detail"]["rps"] >= 300,
-                "list_rps>=100": servers[best]["list"]["rps"] >= 100,
-            },
-        }
-    )
 
 
 if __name__ == "__main__":

@@ -12,11 +12,18 @@ from rest_framework.request import Request
 
 from apps.accounts.models import ApiToken
 from apps.accounts.services import hash_key
+from apps.core.compiled import CompiledQuery
 
 KEYWORD = "Token"
 # last_used_at is informational: writing it on every request would turn every GET into a write.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 _MAX_KEY_LENGTH = 200
+
+
+# Every API request makes this lookup: compiled once (apps/core/compiled.py). key_hash is unique.
+_TOKEN_BY_HASH = CompiledQuery(
+    lambda key_hash: ApiToken.objects.select_related("user").filter(key_hash=key_hash)[:1], str
+)
 
 
 class TokenAuthentication(authentication.BaseAuthentication):
@@ -41,7 +48,8 @@ class TokenAuthentication(authentication.BaseAuthentication):
         return self.authenticate_key(key)
 
     def authenticate_key(self, key: str) -> tuple[Any, ApiToken]:
-        token = ApiToken.objects.select_related("user").filter(key_hash=hash_key(key)).first()
+        found = _TOKEN_BY_HASH(hash_key(key))
+        token = found[0] if found else None
         if token is None:
             raise exceptions.AuthenticationFailed("Invalid token.")
         if token.revoked_at is not None:

@@ -9,6 +9,7 @@ from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
 from apps.accounts.selectors import has_role, is_admin_somewhere, role_for
+from apps.core.compiled import CompiledQuery
 from apps.jobs.models import TrainingJob
 
 MAX_BIGINT = 2**63 - 1
@@ -29,6 +30,13 @@ class IsAdminSomewhere(BasePermission):
         return bool(request.user and request.user.is_authenticated and is_admin_somewhere(request.user))
 
 
+# The lookups of every job endpoint, compiled once (apps/core/compiled.py).
+_JOB_WITH_CLUSTER = CompiledQuery(
+    lambda pk: TrainingJob.objects.select_related("cluster", "current_revision").filter(pk=pk)[:1], int
+)
+_JOB = CompiledQuery(lambda pk: TrainingJob.objects.select_related("current_revision").filter(pk=pk)[:1], int)
+
+
 def job_for_request(
     request: Request, job_id: int, *, need: str = "viewer", with_cluster: bool = True
 ) -> TrainingJob:
@@ -36,12 +44,13 @@ def job_for_request(
 
     Two plain queries, the job by primary key and the user's grants, matched here: this runs on
     every job endpoint, and a visibility filter compiled into the job query costs more to build
-    than to run. ``with_cluster=False`` leaves the cluster to be loaded only if used.
+    than to run (so did the grants as a subquery of the job's: 3.4 vs 3.0 ms, measured for #26).
+    ``with_cluster=False`` leaves the cluster to be loaded only if used.
     """
     if not 0 < job_id <= MAX_BIGINT:  # a bigger id cannot exist; the database would reject the query
         raise NotFound(NOT_FOUND)
-    related = ("cluster", "current_revision") if with_cluster else ("current_revision",)
-    job = TrainingJob.objects.select_related(*related).filter(pk=job_id).first()
+    found = (_JOB_WITH_CLUSTER if with_cluster else _JOB)(job_id)
+    job = found[0] if found else None
     role = role_for(request.user, job) if job is not None else None
     if job is None or role is None:
         raise NotFound(NOT_FOUND)  # the same answer for "does not exist" and "not yours"

@@ -8,6 +8,7 @@ from django.db.models.functions import Cast
 
 from apps.accounts.models import ALL_NAMESPACES, ROLE_RANK, ApiToken, NamespaceGrant, Role
 from apps.audit.models import AuditEntry
+from apps.core.compiled import CompiledQuery
 from apps.jobs.models import Cluster, TrainingJob
 
 UserLike = User | AnonymousUser
@@ -27,7 +28,17 @@ def grants_of(user: UserLike) -> QuerySet[NamespaceGrant]:
     """Grants to the user directly or to any of their groups."""
     if not user.is_authenticated:
         return NamespaceGrant.objects.none()
-    return NamespaceGrant.objects.filter(Q(user=user) | Q(group__user=user))
+    return _grants_of_user_id(user.pk)
+
+
+def _grants_of_user_id(user_id: int) -> QuerySet[NamespaceGrant]:
+    return NamespaceGrant.objects.filter(Q(user_id=user_id) | Q(group__user__id=user_id))
+
+
+# Read on every job endpoint and list: compiled once (apps/core/compiled.py).
+_GRANT_ROWS: CompiledQuery[tuple[int | None, str, str]] = CompiledQuery(
+    lambda user_id: _grants_of_user_id(user_id).values_list("cluster_id", "namespace", "role"), int
+)
 
 
 def _coverage(user: UserLike, min_role: str) -> Q | None:
@@ -92,7 +103,9 @@ def clusters_visible_to(user: UserLike) -> QuerySet[Cluster]:
 
 def grant_rows(user: UserLike) -> list[tuple[int | None, str, str]]:
     """``(cluster_id, namespace, role)`` of every grant the user holds, directly or through a group."""
-    return list(grants_of(user).values_list("cluster_id", "namespace", "role"))
+    if not user.is_authenticated:
+        return []
+    return _GRANT_ROWS(user.pk)
 
 
 def role_from_grants(

@@ -27,6 +27,7 @@ from apps.policies.desired import (
     live_changes,
     podgroup_accepts_init,
 )
+from apps.policies.in_effect_cache import cached_in_effect
 from apps.policies.models import PolicyRevision, PolicySync
 from apps.policies.observed import observed_config, process_recovery_on, stored_spec
 from apps.policies.rendering.when import BACKOFF_LIMIT_KEY
@@ -84,7 +85,15 @@ def match_revision(
 
 
 def in_effect(job: TrainingJob) -> dict[str, Any]:
-    """``in_effect`` of design.md §4.4 plus config, observed_from, process_recovery and notes."""
+    """``in_effect`` of design.md §4.4 plus config, observed_from, process_recovery and notes.
+
+    Served from ``in_effect_cache`` when nothing it is derived from has changed; computed otherwise.
+    """
+    return cached_in_effect(job, in_effect_computed)
+
+
+def in_effect_computed(job: TrainingJob) -> dict[str, Any]:
+    """``in_effect`` computed from the rows, without the cache."""
     incarnation = current_incarnation(job)
     config, observed_from = observed_config(incarnation) if incarnation else (None, "")
     answer: dict[str, Any] = {

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import itertools
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.core.cache import cache
 from django.db import connection
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
@@ -16,10 +18,13 @@ from apps.accounts.services import token_issue
 from apps.audit.actors import Actor
 from apps.audit.services import audit_record
 from apps.events.services import event_record
-from apps.jobs.models import Cluster
+from apps.jobs.incarnations import incarnation_observe_podgroup
+from apps.jobs.models import Cluster, TrainingJob
+from apps.policies.in_effect_cache import cache_key
 from apps.policies.models import Preset
 from apps.policies.services import policy_revision_create
-from tests.support.world import World, training_job
+from mindcluster import keys as c
+from tests.support.world import World, operator_podgroup, training_job
 
 pytestmark = pytest.mark.django_db
 
@@ -99,3 +104,44 @@ def test_list_query_count_is_constant(
     large, large_rows = count_queries(client, url(world))
     assert large_rows >= small_rows + 49, (name, small_rows, large_rows)
     assert large == small, f"{name}: {small} queries for {small_rows} rows but {large} for {large_rows}"
+
+
+def _observed(world: World) -> TrainingJob:
+    """The world's job as the ingester leaves it: its PodGroup seen, created with revision 1."""
+    job = world.job
+    job.uid = str(uuid.uuid4())
+    job.save(update_fields=["uid"])
+    annotations = {c.ANNOTATION_RECOVER_STRATEGY: "retry,recover,dump", c.ANNOTATION_POLICY_REVISION: "1"}
+    incarnation_observe_podgroup(
+        job, operator_podgroup(job, {"fault-scheduling": "grace"}, annotations), "ingester"
+    )
+    return job
+
+
+# What each hot read costs (bench/profile_api.py prints the statements). Job detail, served from the
+# in-effect cache: the token, the job with its cluster and revision, the user's grants, the in-effect
+# fingerprint (4). On a miss add the incarnations and the revisions (the written pushes too when a
+# revision waits), and, inside a transaction as in these tests, the fingerprint again before storing
+# (7). The policy GET adds its latest push; a page of the list is the token, the grants, the count,
+# the page's ids and its rows, whatever its size (above).
+HOT_READS = [
+    ("detail", lambda job: f"/api/v1/jobs/{job.pk}/", 7, 4),
+    ("policy", lambda job: f"/api/v1/jobs/{job.pk}/policy/", 8, 5),
+    ("list", lambda job: "/api/v1/jobs/", 5, 5),
+]
+
+
+@pytest.mark.parametrize(("name", "url", "cold", "warm"), HOT_READS, ids=[item[0] for item in HOT_READS])
+def test_hot_reads_cost_a_pinned_number_of_queries(
+    world: World, name: str, url: Callable[[TrainingJob], str], cold: int, warm: int
+) -> None:
+    job = _observed(world)
+    cache.delete(cache_key(job.pk))
+    client = world.client("teammate")
+    client.get("/api/v1/tokens/")  # last_used_at recorded once, so the reads below write nothing
+    with CaptureQueriesContext(connection) as first:
+        assert client.get(url(job)).status_code == 200
+    with CaptureQueriesContext(connection) as second:
+        assert client.get(url(job)).status_code == 200
+    statements = [[q["sql"][:100] for q in run.captured_queries] for run in (first, second)]
+    assert (len(first), len(second)) == (cold, warm), statements

@@ -4,6 +4,8 @@ listing the values it takes."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import django_filters
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
@@ -74,8 +76,18 @@ class JobFilter(django_filters.FilterSet):
 
     def filter_queryset(self, queryset: QuerySet[TrainingJob]) -> QuerySet[TrainingJob]:
         if not self.form.cleaned_data.get("include_deleted"):
-            queryset = queryset.filter(deleted_at__isnull=True)
+            queryset = self.unfiltered(queryset)
         return super().filter_queryset(queryset)
+
+    @staticmethod
+    def unfiltered(queryset: QuerySet[TrainingJob]) -> QuerySet[TrainingJob]:
+        """What the filters leave when none is given: the jobs still on their cluster."""
+        return queryset.filter(deleted_at__isnull=True)
+
+    @classmethod
+    def any_given(cls, params: Any) -> bool:
+        """Whether ``params`` (a request's query) names any of these filters."""
+        return any(name in params for name in cls.base_filters)
 
     def filter_cluster(self, queryset: QuerySet[TrainingJob], name: str, value: str) -> QuerySet[TrainingJob]:
         match = Q(cluster__name=value)

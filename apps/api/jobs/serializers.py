@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from datetime import tzinfo
 from typing import Any
 
+from django.utils import timezone
 from rest_framework import serializers
 
 from apps.api.policies.serializers import InEffectSerializer, in_effect_output
@@ -126,8 +129,14 @@ def job_detail_output(job: TrainingJob) -> dict[str, Any]:
     return {**job_output(job), "in_effect": in_effect_output(in_effect(job))}
 
 
+def job_rows_output(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A page of ``values(*JOB_LIST_COLUMNS)`` rows, each as ``job_row_output`` renders it."""
+    tz = timezone.get_current_timezone()
+    return [job_row_output(row, tz=tz) for row in rows]
+
+
 def job_row_output(
-    row: dict[str, Any], fields: list[str] = JobListOutputSerializer.Meta.fields
+    row: dict[str, Any], fields: list[str] = JobListOutputSerializer.Meta.fields, tz: tzinfo | None = None
 ) -> dict[str, Any]:
     """One ``values(*JOB_LIST_COLUMNS)`` row as ``JobListOutputSerializer`` would render the job (or
     ``JobOutputSerializer``, given its ``fields``)."""
@@ -137,7 +146,7 @@ def job_row_output(
     if out.get("could_save") is not None:
         out["could_save"] = round(out["could_save"], 2)
     for name in _DATETIME_FIELDS:
-        out[name] = api_datetime(out[name])
+        out[name] = api_datetime(out[name], tz)
     return out
 
 

@@ -1,0 +1,151 @@
+"""The in-effect view of a job, cached under a fingerprint of every row it is derived from.
+
+``in_effect`` (``in_effect.py``) reads the job's incarnations, revisions and written pushes and
+renders the desired state of the pending revisions: about half of the job detail's and the policy
+GET's CPU (bench/profile_api.py). The answer changes only when one of those rows does, so it is
+kept in the shared cache with the fingerprint of its inputs, and served only while a fresh
+fingerprint (one cheap query) is the same:
+
+- the job's own fields that the view reads (uid, name, namespace, framework, replicas, NPUs per pod,
+  release, current revision), taken from the very instance the view is computed from;
+- every incarnation, revision and written (applied / drifted) push of the job, each as ``id:xmin``.
+  ``xmin`` is PostgreSQL's row version: it changes with every UPDATE of the row and never returns to
+  an earlier value, so any write (a PodGroup observed, an Init snapshot, a push finished, drift
+  checked, a row deleted or added) gives a new fingerprint;
+- a digest of the code that computes the view, so a new release never serves an old release's answer.
+
+Nothing is invalidated by the writers: a changed row simply no longer matches, so no writer
+(ingester, push, adoption, admission, recreate) needs to know this cache exists, and there is no
+window in which a stale answer could be read. On a miss the view is computed in the same snapshot as
+its fingerprint (REPEATABLE READ) or, inside a caller's transaction, between two equal fingerprints.
+Without PostgreSQL (the embedded SQLite) or when the cache cannot be reached, the view is computed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from django.core.cache import cache
+from django.db import connection, transaction
+from redis.exceptions import RedisError
+
+from apps.jobs.models import JobIncarnation, TrainingJob
+from apps.policies.models import PolicyRevision, PolicySync
+
+log = logging.getLogger(__name__)
+
+CACHE_SECONDS = 24 * 3600  # one entry per job, overwritten on change: the timeout only bounds memory
+_WRITTEN = (PolicySync.State.APPLIED, PolicySync.State.DRIFTED)
+
+
+def _code_digest() -> str:
+    """The source of everything the view is computed with (this app's in-effect modules, the
+    renderer, the desired state, the MindCluster facts)."""
+    policies = Path(__file__).resolve().parent
+    files = [
+        policies / "in_effect.py",
+        policies / "observed.py",
+        policies / "preview.py",
+        policies / "spec.py",
+        *sorted((policies / "desired").rglob("*.py")),
+        *sorted((policies / "rendering").rglob("*.py")),
+        *sorted((policies.parent.parent / "mindcluster").glob("*.py")),
+    ]
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+CODE_DIGEST = _code_digest()
+
+# Correlated on one job id; string_agg of nothing is NULL, which fingerprints as "".
+_INCARNATIONS = JobIncarnation._meta.db_table
+_REVISIONS = PolicyRevision._meta.db_table
+_SYNCS = PolicySync._meta.db_table
+_ROWS_SQL = f"""
+SELECT
+  (SELECT string_agg(i.id::text || ':' || i.xmin::text, ',' ORDER BY i.id) FROM {_INCARNATIONS} i
+    WHERE i.job_id = %(job)s),
+  (SELECT string_agg(r.id::text || ':' || r.xmin::text, ',' ORDER BY r.id) FROM {_REVISIONS} r
+    WHERE r.job_id = %(job)s),
+  (SELECT string_agg(s.id::text || ':' || s.xmin::text, ',' ORDER BY s.id) FROM {_SYNCS} s
+    WHERE s.job_id = %(job)s AND s.state IN (%(applied)s, %(drifted)s))
+"""
+
+
+def _rows_fingerprint(job_id: int) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute(_ROWS_SQL, {"job": job_id, "applied": _WRITTEN[0], "drifted": _WRITTEN[1]})
+        row = cursor.fetchone()
+    return "|".join(part or "" for part in row)
+
+
+def fingerprint(job: TrainingJob) -> str:
+    """What the in-effect view of ``job`` (this instance) is derived from, as one string."""
+    fields = [
+        job.pk,
+        job.uid,
+        job.name,
+        job.namespace,
+        job.framework,
+        job.replicas,
+        job.npus_per_pod,
+        job.mindcluster_version,
+        job.current_revision_id,
+    ]
+    own = json.dumps(fields, sort_keys=True, default=str)
+    return hashlib.sha256(f"{CODE_DIGEST}|{own}|{_rows_fingerprint(job.pk)}".encode()).hexdigest()
+
+
+def cache_key(job_id: int) -> str:
+    # With the database's name: two databases sharing one cache (benchmarks, a test run beside a
+    # development server) have the same job ids and would keep overwriting each other's entries.
+    return f"in-effect:{connection.settings_dict['NAME']}:{job_id}"
+
+
+def cached_in_effect(job: TrainingJob, compute: Callable[[TrainingJob], dict[str, Any]]) -> dict[str, Any]:
+    """``compute(job)``, or the stored answer for the same fingerprint."""
+    if connection.vendor != "postgresql":
+        return compute(job)
+    key = fingerprint(job)
+    stored = _get(job.pk)
+    if stored is not None and stored[0] == key:
+        view: dict[str, Any] = stored[1]
+        return view
+    if connection.in_atomic_block:
+        # A caller's transaction (READ COMMITTED): rows may change between the fingerprint and the
+        # reads, so only what was computed between two equal fingerprints is stored.
+        view = compute(job)
+        if fingerprint(job) == key:
+            _set(job.pk, (key, view))
+        return view
+    # One snapshot for the fingerprint and every read of the computation.
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        key = fingerprint(job)
+        view = compute(job)
+    _set(job.pk, (key, view))
+    return view
+
+
+def _get(job_id: int) -> tuple[str, dict[str, Any]] | None:
+    try:
+        value = cache.get(cache_key(job_id))
+    except RedisError as exc:
+        log.warning("in-effect cache unreachable (%s); computing", exc)
+        return None
+    return value if isinstance(value, tuple) and len(value) == 2 else None
+
+
+def _set(job_id: int, value: tuple[str, dict[str, Any]]) -> None:
+    try:
+        cache.set(cache_key(job_id), value, CACHE_SECONDS)
+    except RedisError as exc:
+        log.warning("in-effect cache unreachable (%s); not stored", exc)

@@ -1,0 +1,86 @@
+"""``CompiledQuery`` (apps/core/compiled.py) answers exactly what its queryset answers.
+
+Compiled once, run with new arguments: the rows, the ``select_related`` objects and the values_list
+tuples must be the ORM's for every argument, in any thread, and a shape whose arguments it cannot
+place must still be answered (by compiling every time).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from django.db import connection, connections
+from django.test.utils import CaptureQueriesContext
+
+from apps.accounts.models import ApiToken
+from apps.accounts.selectors import grant_rows, grants_of
+from apps.core.compiled import CompiledQuery
+from apps.jobs.models import TrainingJob
+from tests.support.world import World, training_job
+
+pytestmark = pytest.mark.django_db
+
+
+def _job_fields(job: TrainingJob) -> tuple[object, ...]:
+    revision = job.current_revision
+    return (
+        job.pk,
+        job.name,
+        job.replicas,
+        job.created_at,
+        job.cluster.name,
+        revision.number if revision else None,
+        revision.spec if revision else None,
+    )
+
+
+JOBS = CompiledQuery(
+    lambda pk: TrainingJob.objects.select_related("cluster", "current_revision").filter(pk=pk)[:1], int
+)
+
+
+def test_model_rows_with_their_related_objects_are_the_orms(world: World) -> None:
+    for job in (world.job, world.other_job, training_job(world.cluster, "third")):
+        orm = TrainingJob.objects.select_related("cluster", "current_revision").get(pk=job.pk)
+        with CaptureQueriesContext(connection) as queries:
+            (compiled,) = JOBS(job.pk)
+            assert _job_fields(compiled) == _job_fields(orm)
+        assert len(queries) == 1  # the related objects came with the row
+    assert JOBS(10**12) == []
+
+
+def test_values_list_rows_and_repeated_arguments(world: World) -> None:
+    for name in ("owner", "teammate", "admin", "outsider"):
+        user = world.users[name]
+        expected = sorted(grants_of(user).values_list("cluster_id", "namespace", "role"), key=str)
+        assert sorted(grant_rows(user), key=str) == expected  # the user id is bound twice (user, group)
+
+
+def test_a_token_by_its_hash(world: World) -> None:
+    from apps.accounts.authentication import TokenAuthentication
+
+    key = world.keys["teammate"]
+    user, token = TokenAuthentication().authenticate_key(key)
+    assert (user, token.user) == (world.users["teammate"], world.users["teammate"])
+    assert token == ApiToken.objects.get(pk=token.pk)
+
+
+def test_an_argument_it_cannot_place_is_compiled_every_time(world: World) -> None:
+    by_upper_name = CompiledQuery(lambda name: TrainingJob.objects.filter(name=name.lower()), str)
+    assert [job.pk for job in by_upper_name(world.job.name.upper())] == [world.job.pk]
+    assert by_upper_name("NO-SUCH-JOB") == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_threads_each_get_their_own_rows(world: World) -> None:
+    jobs = [training_job(world.cluster, f"threaded-{i}") for i in range(16)]
+
+    def read(job: TrainingJob) -> int:
+        try:
+            return JOBS(job.pk)[0].pk
+        finally:
+            connections.close_all()
+
+    with ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(read, jobs * 4)) == [job.pk for job in jobs * 4]
