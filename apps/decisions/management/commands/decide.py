@@ -11,6 +11,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 from typing import Any
@@ -36,6 +37,15 @@ from apps.decisions.watcher import (
 )
 from apps.jobs.clusters import cluster_register_default
 from apps.jobs.models import Cluster
+
+# The GIL switch interval of every decide process (CPython's default is 5 ms). Each process is one
+# watch thread per cluster reading PodGroup events next to 8 lanes doing ORM work. A thread that
+# blocked on a read gets the GIL back only when the running thread has held it for the interval, and
+# the watch reads one TLS record at a time, so with several lanes busy it waited once per record and
+# fell seconds behind with the next questions already in its socket (seen as Recv-Q; 20 questions
+# at once in bench/bench_decisions.py). At 0.5 ms the watch keeps up; the lanes switch more often,
+# which costs them little next to their database round trips.
+SWITCH_INTERVAL_S = 0.0005
 
 
 def _signals() -> threading.Event:
@@ -105,6 +115,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, processes: int, cluster: list[str], **options: Any) -> None:
         if not 1 <= processes <= 32:
             raise CommandError("--processes must be between 1 and 32", returncode=2)
+        sys.setswitchinterval(SWITCH_INTERVAL_S)  # before the children fork: they inherit it
         cluster_register_default()  # as the ingester does: a fresh install's cluster, whoever starts first
         unknown = sorted(set(cluster) - set(Cluster.objects.values_list("name", flat=True)))
         if unknown:
