@@ -115,10 +115,18 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         await self.accept()
         metrics.OPEN_SOCKETS.inc()
         self.opened = True
-        self.tasks.append(asyncio.ensure_future(self.streams.drain_forever()))
+        drain = asyncio.ensure_future(self.streams.drain_forever())
+        drain.add_done_callback(self._drain_ended)
+        self.tasks.append(drain)
         self.tasks.append(asyncio.ensure_future(self._check_loop()))
         self.tasks.append(asyncio.ensure_future(self._summary_loop()))
         self.tasks.append(asyncio.ensure_future(self._access_loop()))
+
+    def _drain_ended(self, task: asyncio.Task[None]) -> None:
+        """The drain task only ends when the socket closes (cancelled); if it died, say so loudly:
+        the socket would stay open and silent."""
+        if not task.cancelled() and task.exception() is not None:
+            log.error("websocket drain task died", exc_info=task.exception())
 
     async def disconnect(self, code: int) -> None:
         if not self.opened:
@@ -260,11 +268,12 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
 
     async def _check_access(self) -> bool:
         """False when the socket was closed for good."""
+        checked = self.streams.jobs  # a subscribe may land while the database is asked
         access = await _db(socket_access)(
             user_id=self.user.pk,
             token_id=self.token_id,
             session_key=self.session_key,
-            job_ids=self.streams.jobs,
+            job_ids=checked,
         )
         if not access.allowed:
             await self._error(f"access ended: {access.reason}", code="access_revoked")
@@ -272,7 +281,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
             await self.disconnect(CLOSE_ACCESS_REVOKED)
             return False
         self.user = access.user  # fresh roles and flags for the next subscribe
-        for job_id in await self.streams.keep_only(access.visible):
+        for job_id in await self.streams.keep_only(access.visible, checked=set(checked)):
             await self._error(
                 "you may no longer see this job; its events stopped", code="access_revoked", job=job_id
             )

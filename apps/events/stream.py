@@ -160,10 +160,12 @@ class JobStreams:
             if self.subs.pop(job_id, None) is not None:
                 await self.followers.unfollow(job_id, self)
 
-    async def keep_only(self, visible: Collection[int]) -> list[int]:
-        """Stop the streams of the jobs not in ``visible`` (access was rechecked); returns those jobs."""
+    async def keep_only(self, visible: Collection[int], checked: Collection[int]) -> list[int]:
+        """Stop the streams of the jobs in ``checked`` but not in ``visible`` (access was rechecked for
+        ``checked``); returns those jobs. A job subscribed while the check ran was not asked about and
+        stays: its own subscribe checked it (dropping it was a silent stream, seen under load)."""
         async with self.lock:
-            gone = [job_id for job_id in self.subs if job_id not in visible]
+            gone = [job_id for job_id in self.subs if job_id in checked and job_id not in visible]
             for job_id in gone:
                 del self.subs[job_id]
                 await self.followers.unfollow(job_id, self)

@@ -355,12 +355,28 @@ def test_unsubscribe_keep_only_and_close_unfollow() -> None:
             await w.streams.subscribe(job_id, after_seq=0)
         await w.streams.unsubscribe(1)
         assert w.streams.jobs == [2, 3]
-        assert await w.streams.keep_only({3}) == [2]
+        assert await w.streams.keep_only({3}, checked={2, 3}) == [2]
         (event,) = w.log.store(2, 1)
         w.hub.deliver(live(event))  # no longer followed: the hub does not queue it
         assert not w.streams.inbox
         await w.streams.close()
         assert w.streams.jobs == [] and not any(w.hub.followers.values())
+
+    run(scenario)
+
+
+def test_keep_only_spares_a_job_subscribed_while_access_was_rechecked() -> None:
+    """The access recheck asks the database about the jobs followed when it starts; a job subscribed
+    meanwhile was not asked about (its subscribe checked it) and must keep streaming."""
+
+    async def scenario(w: World) -> None:
+        await w.streams.subscribe(1, after_seq=0)
+        checked = set(w.streams.jobs)  # the recheck starts: asks about job 1 only
+        await w.streams.subscribe(2, after_seq=0)  # lands while the database answers
+        assert await w.streams.keep_only({1}, checked=checked) == []
+        assert w.streams.jobs == [1, 2]
+        (event,) = w.log.store(2, 1)
+        assert seqs(await w.arrive(event)) == [1]
 
     run(scenario)
 
