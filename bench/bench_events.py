@@ -161,6 +161,7 @@ class Stats:
         self.gaps: dict[str, int] = {}
         self.dups = 0
         self.resyncs = 0
+        self.errors: dict[str, int] = {}  # error frames by code (a refused subscribe would hide here)
         self.rest_events = 0
         self.frames = 0
         self.coalesced_frames = 0
@@ -244,6 +245,10 @@ async def client_main(args: argparse.Namespace) -> None:
                                 stats.coalesced_frames += 1
                                 stats.coalesced_events += frame["count"]
                                 mine[job] = frame["to_seq"]
+                            elif frame["type"] == "error":
+                                code = str(frame.get("code", "?"))
+                                stats.errors[code] = stats.errors.get(code, 0) + 1
+                                print(f"socket {index}: error frame {frame}", file=sys.stderr)
                             elif frame["type"] == "resync":
                                 stats.resyncs += 1
                                 job = frame["job"]
@@ -288,6 +293,8 @@ async def client_main(args: argparse.Namespace) -> None:
                 "gaps": stats.gaps,
                 "dups": stats.dups,
                 "resyncs": stats.resyncs,
+                "errors": stats.errors,
+                "silent_sockets": sum(1 for sock in last if not any(sock.values())),
                 "rest_events": stats.rest_events,
                 "frames": stats.frames,
                 "coalesced_frames": stats.coalesced_frames,
@@ -453,7 +460,17 @@ def orchestrate(args: argparse.Namespace) -> None:
     ports = [free_port() for _ in range(args.workers)]
     procs: list[subprocess.Popen[bytes]] = [redis_proc]
     progress, result = VAR / "events-progress.json", VAR / "events-result.json"
-    (VAR / "floor-seqs.json").unlink(missing_ok=True)
+    # One stored event per job before the sockets connect: each subscribe replays it, so a socket
+    # that has seq 1 of every job had all its subscribes processed (the server sends no other ack).
+    # Without this gate a subscribe processed after the floor started would see a floor frame ahead
+    # of the log (floor frames are never stored) as a gap it can never fill, and ask the database
+    # on every later frame. The floor continues each floor job's seq from 1.
+    from apps.events.services import NewEvent, event_record_many
+
+    for job in TrainingJob.objects.filter(pk__in=real + floor):
+        data = {"phase": "seed", "t0_ns": time.time_ns()}
+        event_record_many(job=job, events=[NewEvent("fault.detected", "seed", "bench", data=data)])
+    (VAR / "floor-seqs.json").write_text(json.dumps(dict.fromkeys(map(str, floor), 1)))
     progress.unlink(missing_ok=True)
     result.unlink(missing_ok=True)
     out: dict[str, Any] = {
@@ -514,14 +531,18 @@ def orchestrate(args: argparse.Namespace) -> None:
             env=env,
         )
         procs.append(clients)
-        deadline = time.monotonic() + 120
+        connecting = time.monotonic()
+        deadline = connecting + 120
         while read_progress(progress).get("connected", 0) < args.sockets:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"only {read_progress(progress).get('connected')} sockets connected")
             time.sleep(0.2)
-        # "connected" means the subscribe frames were sent; give the server time to process them all
-        # (a frame published before its socket joined the group is, correctly, never seen).
-        time.sleep(5)
+        # "connected" means the subscribe frames were sent; every subscribe was processed (its group
+        # joined) once every socket has the seed event of every job.
+        seeded = {str(job): 1 for job in real + floor}
+        if not_subscribed := wait_consistent(progress, seeded, 120.0):
+            raise RuntimeError(f"{not_subscribed} (socket, job) subscriptions not answered in 120 s")
+        out["all_subscribed_s"] = round(time.monotonic() - connecting, 1)  # from the first connect
 
         def cpu_now() -> dict[str, float]:
             return {
@@ -588,7 +609,16 @@ def orchestrate(args: argparse.Namespace) -> None:
             )
         out["clients"] = {
             k: data[k]
-            for k in ("dups", "resyncs", "rest_events", "frames", "coalesced_frames", "coalesced_events")
+            for k in (
+                "dups",
+                "resyncs",
+                "rest_events",
+                "frames",
+                "coalesced_frames",
+                "coalesced_events",
+                "errors",
+                "silent_sockets",
+            )
         }
         out["steady_vs_floor"] = {
             "p50_ratio": round(out["steady"]["p50_ms"] / max(out["floor"]["p50_ms"], 0.01), 2),
