@@ -3,7 +3,7 @@
 # The simulated cluster (a development tool) is a second target of the same file:
 #   docker build --target simulator -t mindcluster-recovery-simcluster:latest .
 # Commands (tests/ship/test_image.py keeps them equal to deploy/'s; the CMD is the web one's start):
-#   web        python -m uvicorn controlplane.asgi:application --host 0.0.0.0 --port 8000 --workers 2
+#   web        python -m uvicorn controlplane.asgi:application --host 0.0.0.0 --port 8000 --workers 1
 #   admission  python manage.py serve_admission --host 0.0.0.0 --port 8443 --probe-port 8081
 #   worker     celery -A controlplane worker -Q push,slow,default -c 2 -l info
 #   beat       celery -A controlplane beat -l info -s /tmp/celerybeat-schedule

@@ -141,7 +141,18 @@ def create_database(url: str) -> None:
     name = url.rsplit("/", 1)[1]
     admin = url.rsplit("/", 1)[0] + "/postgres"
     with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        # DROP DATABASE waits for every backend of the server to absorb a signal barrier; one stuck
+        # backend (another program's COPY, say) makes it wait forever. Then empty the schema instead.
+        conn.execute("SET statement_timeout = '60s'")
+        try:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        except psycopg.errors.QueryCanceled:
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
+            if exists:
+                with psycopg.connect(url, autocommit=True) as target:
+                    target.execute("DROP SCHEMA public CASCADE")
+                    target.execute("CREATE SCHEMA public")
+                return
         conn.execute(f'CREATE DATABASE "{name}"')
 
 

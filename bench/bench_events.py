@@ -12,7 +12,15 @@ Everything runs on this machine: PostgreSQL (a ``bench_events`` database created
 a private redis-server, uvicorn serving ``controlplane.asgi:application``, one client process
 (asyncio ``websockets``), and producer processes. Same-host ``time.time_ns()`` stamps avoid skew.
 
-    .venv/bin/python bench/bench_events.py [--duration 300 --rate 200 --sockets 100 --jobs 4]
+``--workers N`` runs N uvicorn processes, each on its own port (as N web pods behind a Service), over
+the same Redis channel layer; socket i connects to server i mod N, so each process has its own
+``FanoutHub`` and its own share of the sockets. Server CPU is summed over the N processes and also
+given per delivered frame (``server_cpu_us_per_frame``: CPU seconds of the phase / frames the clients
+received in it). Gaps: a socket's seq must go up by exactly one per ``event`` frame (or continue at a
+``coalesced`` frame's ``from_seq``); after the steady phase every socket must reach each job's stored
+head (``steady.behind_at_end``, sockets x jobs still short of it 30 s later).
+
+    .venv/bin/python bench/bench_events.py [--duration 300 --rate 200 --sockets 100 --jobs 4 --workers 1]
 """
 
 from __future__ import annotations
@@ -153,6 +161,7 @@ class Stats:
         self.gaps: dict[str, int] = {}
         self.dups = 0
         self.resyncs = 0
+        self.errors: dict[str, int] = {}  # error frames by code (a refused subscribe would hide here)
         self.rest_events = 0
         self.frames = 0
         self.coalesced_frames = 0
@@ -174,10 +183,12 @@ async def client_main(args: argparse.Namespace) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
-    origin = f"http://127.0.0.1:{args.port}"
+    ports = [int(port) for port in args.ports.split(",")]
     headers = {"Authorization": f"Token {args.token}"}
 
-    async def page_rest(session: aiohttp.ClientSession, job: int, after: int, upto: int) -> list[int]:
+    async def page_rest(
+        session: aiohttp.ClientSession, origin: str, job: int, after: int, upto: int
+    ) -> list[int]:
         seqs: list[int] = []
         while after < upto:
             url = f"{origin}/api/v1/jobs/{job}/events/?after_seq={after}&limit=500"
@@ -193,11 +204,13 @@ async def client_main(args: argparse.Namespace) -> None:
     async def run_socket(index: int) -> None:
         nonlocal connected
         mine = last[index]
+        port = ports[index % len(ports)]  # spread over the server processes
+        origin = f"http://127.0.0.1:{port}"
         async with aiohttp.ClientSession() as session:
             while not stop.is_set():
                 try:
                     async with connect(
-                        f"ws://127.0.0.1:{args.port}/ws/events/",
+                        f"ws://127.0.0.1:{port}/ws/events/",
                         origin=origin,
                         additional_headers=headers,
                         max_queue=None,
@@ -232,10 +245,16 @@ async def client_main(args: argparse.Namespace) -> None:
                                 stats.coalesced_frames += 1
                                 stats.coalesced_events += frame["count"]
                                 mine[job] = frame["to_seq"]
+                            elif frame["type"] == "error":
+                                code = str(frame.get("code", "?"))
+                                stats.errors[code] = stats.errors.get(code, 0) + 1
+                                print(f"socket {index}: error frame {frame}", file=sys.stderr)
                             elif frame["type"] == "resync":
                                 stats.resyncs += 1
                                 job = frame["job"]
-                                got = await page_rest(session, job, frame["from_seq"], frame["to_seq"])
+                                got = await page_rest(
+                                    session, origin, job, frame["from_seq"], frame["to_seq"]
+                                )
                                 stats.rest_events += len(got)
                                 if got:
                                     mine[job] = got[-1]
@@ -252,7 +271,10 @@ async def client_main(args: argparse.Namespace) -> None:
         path = Path(args.progress)
         while not stop.is_set():
             low = {job: min(sock[job] for sock in last) for job in jobs}
-            path.write_text(json.dumps({"connected": connected, "min_last": low, "frames": stats.frames}))
+            lasts = {job: [sock[job] for sock in last] for job in jobs}  # each socket's position
+            path.write_text(
+                json.dumps({"connected": connected, "min_last": low, "lasts": lasts, "frames": stats.frames})
+            )
             await asyncio.sleep(0.1)
 
     tasks = [asyncio.ensure_future(run_socket(i)) for i in range(args.sockets)]
@@ -271,6 +293,8 @@ async def client_main(args: argparse.Namespace) -> None:
                 "gaps": stats.gaps,
                 "dups": stats.dups,
                 "resyncs": stats.resyncs,
+                "errors": stats.errors,
+                "silent_sockets": sum(1 for sock in last if not any(sock.values())),
                 "rest_events": stats.rest_events,
                 "frames": stats.frames,
                 "coalesced_frames": stats.coalesced_frames,
@@ -367,10 +391,12 @@ def main() -> None:
     parser.add_argument("--sockets", type=int, default=100)
     parser.add_argument("--jobs", type=int, default=4)
     parser.add_argument("--producers", type=int, default=2)
-    parser.add_argument("--burst", type=int, default=8000)
+    parser.add_argument("--burst", type=int, default=8000, help="events of the burst phase (0: no burst)")
     parser.add_argument("--burst-seconds", type=float, default=5.0)
     parser.add_argument("--burst-producers", type=int, default=4)
-    parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+    parser.add_argument(
+        "--workers", type=int, default=1, help="uvicorn processes, one per port, sockets spread over them"
+    )
     parser.add_argument("--ws", default="websockets-sansio", help="uvicorn websocket implementation")
     # internal (producer / clients roles)
     parser.add_argument("--job-ids", default="")
@@ -379,7 +405,7 @@ def main() -> None:
     parser.add_argument("--phase", default="steady")
     parser.add_argument("--report", default="")
     parser.add_argument("--start-at", type=float, default=0.0)
-    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--ports", default="")
     parser.add_argument("--token", default="")
     parser.add_argument("--progress", default="")
     parser.add_argument("--result", default="")
@@ -431,10 +457,20 @@ def orchestrate(args: argparse.Namespace) -> None:
         TrainingJob.objects.create(cluster=cluster, namespace="bench", name=f"floor-{i}").pk
         for i in range(args.jobs)
     ]
-    port = free_port()
+    ports = [free_port() for _ in range(args.workers)]
     procs: list[subprocess.Popen[bytes]] = [redis_proc]
     progress, result = VAR / "events-progress.json", VAR / "events-result.json"
-    (VAR / "floor-seqs.json").unlink(missing_ok=True)
+    # One stored event per job before the sockets connect: each subscribe replays it, so a socket
+    # that has seq 1 of every job had all its subscribes processed (the server sends no other ack).
+    # Without this gate a subscribe processed after the floor started would see a floor frame ahead
+    # of the log (floor frames are never stored) as a gap it can never fill, and ask the database
+    # on every later frame. The floor continues each floor job's seq from 1.
+    from apps.events.services import NewEvent, event_record_many
+
+    for job in TrainingJob.objects.filter(pk__in=real + floor):
+        data = {"phase": "seed", "t0_ns": time.time_ns()}
+        event_record_many(job=job, events=[NewEvent("fault.detected", "seed", "bench", data=data)])
+    (VAR / "floor-seqs.json").write_text(json.dumps(dict.fromkeys(map(str, floor), 1)))
     progress.unlink(missing_ok=True)
     result.unlink(missing_ok=True)
     out: dict[str, Any] = {
@@ -446,32 +482,40 @@ def orchestrate(args: argparse.Namespace) -> None:
         "server_workers": args.workers,
         "ws_impl": args.ws,
         "cores": os.cpu_count(),
+        "load_average_at_start": list(os.getloadavg()),
     }
     try:
-        server = spawn(
-            uvicorn_argv(
-                port,
-                args.workers,
-                "--ws",
-                args.ws,
-                # Frames are ~400 B JSON: compressing each one for each socket costs more CPU than it
-                # saves on loopback or a LAN (py-spy: PerMessageDeflate.encode was the top frame).
-                "--ws-per-message-deflate",
-                "false",
-            ),
-            cwd=REPO,
-            env=env,
-        )
-        procs.append(server)
-        wait_port(port)
+        servers = []
+        for port in ports:
+            # One uvicorn process per port (``--workers 1``): N processes as N pods would run them.
+            servers.append(
+                spawn(
+                    uvicorn_argv(
+                        port,
+                        1,
+                        "--ws",
+                        args.ws,
+                        # Frames are ~400 B JSON: compressing each one for each socket costs more CPU
+                        # than it saves on loopback or a LAN (py-spy: PerMessageDeflate.encode was the
+                        # top frame).
+                        "--ws-per-message-deflate",
+                        "false",
+                    ),
+                    cwd=REPO,
+                    env=env,
+                )
+            )
+        procs.extend(servers)
+        for port in ports:
+            wait_port(port)
         clients = spawn(
             [
                 sys.executable,
                 __file__,
                 "--role",
                 "clients",
-                "--port",
-                str(port),
+                "--ports",
+                ",".join(map(str, ports)),
                 "--token",
                 token,
                 "--job-ids",
@@ -487,85 +531,59 @@ def orchestrate(args: argparse.Namespace) -> None:
             env=env,
         )
         procs.append(clients)
-        deadline = time.monotonic() + 120
+        connecting = time.monotonic()
+        deadline = connecting + 120
         while read_progress(progress).get("connected", 0) < args.sockets:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"only {read_progress(progress).get('connected')} sockets connected")
             time.sleep(0.2)
-        # "connected" means the subscribe frames were sent; give the server time to process them all
-        # (a frame published before its socket joined the group is, correctly, never seen).
-        time.sleep(5)
+        # "connected" means the subscribe frames were sent; every subscribe was processed (its group
+        # joined) once every socket has the seed event of every job.
+        seeded = {str(job): 1 for job in real + floor}
+        if not_subscribed := wait_consistent(progress, seeded, 120.0):
+            raise RuntimeError(f"{not_subscribed} (socket, job) subscriptions not answered in 120 s")
+        out["all_subscribed_s"] = round(time.monotonic() - connecting, 1)  # from the first connect
+
+        def cpu_now() -> dict[str, float]:
+            return {
+                "server": sum(cpu_seconds(server.pid) for server in servers),
+                "clients": cpu_seconds(clients.pid),
+            }
+
+        def cpu_percent(before: dict[str, float], wall: float) -> dict[str, float]:
+            after = cpu_now()
+            return {key: round(100 * (after[key] - before[key]) / wall, 1) for key in after}
+
         floor_seconds = args.floor_seconds or min(60.0, args.duration)
         # Warm-up (discarded): connections, caches and first-call costs. The floor runs first, on a
         # quiet server, so a steady phase that falls behind cannot leave a backlog in front of it.
         run_producers(floor, args.rate, 2.0, "floor", "warmup", 1, env)
         time.sleep(2)
-        cpu0 = {p.pid: cpu_seconds(p.pid) for p in (server, clients)}
-        t0 = time.monotonic()
+        cpu0, t0 = cpu_now(), time.monotonic()
         out["floor_producers"] = run_producers(floor, args.rate, floor_seconds, "floor", "floor", 1, env)
         wall = time.monotonic() - t0
-        out["cpu_floor_percent"] = {
-            "server": round(100 * (cpu_seconds(server.pid) - cpu0[server.pid]) / wall, 1),
-            "clients": round(100 * (cpu_seconds(clients.pid) - cpu0[clients.pid]) / wall, 1),
-        }
+        out["cpu_floor_percent"] = cpu_percent(cpu0, wall)
+        out["load_average_floor"] = list(os.getloadavg())
         time.sleep(2)
         run_producers(real, args.rate, 5.0, "store", "warmup", args.producers, env)
         time.sleep(1)
-        cpu1 = {p.pid: cpu_seconds(p.pid) for p in (server, clients)}
-        t1 = time.monotonic()
+        cpu1, t1 = cpu_now(), time.monotonic()
         out["steady_producers"] = run_producers(
             real, args.rate, args.duration, "store", "steady", args.producers, env
         )
         wall = time.monotonic() - t1
-        out["cpu_steady_percent"] = {
-            "server": round(100 * (cpu_seconds(server.pid) - cpu1[server.pid]) / wall, 1),
-            "clients": round(100 * (cpu_seconds(clients.pid) - cpu1[clients.pid]) / wall, 1),
-        }
-        time.sleep(3)
-        # Burst: 8,000 events in 5 s across the real jobs, every producer starting at the same moment.
-        before = JobEvent.objects.filter(job_id__in=real).count()
-        burst_start_wall = time.time() + 6.0  # after the producers' interpreters and Django are up
-        out["burst_producers"] = run_producers(
-            real,
-            args.burst / args.burst_seconds,
-            args.burst_seconds,
-            "store",
-            "burst",
-            args.burst_producers,
-            env,
-            start_at=burst_start_wall,
-        )
-        # Monotonic times of the burst's start and of its last store, from the producers' wall clocks.
-        burst_start = time.monotonic() - (time.time() - burst_start_wall)
-        last_store = max(p["finished_at"] for p in out["burst_producers"])
-        stored_done = time.monotonic() - (time.time() - last_store)
-        stored = JobEvent.objects.filter(job_id__in=real).count() - before
-        heads = {
+        out["cpu_steady_percent"] = cpu_percent(cpu1, wall)
+        out["load_average_steady"] = list(os.getloadavg())
+        # Every socket must reach every job's stored head: a lost last frame is a gap too.
+        steady_heads = {
             str(j): JobEvent.objects.filter(job_id=j).order_by("-seq").values_list("seq", flat=True).first()
+            or 0
             for j in real
         }
-        # The burst ends when its last event is stored (not before the 5 s it is meant to take).
-        burst_end = max(burst_start + args.burst_seconds, stored_done)
-        consistent_at = None
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            low = read_progress(progress).get("min_last", {})
-            if all(low.get(j, 0) >= head for j, head in heads.items()):
-                consistent_at = time.monotonic()
-                break
-            time.sleep(0.05)
-        out["burst"] = {
-            "events": args.burst,
-            "stored": stored,
-            "all_stored": stored
-            == int(args.burst / args.burst_seconds * args.burst_seconds // args.burst_producers)
-            * args.burst_producers,
-            "store_seconds": round(stored_done - burst_start, 2),
-            "clients_consistent_after_burst_end_s": round(consistent_at - burst_end, 2)
-            if consistent_at
-            else None,
-            "goal_s": 5.0,
-        }
+        behind_at_end = wait_consistent(progress, steady_heads, 30.0)
+        time.sleep(3)
+        if args.burst:
+            out["burst"] = run_burst(args, real, progress, env)
         clients.send_signal(signal.SIGTERM)
         clients.wait(120)
         data = json.loads(result.read_text())
@@ -573,22 +591,41 @@ def orchestrate(args: argparse.Namespace) -> None:
         out["steady"] = {
             **lat_summary(steady),
             "gaps": data["gaps"].get("steady", 0),
+            "behind_at_end": behind_at_end,
             "goal_p50_ms": 50,
             "goal_p99_ms": 250,
         }
         out["floor"] = {**lat_summary(floor_lat), "gaps": data["gaps"].get("floor", 0)}
-        out["burst"].update(
-            latency=lat_summary(data["latency"].get("burst", [])),
-            gaps_healed_by_resync_or_fill=data["gaps"].get("burst", 0),
-        )
+        # Server CPU per frame it delivered (every event goes to every socket).
+        phases = (("floor", floor_seconds, floor_lat), ("steady", args.duration, steady))
+        out["server_cpu_us_per_frame"] = {
+            phase: round(out[f"cpu_{phase}_percent"]["server"] / 100 * seconds / max(len(lat), 1) * 1e6, 2)
+            for phase, seconds, lat in phases
+        }
+        if args.burst:
+            out["burst"].update(
+                latency=lat_summary(data["latency"].get("burst", [])),
+                gaps_healed_by_resync_or_fill=data["gaps"].get("burst", 0),
+            )
         out["clients"] = {
             k: data[k]
-            for k in ("dups", "resyncs", "rest_events", "frames", "coalesced_frames", "coalesced_events")
+            for k in (
+                "dups",
+                "resyncs",
+                "rest_events",
+                "frames",
+                "coalesced_frames",
+                "coalesced_events",
+                "errors",
+                "silent_sockets",
+            )
         }
         out["steady_vs_floor"] = {
             "p50_ratio": round(out["steady"]["p50_ms"] / max(out["floor"]["p50_ms"], 0.01), 2),
             "p99_ratio": round(out["steady"]["p99_ms"] / max(out["floor"]["p99_ms"], 0.01), 2),
         }
+        # Printed before the clean-up below: a database that is slow to drop must not lose the figures.
+        emit(out)
     finally:
         stop_all()
         from django.db import connections
@@ -598,7 +635,71 @@ def orchestrate(args: argparse.Namespace) -> None:
             create_database(database_url)  # leave an empty database behind, not gigabytes of events
         except Exception as exc:
             print(f"could not reset {database_url}: {exc}", file=sys.stderr)
-    emit(out)
+
+
+def wait_consistent(progress: Path, heads: dict[str, int], seconds: float) -> int:
+    """Wait until every socket's last seq of each job reached ``heads``; the (socket, job) pairs
+    still short of it after ``seconds`` (0 when all arrived)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        state = read_progress(progress)
+        low, lasts = state.get("min_last", {}), state.get("lasts", {})
+        if all(low.get(j, 0) >= head for j, head in heads.items()):
+            return 0
+        if time.monotonic() > deadline:
+            return sum(1 for j, head in heads.items() for seq in lasts.get(j, []) if seq < head)
+        time.sleep(0.05)
+
+
+def run_burst(
+    args: argparse.Namespace, real: list[int], progress: Path, env: dict[str, str]
+) -> dict[str, Any]:
+    """8,000 events in 5 s across the real jobs, every producer starting at the same moment."""
+    from apps.events.models import JobEvent
+
+    out: dict[str, Any] = {}
+    before = JobEvent.objects.filter(job_id__in=real).count()
+    burst_start_wall = time.time() + 6.0  # after the producers' interpreters and Django are up
+    out["producers"] = run_producers(
+        real,
+        args.burst / args.burst_seconds,
+        args.burst_seconds,
+        "store",
+        "burst",
+        args.burst_producers,
+        env,
+        start_at=burst_start_wall,
+    )
+    # Monotonic times of the burst's start and of its last store, from the producers' wall clocks.
+    burst_start = time.monotonic() - (time.time() - burst_start_wall)
+    last_store = max(p["finished_at"] for p in out["producers"])
+    stored_done = time.monotonic() - (time.time() - last_store)
+    stored = JobEvent.objects.filter(job_id__in=real).count() - before
+    heads = {
+        str(j): JobEvent.objects.filter(job_id=j).order_by("-seq").values_list("seq", flat=True).first()
+        for j in real
+    }
+    # The burst ends when its last event is stored (not before the 5 s it is meant to take).
+    burst_end = max(burst_start + args.burst_seconds, stored_done)
+    consistent_at = None
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        low = read_progress(progress).get("min_last", {})
+        if all(low.get(j, 0) >= head for j, head in heads.items()):
+            consistent_at = time.monotonic()
+            break
+        time.sleep(0.05)
+    out.update(
+        events=args.burst,
+        stored=stored,
+        all_stored=stored
+        == int(args.burst / args.burst_seconds * args.burst_seconds // args.burst_producers)
+        * args.burst_producers,
+        store_seconds=round(stored_done - burst_start, 2),
+        clients_consistent_after_burst_end_s=round(consistent_at - burst_end, 2) if consistent_at else None,
+        goal_s=5.0,
+    )
+    return out
 
 
 if __name__ == "__main__":

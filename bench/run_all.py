@@ -307,7 +307,9 @@ def rows(result: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
                 f"{_fmt((g('steady_vs_floor') or {}).get('p50_ratio'), 2)}x / "
                 f"{_fmt((g('steady_vs_floor') or {}).get('p99_ratio'), 2)}x floor (raw group_send "
                 f"{_fmt(floor.get('p50_ms'))} / {_fmt(floor.get('p99_ms'))}); "
-                f"gaps {steady.get('gaps')}, dups {(g('clients') or {}).get('dups')}",
+                f"gaps {steady.get('gaps')}, dups {(g('clients') or {}).get('dups')}; "
+                f"{g('server_workers')} server process(es), "
+                f"{_fmt((g('server_cpu_us_per_frame') or {}).get('steady'), 1)} µs server CPU per frame",
             ),
             (
                 f"burst of {burst.get('events')} events in 5 s: seconds to store all",
@@ -333,6 +335,17 @@ def rows(result: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
                 "",
                 "",
                 "",
+            ),
+            *(
+                (
+                    f"websocket server path, hub → {g('full_sockets')} sockets → uvicorn --ws {ws} "
+                    "(µs per frame per socket)",
+                    _fmt(us, 2),
+                    "",
+                    "",
+                    "msgpack, fan-out, middleware, frame building; not the kernel's write",
+                )
+                for ws, us in (g("full_us_per_socket_frame") or {}).items()
             ),
         ]
     if name == "page":

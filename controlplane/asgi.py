@@ -10,13 +10,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings.base")
 django_asgi_app = get_asgi_application()  # must run before importing anything that touches models
 
 from a2wsgi import WSGIMiddleware  # noqa: E402
-from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.wsgi import get_wsgi_application  # noqa: E402
 
 from apps.core.body_limit import AsgiBodyLimit  # noqa: E402
-from apps.core.websocket import SameOriginOrTokenValidator  # noqa: E402
+from apps.core.websocket import SameOriginOrTokenValidator, websocket_auth_stack  # noqa: E402
 from controlplane.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
@@ -32,7 +31,7 @@ application = ProtocolTypeRouter(
         # consumer runs.
         # path() to a consumer's as_asgi(): the stub of URLRouter asks for a private URLPattern subtype.
         "websocket": SameOriginOrTokenValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))  # type: ignore[arg-type]
+            websocket_auth_stack(URLRouter(websocket_urlpatterns))  # type: ignore[arg-type]
         ),
     }
 )

@@ -1,6 +1,6 @@
 """Websocket authentication by ``Authorization: Token <key>``, resolved through ``apps.accounts``.
 
-Browsers authenticate with their session (``AuthMiddlewareStack`` in ``controlplane/asgi.py``);
+Browsers authenticate with their session (``websocket_auth_stack`` in ``controlplane/asgi.py``);
 programs send the same header as for REST. A bad token is an error, not a fall-back to the session:
 the consumer refuses the handshake and the reason is kept in ``scope["auth_error"]``.
 """

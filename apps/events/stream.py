@@ -81,6 +81,9 @@ class FrameSink:
 
     text: Callable[[str], Awaitable[None]]
     frame: Callable[[Mapping[str, Any]], Awaitable[None]]
+    # Called after each drain round (one wake-up's frames): what the socket does once per batch
+    # rather than once per frame, such as adding its sent frames to a Prometheus counter.
+    drained: Callable[[], None] | None = None
 
 
 class Followers(Protocol):
@@ -127,7 +130,10 @@ class JobStreams:
         self.clock_ns = clock_ns
         self.subs: dict[int, Subscription] = {}
         self.inbox: deque[dict[str, Any]] = deque()  # live frames from the hub, oldest first
-        self.woken = asyncio.Event()
+        # The drain task's wake-up: a bare future rather than an asyncio.Event, whose wait() and
+        # set() cost a coroutine and a waiter list per frame per socket on the hot path.
+        self.waiter: asyncio.Future[None] | None = None
+        self.pending = False  # woken while the drain task was busy: drain again before waiting
         # Held while frames of a job are sent: a subscribe's replay and the drain of live frames
         # must not interleave, or the seq bookkeeping would see its own frames as gaps.
         self.lock = asyncio.Lock()
@@ -154,10 +160,12 @@ class JobStreams:
             if self.subs.pop(job_id, None) is not None:
                 await self.followers.unfollow(job_id, self)
 
-    async def keep_only(self, visible: Collection[int]) -> list[int]:
-        """Stop the streams of the jobs not in ``visible`` (access was rechecked); returns those jobs."""
+    async def keep_only(self, visible: Collection[int], checked: Collection[int]) -> list[int]:
+        """Stop the streams of the jobs in ``checked`` but not in ``visible`` (access was rechecked for
+        ``checked``); returns those jobs. A job subscribed while the check ran was not asked about and
+        stays: its own subscribe checked it (dropping it was a silent stream, seen under load)."""
         async with self.lock:
-            gone = [job_id for job_id in self.subs if job_id not in visible]
+            gone = [job_id for job_id in self.subs if job_id in checked and job_id not in visible]
             for job_id in gone:
                 del self.subs[job_id]
                 await self.followers.unfollow(job_id, self)
@@ -193,7 +201,11 @@ class JobStreams:
     # --- live frames from the hub ---------------------------------------------------------------
     def wake(self) -> None:
         """Called by the hub after appending to ``inbox``: the drain task takes it from here."""
-        self.woken.set()
+        waiter = self.waiter
+        if waiter is None:
+            self.pending = True
+        elif not waiter.done():
+            waiter.set_result(None)
 
     def check_head(self, job_id: int, head: int) -> None:
         """The hub's periodic check: ``head`` is the job's stored head seq now.
@@ -212,10 +224,19 @@ class JobStreams:
 
     async def drain_forever(self) -> None:
         """Send what the hub queued, in order; one wake-up can carry many frames under load."""
+        loop = asyncio.get_running_loop()
+        drained = self.sink.drained
         while True:
-            await self.woken.wait()
-            self.woken.clear()
+            if not self.pending:
+                self.waiter = loop.create_future()
+                try:
+                    await self.waiter
+                finally:
+                    self.waiter = None
+            self.pending = False
             await self.drain()
+            if drained is not None:
+                drained()
 
     async def drain(self) -> None:
         """Send everything queued now (and whatever is queued while sending)."""
@@ -289,7 +310,10 @@ class JobStreams:
     async def _deliver(self, batch: Iterable[dict[str, Any]]) -> None:
         """Inbox items one by one: live frames (sent as the broadcaster encoded them) and repairs;
         lock held. One loop over the batch rather than a call per frame: this is the hot path."""
-        max_lag_ns, clock_ns, subs = self.limits.max_lag_ns, self.clock_ns, self.subs
+        subs, text = self.subs, self.sink.text
+        # The oldest frame's age is read once per batch (frames behind it are newer): a clock
+        # call per frame per socket is measurable on this path.
+        too_old = self.clock_ns() - self.limits.max_lag_ns
         for message in batch:
             if message.get("type") == REPAIR:
                 await self._repair(message["job"], message["upto"])
@@ -302,13 +326,13 @@ class JobStreams:
             if seq <= sub.last_sent:
                 continue  # replayed already, or a duplicate
             sent_ns = message.get("sent_ns")
-            if sent_ns and clock_ns() - sent_ns > max_lag_ns:
+            if sent_ns and sent_ns < too_old:
                 # This socket is too far behind to catch up frame by frame: drop its backlog (the
                 # events are stored) and let the client page over REST, instead of queueing more.
                 await self._resync(sub)
                 continue
             if seq == sub.last_sent + 1:
-                await self.sink.text(message.get("text") or json.dumps(frame))
+                await text(message.get("text") or json.dumps(frame))
                 sub.last_sent = seq
                 continue
             metrics.GAPS_FILLED.inc(seq - sub.last_sent - 1)

@@ -198,6 +198,55 @@ def test_a_gap_larger_than_the_replay_limit_gets_resync() -> None:
     run(scenario)
 
 
+async def settle() -> None:
+    """Let every ready task run to its next wait (yields to the loop, no wall-clock time)."""
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+def test_the_drain_task_misses_no_wake_up_and_counts_once_per_round() -> None:
+    """The socket's drain task (``drain_forever``): frames delivered while it waits, and while it is
+    stuck in a send (a browser that reads slowly), all go out in order; ``drained`` runs once per
+    round, after the round's frames, not once per frame."""
+
+    async def scenario() -> None:
+        log, hub = StoredLog(), Hub()
+        sent: list[int] = []
+        counted: list[int] = []  # len(sent) at each ``drained`` call
+        unblock = asyncio.Event()
+
+        async def text(raw: str) -> None:
+            if not sent:
+                await unblock.wait()  # the first send waits for the socket to drain
+            sent.append(json.loads(raw)["seq"])
+
+        async def frame(data: Mapping[str, Any]) -> None:
+            raise AssertionError(f"only live frames expected, got {data}")
+
+        sink = FrameSink(text, frame, drained=lambda: counted.append(len(sent)))
+        streams = JobStreams(log, sink, hub, LIMITS, lambda: NOW_NS)
+        await streams.subscribe(JOB, after_seq=0)
+        task = asyncio.ensure_future(streams.drain_forever())
+        try:
+            first, second, third = log.store(JOB, 3)
+            hub.deliver(live(first))  # wakes the waiting task, whose send then blocks
+            await settle()
+            assert sent == [] and counted == []
+            hub.deliver(live(second))  # while the task is busy: must not be lost
+            unblock.set()
+            await settle()
+            assert sent == [1, 2]
+            assert counted and counted[0] == 2  # one round for both frames
+            hub.deliver(live(third))  # the task waits again: woken again
+            await settle()
+            assert sent == [1, 2, 3]
+            assert counted[-1] == 3
+        finally:
+            task.cancel()
+
+    asyncio.run(scenario())
+
+
 def test_frames_that_arrive_too_late_get_resync_and_the_backlog_is_dropped() -> None:
     async def scenario(w: World) -> None:
         await w.streams.subscribe(JOB, after_seq=0)
@@ -306,12 +355,28 @@ def test_unsubscribe_keep_only_and_close_unfollow() -> None:
             await w.streams.subscribe(job_id, after_seq=0)
         await w.streams.unsubscribe(1)
         assert w.streams.jobs == [2, 3]
-        assert await w.streams.keep_only({3}) == [2]
+        assert await w.streams.keep_only({3}, checked={2, 3}) == [2]
         (event,) = w.log.store(2, 1)
         w.hub.deliver(live(event))  # no longer followed: the hub does not queue it
         assert not w.streams.inbox
         await w.streams.close()
         assert w.streams.jobs == [] and not any(w.hub.followers.values())
+
+    run(scenario)
+
+
+def test_keep_only_spares_a_job_subscribed_while_access_was_rechecked() -> None:
+    """The access recheck asks the database about the jobs followed when it starts; a job subscribed
+    meanwhile was not asked about (its subscribe checked it) and must keep streaming."""
+
+    async def scenario(w: World) -> None:
+        await w.streams.subscribe(1, after_seq=0)
+        checked = set(w.streams.jobs)  # the recheck starts: asks about job 1 only
+        await w.streams.subscribe(2, after_seq=0)  # lands while the database answers
+        assert await w.streams.keep_only({1}, checked=checked) == []
+        assert w.streams.jobs == [1, 2]
+        (event,) = w.log.store(2, 1)
+        assert seqs(await w.arrive(event)) == [1]
 
     run(scenario)
 

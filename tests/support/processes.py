@@ -172,8 +172,9 @@ def server_env(redis_url: str, **extra: str) -> dict[str, str]:
 class AsgiServer:
     """``uvicorn controlplane.asgi:application`` in a subprocess on its own port."""
 
-    def __init__(self, redis_url: str, **env: str) -> None:
+    def __init__(self, redis_url: str, ws: str = "websockets", **env: str) -> None:
         self.port = free_port()
+        self.ws = ws  # uvicorn's --ws implementation
         self.env = server_env(redis_url, **env)
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = Path(f"/tmp/events-asgi-{uuid.uuid4().hex[:8]}.log")
@@ -188,7 +189,7 @@ class AsgiServer:
 
     def start(self) -> None:
         app = ["controlplane.asgi:application", "--host", "127.0.0.1", "--port", str(self.port)]
-        args = [*app, "--log-level", "warning", "--ws", "websockets"]
+        args = [*app, "--log-level", "warning", "--ws", self.ws]
         self.proc = start_python_module("uvicorn", args, env=self.env, log=self.log)
         wait_for(lambda: connectable(self.port) or self.proc.poll() is not None, 30, "uvicorn listening")
         if self.proc.poll() is not None:
