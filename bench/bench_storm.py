@@ -435,7 +435,8 @@ def main() -> None:
             out["load_after_storm"] = _uptime()
         if args.mode in ("sustained", "both"):
             if args.mode == "both":
-                for proc in list(_common._CHILDREN)[1:]:  # keep Redis, stop the storm's cluster and ingester
+                # Keep Redis; stop the storm's ingester, then its cluster (newest first).
+                for proc in reversed(list(_common._CHILDREN)[1:]):
                     _common.stop(proc)
             out["sustained"] = sustained(args, env, workdir)
             out["load_after_sustained"] = _uptime()
