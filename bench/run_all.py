@@ -42,6 +42,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "admission": ([], ["--seconds", "15"]),
     "advice": ([], ["--incidents", "200", "--jobs", "1000", "--iterations", "50"]),
     "fleet": (["--jobs", "100000", "--days", "90"], ["--jobs", "2000", "--days", "30", "--iterations", "50"]),
+    "storm": ([], ["--jobs", "50", "--nodes", "250", "--minutes", "1", "--rate", "20"]),
 }
 
 
@@ -375,7 +376,42 @@ def rows(result: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
                 f"{g('requests')} requests",
             ),
         ]
+    if name == "storm":
+        return _storm_rows(result)
     return [(name, "", "", "", json.dumps(result)[:80])]
+
+
+def _storm_rows(result: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    out = []
+    storm = result.get("storm")
+    if storm:
+        added = storm.get("added_s") or {}
+        bare = storm.get("bare_watch_after_injection_s") or {}
+        out.append(
+            (
+                f"storm: {storm.get('faults')} jobs fault at once, added after the cluster's Event (s)",
+                _fmt(added.get("median"), 2),
+                _fmt(added.get("p99"), 2),
+                "p99 ≤ 1 s; each fault in one incident",
+                f"bare watch {_fmt(bare.get('median'), 2)} / {_fmt(bare.get('p99'), 2)} s after injection; "
+                f"{storm.get('in_exactly_one_incident')} of {storm.get('faults')} in one incident",
+            )
+        )
+    sustained = result.get("sustained")
+    if sustained:
+        lag = sustained.get("added_s") or {}
+        out.append(
+            (
+                f"sustained {sustained.get('rate_injected')} faults/s, 2 clusters, 2 ingesters, "
+                f"{sustained.get('seconds')} s: lag (s)",
+                _fmt(lag.get("median"), 2),
+                _fmt(lag.get("p99"), 2),
+                "p99 ≤ 2 s, 0 lost, 0 duplicated",
+                f"lost {sustained.get('lost')}, duplicated {sustained.get('duplicated')}; "
+                f"simulator {sustained.get('sim_cpu_ms_per_fault')} ms CPU a fault",
+            )
+        )
+    return out or [("storm", "", "", "", json.dumps(result)[:80])]
 
 
 def machine() -> str:

@@ -351,12 +351,27 @@ def backoff_limit_at_creation(uid: str) -> int | None:
 
 # --- node pool ---------------------------------------------------------------------------------------
 class NodePool:
-    """Hands out simulated node names and pod IPs (display only: nothing ever connects to them)."""
+    """The cluster's nodes and pod IPs (display only: nothing ever connects to them).
 
-    def __init__(self) -> None:
+    Unbounded by default: every pod start gets a new node name. With ``nodes`` it is a fixed fleet of
+    ``nodes`` nodes of ``npus_per_node`` NPUs each (``node-0001`` ...): a pod is placed on a node with
+    room for its NPUs, a recreated pod (same name) moves to another node when one has room (what a
+    reschedule away from a faulty node looks like) and gives its old place back, and a deleted job's
+    pods free theirs.
+    """
+
+    def __init__(self, nodes: int | None = None, npus_per_node: int = 8) -> None:
+        if nodes is not None and nodes < 1:
+            raise ValueError("nodes must be >= 1")
+        if npus_per_node < 1:
+            raise ValueError("npus_per_node must be >= 1")
         self._lock = threading.Lock()
         self._next_node = 0
         self._next_ip = 0
+        self.size = nodes
+        self.npus_per_node = npus_per_node
+        self._free: dict[str, int] = {_fleet_node(i): npus_per_node for i in range(nodes or 0)}
+        self._placed: dict[str, tuple[str, int]] = {}  # pod key → (node, NPUs it holds)
 
     def node(self) -> str:
         with self._lock:
@@ -367,6 +382,58 @@ class NodePool:
         with self._lock:
             self._next_ip += 1
             return f"10.0.{self._next_ip // 250}.{self._next_ip % 250 + 2}"
+
+    def place(self, pod: str, npus: int) -> str:
+        """The node pod ``pod`` (``namespace/name``) starts on. A fixed fleet picks the first node with
+        room other than the pod's previous one (which stays a fallback), or the previous one."""
+        if self.size is None:
+            return self.node()
+        with self._lock:
+            previous = self._placed.pop(pod, None)
+            if previous is not None:
+                self._free[previous[0]] += previous[1]
+            wanted = min(max(npus, 0), self.npus_per_node)
+            node = next(
+                (
+                    n
+                    for n, free in self._free.items()
+                    if free >= wanted and (previous is None or n != previous[0])
+                ),
+                previous[0] if previous is not None else None,
+            )
+            if node is None or self._free[node] < wanted:
+                # A full fleet: the pod would stay Pending in a real cluster. The simulator has no
+                # Pending pods, so it shares the least-loaded node (ClusterD's spare_resources flag
+                # is what models "no free node" for recovery).
+                node = max(self._free, key=lambda n: self._free[n])
+            self._free[node] -= min(wanted, self._free[node])
+            self._placed[pod] = (node, wanted)
+            return node
+
+    def provision(self, nodes: int, npus_per_node: int) -> None:
+        """Make this a fixed fleet of at least ``nodes`` nodes (a fleet scenario on a running cluster)."""
+        with self._lock:
+            if self.size is None:
+                self.npus_per_node = npus_per_node
+                self.size = 0
+            for i in range(self.size, nodes):
+                self._free[_fleet_node(i)] = self.npus_per_node
+            self.size = max(self.size, nodes)
+
+    def release(self, pod: str) -> None:
+        """Pod ``pod`` is gone: its NPUs are free again."""
+        with self._lock:
+            placed = self._placed.pop(pod, None)
+            if placed is not None:
+                self._free[placed[0]] += placed[1]
+
+    def free_npus(self) -> int:
+        with self._lock:
+            return sum(self._free.values())
+
+
+def _fleet_node(index: int) -> str:
+    return f"node-{index + 1:04d}"
 
 
 # --- the controller ----------------------------------------------------------------------------------
@@ -519,9 +586,10 @@ class SimOperator:
         for slot in pod_slots(job):
             if only_ranks is not None and slot.rank not in only_ranks:
                 continue
-            node = self.nodes.node()
+            pod_name = slot.pod_name(job["metadata"]["name"])
+            node = self.nodes.place(f"{namespace}/{pod_name}", npus_per_pod(job, slot.role))
             body = build_pod(job, slot, node=node, version=version, clusterd_ip=self.clusterd_ip)
-            self.kube.create_pod(namespace, body)
+            created_pod = self.kube.create_pod(namespace, body)
             self.kube.patch_pod_status(
                 namespace,
                 body["metadata"]["name"],
@@ -534,16 +602,16 @@ class SimOperator:
                 },
             )
             created.append(body["metadata"]["name"])
-            self._pod_started_events(job, body, node)
+            self._pod_started_events(job, body, node, created_pod["metadata"].get("uid"))
         return created
 
-    def _pod_started_events(self, job: dict[str, Any], body: dict[str, Any], node: str) -> None:
+    def _pod_started_events(
+        self, job: dict[str, Any], body: dict[str, Any], node: str, uid: str | None
+    ) -> None:
         """What ``kubectl describe`` shows for a new pod: the operator's SuccessfulCreatePod on the job
         (kubeflow/common pod control), then Volcano's Scheduled and the kubelet's container events."""
         namespace, name = body["metadata"]["namespace"], body["metadata"]["name"]
         self.kube.event(job, "SuccessfulCreatePod", f"Created pod: {name}")
-        pod_meta = self.kube.core.read_namespaced_pod(name, namespace).metadata
-        uid = pod_meta.uid if pod_meta else None
         ref = {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -600,6 +668,7 @@ class SimOperator:
             self._known.pop(meta.get("uid"), None)
         for pod in self.kube.list_job_pods(namespace, meta["name"]):
             self.kube.delete_pod(namespace, pod["metadata"]["name"])
+            self.nodes.release(f"{namespace}/{pod['metadata']['name']}")
         self.kube.delete_podgroup(namespace, podgroup_name(job))
 
 

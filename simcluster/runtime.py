@@ -20,9 +20,12 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from kubernetes.client.exceptions import ApiException
+
 from simcluster.clock import SimClock
 from simcluster.clusterd.controller import ClusterD
 from simcluster.clusterd.grpc_server import ClusterDGrpcServer
+from simcluster.fleet import FleetSpec
 from simcluster.injector import FAULT_KINDS, FaultSpec, UnknownJobError, parse_fault
 from simcluster.kubeapi import KubeApiEmulator
 from simcluster.operator import NodePool, SimOperator, pod_slots
@@ -50,6 +53,8 @@ class SimCluster:
         seed: int | None = None,
         spare_resources: bool = True,
         admission_config: str | Path | None = None,
+        nodes: int | None = None,
+        npus_per_node: int = 8,
     ) -> None:
         if random_fault_rate_per_min < 0:
             raise ValueError("random_fault_rate_per_min must be >= 0")
@@ -62,6 +67,8 @@ class SimCluster:
             DEMO_FAULT_RATE_PER_MIN if demo else 0.0
         )
         self.control_port = control_port
+        # A fixed fleet of ``nodes`` nodes (None: a new node for every pod start, as before).
+        self.nodes = NodePool(nodes, npus_per_node)
         self.seed = seed
         self.spare_resources = spare_resources
         # The API server's AdmissionConfiguration (the client certificate it shows webhooks).
@@ -99,7 +106,7 @@ class SimCluster:
             path.parent.mkdir(parents=True, exist_ok=True)
         self.emulator.write_kubeconfig(path)
         self.kubeconfig_path = str(path)
-        self.operator = SimOperator(self.kubeconfig_path, NodePool(), clusterd_ip=self.host)
+        self.operator = SimOperator(self.kubeconfig_path, self.nodes, clusterd_ip=self.host)
         self.operator.start()
         self.taskd = TaskdManagers(self.kubeconfig_path)
         self.clusterd = ClusterD(
@@ -197,11 +204,39 @@ class SimCluster:
             raise RuntimeError("SimCluster is not started")
         return self.clusterd
 
+    # --- fleets -------------------------------------------------------------------------------------
+    def create_fleet(self, spec: FleetSpec, timeout: float = 600.0) -> list[str]:
+        """Create ``spec``'s jobs through the API and wait until each runs with its Init done (the
+        node pool becomes a fixed fleet of ``spec.nodes``); returns the job names. ``TimeoutError``
+        when they are not all running by then (wall seconds: setting up is real work)."""
+        clusterd = self._clusterd()
+        self.nodes.provision(spec.nodes, spec.npus_per_node)
+        kube = clusterd.kube
+        kube.ensure_namespace(spec.namespace)
+        names = []
+        for manifest in spec.manifests():
+            try:
+                kube.create_job(manifest)
+            except ApiException as exc:
+                if exc.status != 409:  # a fleet made before: its jobs are reused
+                    raise
+            names.append(manifest["metadata"]["name"])
+        if not clusterd.wait_running(spec.namespace, names, timeout):
+            raise TimeoutError(f"the fleet's {len(names)} jobs were not all running within {timeout:.0f} s")
+        return names
+
     # --- scenarios ----------------------------------------------------------------------------------
     def check_scenario_jobs(self, scenario: Scenario) -> None:
         """Raise ``UnknownJobError`` if a scenario names a job that does not exist (yet)."""
         kube = self._clusterd().kube
+        fleet_jobs = (
+            {(scenario.fleet.namespace, scenario.fleet.job_name(i)) for i in range(scenario.fleet.jobs)}
+            if scenario.fleet is not None
+            else set()
+        )
         for item in scenario.faults:
+            if (item.spec.namespace, item.spec.job) in fleet_jobs:
+                continue  # created by the scenario itself
             if kube.get_job(item.spec.namespace, item.spec.job) is None:
                 raise UnknownJobError(f"job {item.spec.namespace}/{item.spec.job} not found")
 
@@ -210,7 +245,9 @@ class SimCluster:
         run = ScenarioRun(id=f"scenario-{next(self._run_ids)}")
         self.scenario_runs[run.id] = run
         clusterd = self._clusterd()
-        self._spawn(run_scenario, run.id, scenario, self.clock, clusterd.inject, run, self._stop)
+        self._spawn(
+            run_scenario, run.id, scenario, self.clock, clusterd.inject, run, self._stop, self.create_fleet
+        )
         return run.id
 
     def _random_faults(self) -> None:

@@ -6,8 +6,15 @@
       - {at_s: 0,  job: default/llama-pt, rank: 3, type: uce, recovers: [false, true]}
       - {at_s: 90, job: default/ms-job,   rank: 0, type: node}
 
-``at_s`` is simulated seconds from the start of the run. ``parse_scenario`` never raises anything but
-``ScenarioError``, whose message names the offending entry and field.
+``at_s`` is simulated seconds from the start of the run. A scenario may first build a fleet
+(``simcluster/fleet.py``), then its faults (if any) run against it::
+
+    fleet: {nodes: 1000, npus_per_node: 8, jobs: 200}
+    faults:
+      - {at_s: 5, job: fleet/fleet-0007, rank: 1, type: uce}
+
+``parse_scenario`` never raises anything but ``ScenarioError``, whose message names the offending
+entry and field.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from typing import Any
 import yaml
 
 from simcluster.clock import SimClock
+from simcluster.fleet import FleetSpec, FleetSpecError, parse_fleet
 from simcluster.injector import FaultSpec, FaultSpecError, UnknownJobError, parse_fault
 
 log = logging.getLogger(__name__)
@@ -40,6 +48,7 @@ class ScheduledFault:
 @dataclass(frozen=True)
 class Scenario:
     faults: tuple[ScheduledFault, ...]
+    fleet: FleetSpec | None = None
 
 
 def parse_scenario(source: str | bytes | Any) -> Scenario:
@@ -53,11 +62,17 @@ def parse_scenario(source: str | bytes | Any) -> Scenario:
         data = source
     if not isinstance(data, dict):
         raise ScenarioError(f"a scenario must be a mapping with a 'faults' list, got {type(data).__name__}")
-    unknown = sorted(set(map(str, data)) - {"faults"})
+    unknown = sorted(set(map(str, data)) - {"faults", "fleet"})
     if unknown:
-        raise ScenarioError(f"unknown top-level key(s) {unknown}; only 'faults' is allowed")
-    entries = data.get("faults")
-    if not isinstance(entries, list) or not entries:
+        raise ScenarioError(f"unknown top-level key(s) {unknown}; only 'faults' and 'fleet' are allowed")
+    fleet = None
+    if "fleet" in data:
+        try:
+            fleet = parse_fleet(data["fleet"])
+        except FleetSpecError as exc:
+            raise ScenarioError(str(exc)) from None
+    entries = data.get("faults", [] if fleet is not None else None)
+    if not isinstance(entries, list) or (not entries and fleet is None):
         raise ScenarioError("'faults' must be a non-empty list")
     if len(entries) > MAX_SCENARIO_FAULTS:
         raise ScenarioError(f"at most {MAX_SCENARIO_FAULTS} faults per scenario, got {len(entries)}")
@@ -74,7 +89,7 @@ def parse_scenario(source: str | bytes | Any) -> Scenario:
         except FaultSpecError as exc:
             raise ScenarioError(f"{where}.{exc}") from None
         faults.append(ScheduledFault(float(at_s), spec))
-    return Scenario(tuple(sorted(faults, key=lambda f: f.at_s)))
+    return Scenario(tuple(sorted(faults, key=lambda f: f.at_s)), fleet)
 
 
 @dataclass
@@ -93,10 +108,22 @@ def run_scenario(
     inject: Callable[[FaultSpec], str],
     run: ScenarioRun,
     stop: threading.Event,
+    create_fleet: Callable[[FleetSpec], Any] | None = None,
 ) -> None:
-    """Inject each fault at its simulated time (blocking; call it in a thread)."""
-    start = clock.monotonic()
+    """Build the scenario's fleet (if any), then inject each fault at its simulated time, counted
+    from when the fleet runs (blocking; call it in a thread)."""
     try:
+        if scenario.fleet is not None:
+            if create_fleet is None:
+                run.errors.append("this cluster cannot build a fleet")
+                return
+            try:
+                create_fleet(scenario.fleet)
+            except (TimeoutError, ValueError) as exc:
+                run.errors.append(f"fleet: {exc}")
+                log.warning("scenario %s: fleet: %s", run.id, exc)
+                return
+        start = clock.monotonic()
         for item in scenario.faults:
             wait = item.at_s - (clock.monotonic() - start)
             if wait > 0 and not clock.sleep(wait, stop):

@@ -225,6 +225,7 @@ class ClusterD:
                 self.jobs[uid] = record
             changed = is_new or record.status != status
             record.status = status
+            self._idle.notify_all()
         if changed:
             self.hub.publish(TOPIC_JOB, self.summary(record, "add"))
         if status == "running":
@@ -281,6 +282,7 @@ class ClusterD:
             if current is not None and current.accepted:  # another caller won the race
                 return engine.CODE_OK, f"job(uid={uid}) init success"
             self._inits[uid] = new
+            self._idle.notify_all()
         if current is None or (current.code, current.policy) != (new.code, new.policy):
             self.kube.event(
                 podgroup,
@@ -387,6 +389,24 @@ class ClusterD:
                 self._workers[uid] = worker
                 worker.start()
         return spec.id
+
+    def wait_running(self, namespace: str, names: list[str], timeout: float) -> bool:
+        """Block until every job ``namespace/name`` of ``names`` runs and its Init was accepted."""
+        wanted = set(names)
+
+        def ready() -> bool:
+            done = {
+                r.name
+                for uid, r in self.jobs.items()
+                if r.namespace == namespace
+                and r.status == "running"
+                and (init := self._inits.get(uid)) is not None
+                and init.accepted
+            }
+            return wanted <= done
+
+        with self._idle:
+            return self._idle.wait_for(ready, timeout)
 
     def wait_idle(self, timeout: float) -> bool:
         """Block until no recovery is queued or running; False on timeout."""

@@ -682,7 +682,12 @@ class ApiServer:
         else:
             if rv_param:
                 _rv_param(rv_param)
-            rv, items = self.store.rv, self.store.current(t.rt, t.namespace)
+            rv = self.store.rv
+            indexed = next((r for r in labels.requirements if r.op in ("=", "in")), None)
+            if indexed is not None:  # only narrows: the whole selector is applied below
+                items = self.store.labelled(t.rt, t.namespace, indexed.key, indexed.values)
+            else:
+                items = self.store.current(t.rt, t.namespace)
         if start_after is not None:
             items = [s for s in items if s.key > start_after]
         filtered = not (labels.empty and fields.empty)

@@ -126,6 +126,13 @@ class Store:
         # resource -> namespace ("" for cluster-scoped) -> name -> current version
         self.objects: dict[ResourceType, dict[str, dict[str, Stored]]] = {rt: {} for rt in ALL}
         self.watchers: dict[ResourceType, set[ChangeListener]] = {rt: set() for rt in ALL}
+        # resource -> (label key, value) -> keys (namespace, name) of the current objects carrying it.
+        # A list with ``job-name=X`` (every pod list the operator and ClusterD make) then reads the
+        # job's few pods instead of matching every pod of a 1,000-node fleet; the full selector is
+        # still applied to what the index returns, so it only narrows the candidates.
+        self.label_index: dict[ResourceType, dict[tuple[str, str], set[tuple[str, str]]]] = {
+            rt: {} for rt in ALL
+        }
 
     # --- reads -------------------------------------------------------------------------------------
 
@@ -140,6 +147,41 @@ class Store:
             bucket = by_ns.get(namespace, {})
             return [bucket[n] for n in sorted(bucket)]
         return [by_ns[ns][n] for ns in sorted(by_ns) for n in sorted(by_ns[ns])]
+
+    def labelled(
+        self, rt: ResourceType, namespace: str | None, key: str, values: Iterable[str]
+    ) -> list[Stored]:
+        """Current objects of ``rt`` whose label ``key`` has one of ``values``, by (namespace, name)."""
+        index = self.label_index[rt]
+        found: set[tuple[str, str]] = set()
+        for value in values:
+            found.update(index.get((key, value), ()))
+        out = []
+        for ns, name in sorted(found):
+            if namespace is None or ns == namespace:
+                stored = self.get(rt, ns, name)
+                if stored is not None:
+                    out.append(stored)
+        return out
+
+    def _index_labels(
+        self, rt: ResourceType, key: tuple[str, str], old: Stored | None, new: Stored | None
+    ) -> None:
+        before = (old.obj["metadata"].get("labels") or {}) if old is not None else {}
+        after = (new.obj["metadata"].get("labels") or {}) if new is not None else {}
+        if before == after:
+            return
+        index = self.label_index[rt]
+        for item in before.items():
+            if after.get(item[0]) != item[1]:
+                names = index.get(item)
+                if names is not None:
+                    names.discard(key)
+                    if not names:
+                        del index[item]
+        for item in after.items():
+            if before.get(item[0]) != item[1]:
+                index.setdefault(item, set()).add(key)
 
     def snapshot(self, rt: ResourceType, namespace: str | None, rv: int, *, why: str) -> list[Stored]:
         """Objects as they were at ``rv``, rebuilt by undoing retained history (410 if compacted)."""
@@ -191,8 +233,10 @@ class Store:
             bucket.pop(name, None)
             if not bucket:
                 del self.objects[rt][namespace]
+            self._index_labels(rt, (namespace, name), prev, None)
         else:
             bucket[name] = stored
+            self._index_labels(rt, (namespace, name), prev, stored)
         change = Change(self.rv, rt, namespace, name, type_, stored, prev)
         self.history.append(change)
         while len(self.history) > self.history_limit:

@@ -11,7 +11,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from simcluster.endpoints import DEFAULT_KUBECONFIG
+from simcluster.fleet import FleetSpec
 from simcluster.runtime import SimCluster
+from simcluster.scenarios import Scenario, ScenarioError, parse_scenario
 
 
 def _check_ports(host: str, ports: dict[str, int]) -> None:
@@ -81,6 +83,18 @@ class Command(BaseCommand):
         parser.add_argument(
             "--seed", type=int, default=None, help="random seed for outcomes and random faults"
         )
+        parser.add_argument(
+            "--fleet",
+            action="store_true",
+            help="start with a fleet: 1,000 nodes x 8 NPUs and 200 running jobs in namespace 'fleet' "
+            "(simcluster/fleet.py); ready when 'simulated cluster running' is printed",
+        )
+        parser.add_argument(
+            "--scenario",
+            default=None,
+            help="a scenario YAML to run at start (faults, and optionally a 'fleet:' to build first, "
+            "which is built before 'simulated cluster running' is printed)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         for name in ("port", "grpc_port"):
@@ -90,6 +104,7 @@ class Command(BaseCommand):
             raise CommandError("--clock-speed must be > 0", returncode=2)
         if options["fault_rate_per_min"] < 0:
             raise CommandError("--fault-rate-per-min must be >= 0", returncode=2)
+        scenario = _load_scenario(options["scenario"], fleet=options["fleet"])
         control_port = options["control_port"]
         if not 0 <= control_port <= 65535:
             raise CommandError("--fault-port must be a port number 0-65535", returncode=2)
@@ -118,6 +133,20 @@ class Command(BaseCommand):
             if options["advertise_host"]:
                 _advertise(Path(sim.kubeconfig_path), options["advertise_host"])
             _record_fault_endpoint(Path(sim.kubeconfig_path), sim.control_url)
+            if scenario is not None:
+                if scenario.fleet is not None:
+                    try:
+                        jobs = sim.create_fleet(scenario.fleet)
+                    except TimeoutError as exc:
+                        raise CommandError(str(exc)) from exc
+                    fleet = scenario.fleet
+                    self.stdout.write(
+                        f"fleet            {fleet.nodes} nodes x {fleet.npus_per_node} NPUs, "
+                        f"{len(jobs)} jobs running in namespace {fleet.namespace}"
+                    )
+                if scenario.faults:
+                    sim.run_scenario(Scenario(scenario.faults))
+                    self.stdout.write(f"scenario         {len(scenario.faults)} faults scheduled")
             self.stdout.write(f"Kubernetes API   {sim.api_url}")
             # kubectl sends a ServiceAccount's token over TLS only; its kubeconfig names this port.
             if sim.emulator is not None:
@@ -136,6 +165,25 @@ class Command(BaseCommand):
             sim.stop()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+
+
+def _load_scenario(path: str | None, *, fleet: bool) -> Scenario | None:
+    """``--scenario FILE`` parsed (a clear error if it is not a valid scenario), ``--fleet`` added."""
+    scenario = None
+    if path:
+        try:
+            scenario = parse_scenario(Path(path).read_bytes())
+        except OSError as exc:
+            raise CommandError(f"--scenario {path}: {exc.strerror}", returncode=2) from None
+        except ScenarioError as exc:
+            raise CommandError(f"--scenario {path}: {exc}", returncode=2) from None
+    if fleet:
+        if scenario is not None and scenario.fleet is not None:
+            raise CommandError(
+                "--fleet and a scenario with its own 'fleet:' cannot be combined", returncode=2
+            )
+        scenario = Scenario(scenario.faults if scenario else (), FleetSpec())
+    return scenario
 
 
 def _record_fault_endpoint(kubeconfig: Path, url: str) -> None:

@@ -1,0 +1,449 @@
+"""Fault storms in a fleet-sized built-in cluster, through the real ingester (issue #27).
+
+    .venv/bin/python bench/bench_storm.py [--mode storm|sustained|both] [--jobs 200] [--nodes 1000]
+                                          [--minutes 10] [--rate 50] [--clock-speed 1] [--settle 120]
+
+Each simulated cluster runs in its own process (``manage.py simcluster --scenario`` with a
+``fleet:``: ``--nodes`` nodes x 8 NPUs, ``--jobs`` running AscendJobs of 4 pods); each cluster has
+its own ``manage.py ingest --cluster NAME`` (production settings, its ClusterD gRPC stream on), a
+private Redis carries the broadcasts. In this process a bare watch of the cluster's Events (the
+official client, raw JSON lines: no model decoding) notes when each fault's ``FaultDetected`` Event
+reached a client: the baseline. A fault's *added latency* is the time the product first had it
+minus that moment: its ``fault.detected`` event's ``stored_at``, or, for a fault that joined a
+recovery in progress (added to that incident, no event of its own), the moment a poll of the
+incidents (every 0.25 s) first found it there.
+
+- ``storm``: every job of one cluster faults at once (one scenario of ``--jobs`` UCE/HCCL faults at
+  ``at_s: 0``). Checked: every fault is in exactly one incident; goal added p99 ≤ 1 s.
+- ``sustained``: two clusters, two ingester processes, ``--rate`` faults/s in all (half each) for
+  ``--minutes``. Reported: lag p50/p99 (as above), lost (in no incident ``--settle`` s after the
+  last fault), duplicated (in more than one incident, or stored as ``fault.detected`` twice); goal
+  lag p99 ≤ 2 s, 0 lost, 0 duplicated. Also the injection pace reached and the simulators' CPU
+  per fault.
+
+Every process it starts is stopped whatever happens (``_common.spawn``); the load average is
+recorded beside the figures, since the machine may be shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+import urllib.request
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import _common
+from _common import REPO, emit, free_port, fresh_database, product_env, start_redis, summary, wait_port
+
+GOAL_STORM_P99_S = 1.0
+GOAL_SUSTAINED_P99_S = 2.0
+NAMESPACE = "fleet"
+INJECT_LANES = 4  # injecting threads per cluster
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU of process ``pid`` so far (from /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _uptime() -> str:
+    """The 1, 5 and 15 minute load averages."""
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+@dataclass
+class Sim:
+    """One simulated cluster in its own process."""
+
+    name: str
+    kubeconfig: Path
+    proc: Any
+    grpc_port: int
+    control_url: str = ""
+    seen: dict[str, float] = field(default_factory=dict)  # fault id → bare watch saw its Event (epoch s)
+    injected: dict[str, float] = field(default_factory=dict)  # fault id → injected (epoch s)
+    poller: IncidentPoller | None = None
+
+    def post(self, path: str, body: bytes, content_type: str) -> Any:
+        request = urllib.request.Request(
+            self.control_url + path, data=body, headers={"Content-Type": content_type}
+        )
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return json.loads(answer.read())
+
+
+def start_sim(name: str, args: argparse.Namespace, env: dict[str, str], workdir: Path) -> Sim:
+    api_port, grpc_port, control_port = free_port(), free_port(), free_port()
+    kubeconfig = workdir / f"{name}.kubeconfig"
+    scenario = workdir / f"{name}-fleet.yaml"
+    scenario.write_text(
+        json.dumps({"fleet": {"nodes": args.nodes, "jobs": args.jobs, "namespace": NAMESPACE}})
+    )
+    log = (workdir / f"{name}.log").open("wb")
+    argv = [sys.executable, "manage.py", "simcluster", "--settings", "controlplane.settings.dev"]
+    argv += ["--port", str(api_port), "--grpc-port", str(grpc_port), "--control-port", str(control_port)]
+    argv += ["--kubeconfig", str(kubeconfig), "--scenario", str(scenario), "--seed", "27"]
+    argv += ["--clock-speed", str(args.clock_speed)]
+    proc = _common.spawn(argv, cwd=REPO, env={**env, "LOG_LEVEL": "ERROR"}, stdout=log, stderr=log)
+    sim = Sim(name, kubeconfig, proc, grpc_port, control_url=f"http://127.0.0.1:{control_port}")
+    deadline = time.monotonic() + 600
+    while b"simulated cluster running" not in (workdir / f"{name}.log").read_bytes():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"simulated cluster {name} did not start: see {workdir / f'{name}.log'}")
+        time.sleep(0.2)
+    wait_port(control_port, 10)
+    return sim
+
+
+def bare_watch(sim: Sim, stop: threading.Event, ready: threading.Event) -> None:
+    """The baseline: the cluster's Events straight from the API server, the moment each line arrives."""
+    from kubernetes import client as k8s
+    from kubernetes import config as k8s_config
+
+    core = k8s.CoreV1Api(k8s_config.new_client_from_config(config_file=str(sim.kubeconfig)))
+    listed: Any = core.list_namespaced_event(NAMESPACE, limit=1)
+    version = listed.metadata.resource_version
+    ready.set()
+    while not stop.is_set():
+        response: Any = core.list_namespaced_event(
+            NAMESPACE,
+            watch=True,
+            resource_version=version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=5,
+            _preload_content=False,
+        )
+        for line in response:
+            now = time.time()
+            event = json.loads(line)
+            obj = event.get("object") or {}
+            version = (obj.get("metadata") or {}).get("resourceVersion") or version
+            message = str(obj.get("message") or "")
+            if obj.get("reason") == "FaultDetected" and message.endswith("]"):
+                sim.seen.setdefault(message.rsplit("[", 1)[1][:-1], now)
+            if stop.is_set():
+                break
+        response.release_conn()
+
+
+def stored_faults(
+    cluster: Any, since: Any, held: dict[str, float]
+) -> tuple[dict[str, float], dict[str, int]]:
+    """fault id → when the product first had it (epoch s), and how many fault.detected events name it.
+
+    A fault that opens an incident is stored as a ``fault.detected`` event (``stored_at``); one that
+    joins a recovery in progress is added to that incident's ``fault_ids`` without an event of its
+    own, so for it the moment ``IncidentPoller`` first saw it in an incident counts (``held``)."""
+    from apps.events.incidents import fault_ids
+    from apps.events.models import JobEvent
+
+    first: dict[str, float] = dict(held)
+    count: dict[str, int] = {}
+    rows = JobEvent.objects.filter(job__cluster=cluster, kind="fault.detected", stored_at__gte=since)
+    for data, stored in rows.values_list("data", "stored_at"):
+        for ident in fault_ids(data):
+            count[ident] = count.get(ident, 0) + 1
+            first[ident] = min(first.get(ident, float("inf")), stored.timestamp())
+    return first, count
+
+
+class IncidentPoller(threading.Thread):
+    """Notes when each fault id first shows up in one of the cluster's incidents (every 0.25 s, so a
+    joined fault's time is late by at most that)."""
+
+    def __init__(self, cluster: Any, since: Any, stop: threading.Event) -> None:
+        super().__init__(daemon=True, name=f"incidents-{cluster.name}")
+        self.cluster, self.since, self.stop_event = cluster, since, stop
+        self.held: dict[str, float] = {}
+
+    def run(self) -> None:
+        from django.db import connection
+
+        from apps.events.models import Incident
+
+        checked = self.since
+        try:
+            while not self.stop_event.wait(0.25):
+                now = time.time()
+                recent = Incident.objects.filter(job__cluster=self.cluster, updated_at__gte=checked)
+                checked_next = max(self.since, _aware(now - 2))  # overlap: commits land out of order
+                for fault in recent.values_list("fault", flat=True):
+                    for ident in (fault or {}).get("fault_ids") or []:
+                        self.held.setdefault(ident, now)
+                checked = checked_next
+        finally:
+            connection.close()
+
+
+def _aware(epoch: float) -> Any:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(epoch, UTC)
+
+
+def incident_counts(cluster: Any, since: Any) -> dict[str, int]:
+    """fault id → number of incidents holding it."""
+    from apps.events.models import Incident
+
+    counts: dict[str, int] = {}
+    for fault in Incident.objects.filter(job__cluster=cluster, opened_at__gte=since).values_list(
+        "fault", flat=True
+    ):
+        for ident in (fault or {}).get("fault_ids") or []:
+            counts[ident] = counts.get(ident, 0) + 1
+    return counts
+
+
+def settle(sims: list[tuple[Sim, Any]], since: Any, seconds: float) -> None:
+    """Wait until every injected fault was seen by the bare watch and stored (or ``seconds`` pass)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        done = True
+        for sim, cluster in sims:
+            first, _ = stored_faults(cluster, since, sim.poller.held if sim.poller else {})
+            if not (set(sim.injected) <= set(sim.seen) and set(sim.injected) <= set(first)):
+                done = False
+        if done:
+            return
+        time.sleep(0.5)
+
+
+def figures(sims: list[tuple[Sim, Any]], since: Any) -> dict[str, Any]:
+    added: list[float] = []
+    end_to_end: list[float] = []
+    bare: list[float] = []
+    lost: list[str] = []
+    duplicated: list[str] = []
+    injected = 0
+    for sim, cluster in sims:
+        first, stored_count = stored_faults(cluster, since, sim.poller.held if sim.poller else {})
+        incidents = incident_counts(cluster, since)
+        for ident, at in sim.injected.items():
+            injected += 1
+            if ident not in first or incidents.get(ident, 0) == 0:
+                lost.append(ident)
+                continue
+            if incidents[ident] > 1 or stored_count.get(ident, 0) > 1:
+                duplicated.append(ident)
+            end_to_end.append(first[ident] - at)
+            if ident in sim.seen:
+                added.append(first[ident] - sim.seen[ident])
+                bare.append(sim.seen[ident] - at)
+    return {
+        "faults": injected,
+        "added_s": summary(added),
+        "bare_watch_after_injection_s": summary(bare),
+        "stored_after_injection_s": summary(end_to_end),
+        "lost": len(lost),
+        "duplicated": len(duplicated),
+        "lost_ids": lost[:10],
+        "duplicated_ids": duplicated[:10],
+        "in_exactly_one_incident": injected - len(lost) - len(duplicated),
+    }
+
+
+def start_ingester(cluster: Any, env: dict[str, str], workdir: Path) -> Any:
+    log = (workdir / f"ingest-{cluster.name}.log").open("wb")
+    argv = [sys.executable, "manage.py", "ingest", "--cluster", cluster.name]
+    return _common.spawn(argv, cwd=REPO, env=env, stdout=log, stderr=log)
+
+
+def wait_adopted(cluster: Any, jobs: int, seconds: float = 300) -> None:
+    from apps.jobs.models import TrainingJob
+
+    deadline = time.monotonic() + seconds
+    while TrainingJob.objects.filter(cluster=cluster).count() < jobs:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the ingester adopted fewer than {jobs} jobs of {cluster.name}")
+        time.sleep(0.5)
+
+
+def register(sim: Sim) -> Any:
+    from apps.jobs.models import Cluster
+
+    return Cluster.objects.create(
+        name=sim.name,
+        kubeconfig_path=str(sim.kubeconfig),
+        clusterd_address=f"127.0.0.1:{sim.grpc_port}",
+        namespaces=[NAMESPACE],
+    )
+
+
+def job_name(index: int) -> str:
+    return f"fleet-{index:04d}"
+
+
+def storm(args: argparse.Namespace, env: dict[str, str], workdir: Path) -> dict[str, Any]:
+    from django.utils import timezone
+
+    sim = start_sim(f"storm-{uuid.uuid4().hex[:4]}", args, env, workdir)
+    cluster = register(sim)
+    start_ingester(cluster, env, workdir)
+    wait_adopted(cluster, args.jobs)
+    stop, ready = threading.Event(), threading.Event()
+    threading.Thread(target=bare_watch, args=(sim, stop, ready), daemon=True).start()
+    ready.wait(30)
+    time.sleep(2)  # the ingester's watches are past their initial lists
+    since = timezone.now()
+    sim.poller = IncidentPoller(cluster, since, stop)
+    sim.poller.start()
+    faults = [
+        {"at_s": 0, "job": f"{NAMESPACE}/{job_name(i)}", "rank": 1, "type": "uce" if i % 2 else "hccl"}
+        for i in range(args.jobs)
+    ]
+    for item in faults:
+        item["recovers"] = True
+    cpu = _cpu_seconds(sim.proc.pid)
+    at = time.time()
+    run = sim.post("/scenarios", json.dumps({"faults": faults}).encode(), "application/yaml")
+    # The scenario injects in one thread; the ids come back in the Events (FaultDetected [...]).
+    deadline = time.monotonic() + 60
+    while len(sim.seen) < len(faults) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for ident in sim.seen:
+        sim.injected[ident] = at
+    settle([(sim, cluster)], since, args.settle)
+    stop.set()
+    result = figures([(sim, cluster)], since)
+    result["scenario"] = run.get("id")
+    result["faults_injected"] = len(faults)
+    result["faults_shown_by_cluster"] = len(sim.seen)
+    result["sim_cpu_s"] = round(_cpu_seconds(sim.proc.pid) - cpu, 2)
+    result["goal_added_p99_s"] = GOAL_STORM_P99_S
+    return result
+
+
+def sustained(args: argparse.Namespace, env: dict[str, str], workdir: Path) -> dict[str, Any]:
+    from django.utils import timezone
+
+    tag = uuid.uuid4().hex[:4]
+    sims = [start_sim(f"sus-{tag}-{side}", args, env, workdir) for side in ("a", "b")]
+    pairs = [(sim, register(sim)) for sim in sims]
+    for _, cluster in pairs:
+        start_ingester(cluster, env, workdir)
+    for _, cluster in pairs:
+        wait_adopted(cluster, args.jobs)
+    stop = threading.Event()
+    for sim in sims:
+        ready = threading.Event()
+        threading.Thread(target=bare_watch, args=(sim, stop, ready), daemon=True).start()
+        ready.wait(30)
+    time.sleep(2)
+    since = timezone.now()
+    for sim, cluster in pairs:
+        sim.poller = IncidentPoller(cluster, since, stop)
+        sim.poller.start()
+    cpu = {sim.name: _cpu_seconds(sim.proc.pid) for sim in sims}
+    seconds = args.minutes * 60
+    per_sim_rate = args.rate / len(sims)
+    errors: list[str] = []
+
+    def pace(sim: Sim, offset: int, lane: int) -> None:
+        """Fault n of this cluster is due ``n / rate`` s after the start; ``INJECT_LANES`` threads
+        share the schedule, so one slow answer of the fault endpoint does not hold the pace back."""
+        begin = time.monotonic()
+        n = lane
+        while not stop.is_set():
+            due = begin + n / per_sim_rate
+            if due - begin >= seconds:
+                return
+            delay = due - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            body = {
+                "namespace": NAMESPACE,
+                "job": job_name((n + offset) % args.jobs),
+                "rank": 1 + n % 3,
+                "type": "uce" if n % 2 else "hccl",
+                "recovers": True,
+            }
+            try:
+                answer = sim.post("/faults", json.dumps(body).encode(), "application/json")
+                sim.injected[answer["id"]] = time.time()
+            except Exception as exc:  # counted: a refused injection is the simulator not keeping up
+                errors.append(f"{sim.name}: {exc}")
+            n += INJECT_LANES
+
+    started = time.monotonic()
+    threads = [
+        threading.Thread(target=pace, args=(sim, i * 7, lane), daemon=True)
+        for i, sim in enumerate(sims)
+        for lane in range(INJECT_LANES)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    elapsed = time.monotonic() - started
+    settle(pairs, since, args.settle)
+    stop.set()
+    result = figures(pairs, since)
+    total = sum(len(sim.injected) for sim in sims)
+    sim_cpu = sum(_cpu_seconds(sim.proc.pid) - cpu[sim.name] for sim in sims)
+    result.update(
+        {
+            "clusters": len(sims),
+            "ingesters": len(sims),
+            "seconds": round(elapsed, 1),
+            "rate_asked": args.rate,
+            "rate_injected": round(total / elapsed, 1) if elapsed else 0.0,
+            "injection_errors": len(errors),
+            "injection_error_sample": errors[:3],
+            "sim_cpu_ms_per_fault": round(sim_cpu / total * 1000, 2) if total else None,
+            "goal_lag_p99_s": GOAL_SUSTAINED_P99_S,
+        }
+    )
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mode", choices=("storm", "sustained", "both"), default="both")
+    parser.add_argument("--jobs", type=int, default=200, help="running jobs per cluster")
+    parser.add_argument("--nodes", type=int, default=1000, help="nodes of 8 NPUs per cluster")
+    parser.add_argument("--minutes", type=float, default=10.0, help="sustained mode's length")
+    parser.add_argument("--rate", type=float, default=50.0, help="sustained faults/s, over both clusters")
+    parser.add_argument("--clock-speed", type=float, default=1.0, help="the simulators' clock")
+    parser.add_argument(
+        "--settle", type=float, default=120.0, help="seconds after the last fault for everything to be stored"
+    )
+    args = parser.parse_args()
+    database_url = fresh_database("bench_storm")
+    _, redis_url = start_redis()
+    env = product_env(database_url, REDIS_URL=redis_url, EVENTS_WATCH_TIMEOUT_SECONDS="30")
+    os.environ.update(env)
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    workdir = REPO / "var" / "bench" / f"storm-{uuid.uuid4().hex[:6]}"
+    workdir.mkdir(parents=True, exist_ok=True)
+    out: dict[str, Any] = {"bench": "storm", "jobs": args.jobs, "nodes": args.nodes, "load_before": _uptime()}
+    try:
+        if args.mode in ("storm", "both"):
+            out["storm"] = storm(args, env, workdir)
+            out["load_after_storm"] = _uptime()
+        if args.mode in ("sustained", "both"):
+            if args.mode == "both":
+                # Keep Redis; stop the storm's ingester, then its cluster (newest first).
+                for proc in reversed(list(_common._CHILDREN)[1:]):
+                    _common.stop(proc)
+            out["sustained"] = sustained(args, env, workdir)
+            out["load_after_sustained"] = _uptime()
+    finally:
+        _common.stop_all()
+    emit(out)
+
+
+if __name__ == "__main__":
+    main()
