@@ -18,6 +18,7 @@ from django.core.management import call_command
 from apps.decisions.management.commands import decide
 
 
+@pytest.mark.django_db  # the command checks --cluster names against the stored clusters
 def test_the_watchers_run_with_the_short_switch_interval(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[float] = []
 
