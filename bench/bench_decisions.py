@@ -168,8 +168,11 @@ def run(args: argparse.Namespace, sim: Any, env: dict[str, str], procs: list[Any
         "resources": {"requests": {"huawei.com/Ascend910": 8}, "limits": {"huawei.com/Ascend910": 8}},
     }
     names = []
-    for i in range(args.jobs):
-        name = f"plat-{i}"
+    podgroups: dict[str, str] = {}
+    # plat-warmup is asked first, alone: its answer proves the decider is watching before the
+    # measured questions come (a fixed wait measured the decider's start-up on a loaded machine).
+    for i in [*range(args.jobs), -1]:
+        name = f"plat-{i}" if i >= 0 else "plat-warmup"
         manifest = {
             "apiVersion": "mindxdl.gitee.com/v1",
             "kind": "AscendJob",
@@ -196,19 +199,47 @@ def run(args: argparse.Namespace, sim: Any, env: dict[str, str], procs: list[Any
         job.save()
         policy_revision_create(job=job, spec=POLICY, actor=Actor(name="bench"), push=False)
         names.append(name)
-    time.sleep(3)  # operator: PodGroups and pods
+        podgroups[name] = f"{name}-{live['metadata']['uid']}"  # the operator names it <job>-<uid>
+    warmup = names.pop()
+
+    def podgroup_annotations(job: str) -> dict[str, str] | None:
+        try:
+            obj: dict[str, Any] = custom.get_namespaced_custom_object(
+                c.PODGROUP_GROUP, c.PODGROUP_VERSION, "default", c.PODGROUP_PLURAL, podgroups[job]
+            )
+        except k8s.ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return dict(obj["metadata"].get("annotations") or {})
+
+    def wait_for(what: str, ok: Any, seconds: float = 60) -> None:
+        deadline = time.monotonic() + seconds
+        while not ok():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"gave up after {seconds:.0f} s waiting for {what}")
+            time.sleep(0.1)
+
+    wait_for(
+        "the operator's PodGroups", lambda: all(podgroup_annotations(n) is not None for n in [*names, warmup])
+    )
     procs.append(
         _common.spawn(
             [sys.executable, "manage.py", "decide", "--processes", str(args.processes)], cwd=REPO, env=env
         )
     )
-    time.sleep(3)  # decider: initial list done
+    sim.inject_fault("default", warmup, rank=1, fault_type="uce", recovers=True)
+    wait_for(
+        "the decider's answer to the warm-up question",
+        lambda: c.ANNOTATION_RESULT_FAULT in (podgroup_annotations(warmup) or {}),
+    )
 
     confirmed: dict[str, float] = {}
     answered: dict[str, float] = {}
     standing_at_fault: dict[str, str] = {}
     final: dict[str, str] = {}
     stop = threading.Event()
+    watching = threading.Event()
 
     def observe() -> None:
         watcher = k8s_watch.Watch()
@@ -221,8 +252,11 @@ def run(args: argparse.Namespace, sim: Any, env: dict[str, str], procs: list[Any
             timeout_seconds=120,
         ):
             now = time.time()
+            watching.set()  # the first event is the initial list's: the watch is open
             obj = event["object"]
             name = obj["metadata"]["name"]
+            if name == podgroups[warmup]:
+                continue  # answered before the measurement
             annotations = obj["metadata"].get("annotations") or {}
             if annotations.get(c.ANNOTATION_CONFIRM_FAULT) and name not in confirmed:
                 confirmed[name] = now
@@ -235,7 +269,8 @@ def run(args: argparse.Namespace, sim: Any, env: dict[str, str], procs: list[Any
 
     thread = threading.Thread(target=observe, daemon=True)
     thread.start()
-    time.sleep(1)
+    if not watching.wait(60):
+        raise RuntimeError("the bench's own PodGroup watch did not open within 60 s")
     for name in names:  # all at once
         sim.inject_fault("default", name, rank=1, fault_type="uce", recovers=True)
     deadline = time.monotonic() + 60
@@ -251,6 +286,7 @@ def run(args: argparse.Namespace, sim: Any, env: dict[str, str], procs: list[Any
     from apps.decisions.models import Decision
 
     rows = Decision.objects.filter(job__cluster=cluster, written_at__isnull=False)
+    rows = rows.exclude(podgroup=podgroups[warmup])
     inside = summary([d.latency_ms for d in rows if d.latency_ms is not None])
     seen_after = summary(
         [(d.created_at.timestamp() - confirmed[d.podgroup]) * 1000 for d in rows if d.podgroup in confirmed]
