@@ -93,21 +93,30 @@ def parse_fleet(data: Any) -> FleetSpec:
     return spec
 
 
-def fleet_job(
-    name: str, *, namespace: str, pods: int, npus: int, strategies: str, release: str
+def pod_template(
+    npus: int = 8,
+    *,
+    env: list[dict[str, Any]] | None = None,
+    ttp: bool = True,
+    taskd: bool = True,
+    pod_ip: bool = True,
 ) -> dict[str, Any]:
-    """One fleet AscendJob: a Master and ``pods - 1`` Workers, ``npus`` NPUs a pod."""
-    env = [
-        {"name": k.ENV_POD_IP, "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
-        {"name": k.ENV_TTP_PORT, "value": str(TTP_PORT)},
-    ]
-    ports = [
-        {"name": k.PORT_ASCENDJOB[0], "containerPort": k.PORT_ASCENDJOB[1]},
-        {"name": k.PORT_TASKD[0], "containerPort": k.PORT_TASKD[1]},
-        {"name": k.PORT_TTP_NAME, "containerPort": TTP_PORT},
-    ]
-    npu_quantity = {"huawei.com/Ascend910": npus}
-    template = {
+    """A pod template shaped like the MindCluster samples (container ``ascend``).
+
+    ``pod_ip``, ``taskd`` and ``ttp`` add the env and ports the samples declare for each feature;
+    the fleet and the tests' manifests build on this one shape.
+    """
+    env = list(env or [])
+    if pod_ip:
+        env.append({"name": k.ENV_POD_IP, "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
+    if ttp:
+        env.append({"name": k.ENV_TTP_PORT, "value": str(TTP_PORT)})
+    ports = [{"name": k.PORT_ASCENDJOB[0], "containerPort": k.PORT_ASCENDJOB[1]}]
+    if taskd:
+        ports.append({"name": k.PORT_TASKD[0], "containerPort": k.PORT_TASKD[1]})
+    if ttp:
+        ports.append({"name": k.PORT_TTP_NAME, "containerPort": TTP_PORT})
+    return {
         "metadata": {"labels": {"ring-controller.atlas": "ascend-910b"}},
         "spec": {
             "containers": [
@@ -116,33 +125,75 @@ def fleet_job(
                     "image": "mindspeed-dl:v1",
                     "env": env,
                     "ports": ports,
-                    "resources": {"limits": dict(npu_quantity), "requests": dict(npu_quantity)},
+                    "resources": {
+                        "limits": {"huawei.com/Ascend910": npus},
+                        "requests": {"huawei.com/Ascend910": npus},
+                    },
                 }
             ]
         },
     }
-    role = {"restartPolicy": "Never"}
+
+
+def ascend_job(
+    name: str,
+    *,
+    framework: str = "pytorch",
+    release: str = "26.1",
+    strategies: str | None = "retry,recover,dump",
+    workers: int = 1,
+    npus: int = 8,
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    namespace: str = "default",
+    backoff_limit: int | None = None,
+    **template_kw: Any,
+) -> dict[str, Any]:
+    """An AscendJob manifest with a leader and ``workers`` workers (``template_kw``: ``pod_template``)."""
+    leader = k.LEADER_ROLE[framework]
+    meta_labels = {
+        k.LABEL_FRAMEWORK: framework,
+        "ring-controller.atlas": "ascend-910b",
+        "fault-scheduling": "grace",
+        k.LABEL_RELEASE: release,
+        **(labels or {}),
+    }
+    meta_annotations = dict(annotations or {})
+    if strategies is not None:
+        meta_annotations[k.ANNOTATION_RECOVER_STRATEGY] = strategies
+    template = pod_template(npus, **template_kw)
+    run_policy: dict[str, Any] = {"schedulingPolicy": {"minAvailable": workers + 1, "queue": "default"}}
+    if backoff_limit is not None:
+        run_policy["backoffLimit"] = backoff_limit
     return {
         "apiVersion": k.ASCENDJOB_API_VERSION,
         "kind": k.ASCENDJOB_KIND,
         "metadata": {
             "name": name,
             "namespace": namespace,
-            "labels": {
-                k.LABEL_FRAMEWORK: "pytorch",
-                "ring-controller.atlas": "ascend-910b",
-                "fault-scheduling": "grace",
-                k.LABEL_RELEASE: release,
-            },
-            "annotations": {k.ANNOTATION_RECOVER_STRATEGY: strategies},
+            "labels": meta_labels,
+            "annotations": meta_annotations,
         },
         "spec": {
             "schedulerName": "volcano",
-            "runPolicy": {"schedulingPolicy": {"minAvailable": pods, "queue": "default"}},
+            "runPolicy": run_policy,
             "successPolicy": "AllWorkers",
             "replicaSpecs": {
-                k.LEADER_ROLE["pytorch"]: {"replicas": 1, **role, "template": copy.deepcopy(template)},
-                k.WORKER_ROLE: {"replicas": pods - 1, **role, "template": copy.deepcopy(template)},
+                leader: {"replicas": 1, "restartPolicy": "Never", "template": copy.deepcopy(template)},
+                k.WORKER_ROLE: {
+                    "replicas": workers,
+                    "restartPolicy": "Never",
+                    "template": copy.deepcopy(template),
+                },
             },
         },
     }
+
+
+def fleet_job(
+    name: str, *, namespace: str, pods: int, npus: int, strategies: str, release: str
+) -> dict[str, Any]:
+    """One fleet AscendJob: a Master and ``pods - 1`` Workers, ``npus`` NPUs a pod."""
+    return ascend_job(
+        name, namespace=namespace, workers=pods - 1, npus=npus, strategies=strategies, release=release
+    )

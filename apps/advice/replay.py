@@ -95,18 +95,17 @@ def replay(
 ) -> Path:
     """The path ClusterD takes for ``fault`` under the Init snapshot ``policy`` (fresh restart budget)."""
     if policy.platform_mode:  # the answer comes from the spec's rules: not cached (rules are dicts)
-        return _replay(policy, supported, fault, scenario, spec)
+        inputs, _, _ = whatif.engine_input(policy, fault.fault, 0, scenario, supported, None, spec)
+        return path_of(engine.plan(inputs, whatif.oracle(fault.fault)))
     # Outside platform mode the path is a pure function of hashable inputs: cache it per process.
-    return _cached(
-        policy,
-        supported,
-        fault,
+    shape = (
         scenario.npus_per_pod,
         scenario.pods,
         scenario.spare_resources,
         scenario.framework,
         scenario.release,
     )
+    return _cached(policy, supported, fault, shape)
 
 
 @lru_cache(maxsize=65_536)
@@ -114,12 +113,9 @@ def _cached(
     policy: engine.RecoveryPolicy,
     supported: frozenset[str],
     fault: FaultClass,
-    npus_per_pod: int,
-    pods: int,
-    spare_resources: bool,
-    framework: str,
-    release: str | None,
+    shape: tuple[int, int, bool, str, str | None],
 ) -> Path:
+    npus_per_pod, pods, spare_resources, framework, release = shape
     scenario = whatif.Scenario(
         faults=[],
         npus_per_pod=npus_per_pod,
@@ -128,17 +124,7 @@ def _cached(
         framework=framework,
         release=release,
     )
-    return _replay(policy, supported, fault, scenario, None)
-
-
-def _replay(
-    policy: engine.RecoveryPolicy,
-    supported: frozenset[str],
-    fault: FaultClass,
-    scenario: whatif.Scenario,
-    spec: PolicySpec | None,
-) -> Path:
-    inputs, _, _ = whatif.engine_input(policy, fault.fault, 0, scenario, supported, None, spec)
+    inputs, _, _ = whatif.engine_input(policy, fault.fault, 0, scenario, supported, None, None)
     return path_of(engine.plan(inputs, whatif.oracle(fault.fault)))
 
 

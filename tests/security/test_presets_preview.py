@@ -21,6 +21,7 @@ from apps.accounts.services import token_issue
 from apps.policies.models import Preset
 from simcluster.kubeapi import KubeApiEmulator
 from tests.support.cluster import emulator_with_kubeconfig
+from tests.support.sim import make_job
 from tests.support.world import World
 
 pytestmark = pytest.mark.django_db
@@ -65,32 +66,19 @@ def emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeApiEmulat
         yield emu
 
 
-def _live_job(name: str) -> dict[str, Any]:
-    container = {
-        "name": "ascend",
-        "image": "train:1",
-        "env": [
-            {"name": "WANDB_API_KEY", "value": SECRET},
-            {"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "db", "key": "password"}}},
-            {"name": "TTP_PORT", "value": "8000"},
-        ],
-    }
-    return {
-        "apiVersion": "mindxdl.gitee.com/v1",
-        "kind": "AscendJob",
-        "metadata": {
-            "name": name,
-            "labels": {"framework": "pytorch"},
-            "annotations": {LAST_APPLIED: json.dumps({"env": SECRET})},
-            "managedFields": [{"manager": "kubectl", "operation": "Apply", "fieldsV1": {"f:spec": {}}}],
-        },
-        "spec": {
-            "replicaSpecs": {
-                "Master": {"replicas": 1, "template": {"spec": {"containers": [container]}}},
-                "Worker": {"replicas": 1, "template": {"spec": {"containers": [dict(container)]}}},
-            }
-        },
-    }
+def _live_job(name: str, namespace: str) -> dict[str, Any]:
+    """A job as kubectl left it: secrets in env (a value and a secretKeyRef), managedFields, and the
+    last-applied copy that repeats the env."""
+    secrets = [
+        {"name": "WANDB_API_KEY", "value": SECRET},
+        {"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "db", "key": "password"}}},
+    ]
+    job = make_job(name, namespace=namespace, strategies=None, env=secrets, pod_ip=False, taskd=False)
+    job["metadata"]["annotations"][LAST_APPLIED] = json.dumps({"env": SECRET})
+    job["metadata"]["managedFields"] = [
+        {"manager": "kubectl", "operation": "Apply", "fieldsV1": {"f:spec": {}}}
+    ]
+    return job
 
 
 @pytest.fixture
@@ -100,7 +88,7 @@ def live_world(world: World, emulator: KubeApiEmulator) -> World:
         namespace = f"ns-{uuid.uuid4().hex[:6]}"
         k8s.CoreV1Api(api).create_namespace({"metadata": {"name": namespace}})
         k8s.CustomObjectsApi(api).create_namespaced_custom_object(
-            "mindxdl.gitee.com", "v1", namespace, "ascendjobs", _live_job(world.job.name)
+            "mindxdl.gitee.com", "v1", namespace, "ascendjobs", _live_job(world.job.name, namespace)
         )
     finally:
         api.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -132,7 +133,7 @@ def test_control_endpoint_runs_scenarios(sim, kube) -> None:
     ],
 )
 def test_scenario_parser_gives_clear_errors(text: str, message: str) -> None:
-    with pytest.raises(ScenarioError, match=message.replace("[", r"\[").replace("]", r"\]")):
+    with pytest.raises(ScenarioError, match=re.escape(message)):
         parse_scenario(text)
 
 

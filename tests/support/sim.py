@@ -7,110 +7,20 @@ module runs at its own ``sim_clock_speed``.
 from __future__ import annotations
 
 import contextlib
-import copy
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from mindcluster import keys as k
+from simcluster.fleet import ascend_job
 from simcluster.kube import Kube
 from simcluster.management.commands.sim_fault import Command as SimFault
 from simcluster.runtime import SimCluster
 from tests.support.processes import wait_for
 
-
-def pod_template(
-    npus: int = 8,
-    *,
-    env: list[dict[str, Any]] | None = None,
-    ttp: bool = True,
-    taskd: bool = True,
-    pod_ip: bool = True,
-) -> dict[str, Any]:
-    """A pod template shaped like the MindCluster samples (container ``ascend``)."""
-    env = list(env or [])
-    if pod_ip:
-        env.append({"name": k.ENV_POD_IP, "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}})
-    if ttp:
-        env.append({"name": k.ENV_TTP_PORT, "value": "8000"})
-    ports = [{"name": k.PORT_ASCENDJOB[0], "containerPort": k.PORT_ASCENDJOB[1]}]
-    if taskd:
-        ports.append({"name": k.PORT_TASKD[0], "containerPort": k.PORT_TASKD[1]})
-    if ttp:
-        ports.append({"name": k.PORT_TTP_NAME, "containerPort": 8000})
-    return {
-        "metadata": {"labels": {"ring-controller.atlas": "ascend-910b"}},
-        "spec": {
-            "containers": [
-                {
-                    "name": k.CONTAINER_NAME,
-                    "image": "mindspeed-dl:v1",
-                    "env": env,
-                    "ports": ports,
-                    "resources": {
-                        "limits": {"huawei.com/Ascend910": npus},
-                        "requests": {"huawei.com/Ascend910": npus},
-                    },
-                }
-            ]
-        },
-    }
-
-
-def make_job(
-    name: str,
-    *,
-    framework: str = "pytorch",
-    release: str = "26.1",
-    strategies: str | None = "retry,recover,dump",
-    workers: int = 1,
-    npus: int = 8,
-    labels: dict[str, str] | None = None,
-    annotations: dict[str, str] | None = None,
-    namespace: str = "default",
-    backoff_limit: int | None = None,
-    **template_kw: Any,
-) -> dict[str, Any]:
-    """An AscendJob manifest with a leader and ``workers`` workers."""
-    leader = k.LEADER_ROLE[framework]
-    meta_labels = {
-        "framework": framework,
-        "ring-controller.atlas": "ascend-910b",
-        "fault-scheduling": "grace",
-        "mindcluster.io/release": release,
-        **(labels or {}),
-    }
-    meta_annotations = dict(annotations or {})
-    if strategies is not None:
-        meta_annotations[k.ANNOTATION_RECOVER_STRATEGY] = strategies
-    template = pod_template(npus, **template_kw)
-    run_policy: dict[str, Any] = {"schedulingPolicy": {"minAvailable": workers + 1, "queue": "default"}}
-    if backoff_limit is not None:
-        run_policy["backoffLimit"] = backoff_limit
-    return {
-        "apiVersion": k.ASCENDJOB_API_VERSION,
-        "kind": k.ASCENDJOB_KIND,
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": meta_labels,
-            "annotations": meta_annotations,
-        },
-        "spec": {
-            "schedulerName": "volcano",
-            "runPolicy": run_policy,
-            "successPolicy": "AllWorkers",
-            "replicaSpecs": {
-                leader: {"replicas": 1, "restartPolicy": "Never", "template": copy.deepcopy(template)},
-                k.WORKER_ROLE: {
-                    "replicas": workers,
-                    "restartPolicy": "Never",
-                    "template": copy.deepcopy(template),
-                },
-            },
-        },
-    }
+# The tests' name for simcluster's AscendJob builder: the fleet and the tests share one manifest shape.
+make_job = ascend_job
 
 
 def conditions(job: dict[str, Any] | None) -> list[str]:
