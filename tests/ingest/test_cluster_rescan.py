@@ -74,16 +74,16 @@ def test_a_cluster_added_while_ingesting_is_taken_by_the_fair_share_and_a_remove
     )
     wait_for(lambda: empty.pk in lease_holders(INGEST), 20, "the empty cluster's lease taken")
     empty.delete()
-    # Each process stops its ingester of it at its next listing (until then, one may take the lease the
-    # other just gave back, and hold it until that term's threads end): once both have, nobody holds it.
+    # Each process that listed it stops its ingester of it at its next listing (the other may not have
+    # listed it at all in the second it existed): the holder gives the lease back, nobody takes it.
     try:
         wait_for(
             lambda: (
-                all("rescan-empty: removed" in p.output() for p in (a, b))
+                any("rescan-empty: removed" in p.output() for p in (a, b))
                 and empty.pk not in lease_holders(INGEST)
             ),
-            60,
-            "the removed cluster's lease given back by both",
+            30,
+            "the removed cluster's lease given back",
         )
     except AssertionError:
         pytest.fail(f"{lease_holders(INGEST)}\n{a.output()[-3000:]}\n=====\n{b.output()[-3000:]}")
