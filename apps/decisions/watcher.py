@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from django.db import DatabaseError, close_old_connections, connection
+from django.db import close_old_connections, connection
 
 from apps.cluster.errors import ClusterError
 from apps.cluster.watch import WatchHandler, WatchLoop, WatchTarget
@@ -24,7 +23,7 @@ from apps.core import metrics
 from apps.core.supervision import Supervisor
 from apps.decisions.leases import LEASE_POLL_SECONDS, ClusterWatchers, DecideLeases
 from apps.decisions.services import decision_observe, is_standing
-from apps.jobs.clusters import cluster_ref
+from apps.jobs.clusters import ClusterRescan, cluster_ref
 from apps.jobs.models import Cluster, TrainingJob
 from mindcluster import keys as c
 
@@ -146,48 +145,31 @@ class PodGroupWatcher(WatchHandler):
         self.stopped.set()
 
 
-CLUSTER_RESCAN_SECONDS = 10.0
-
-
-def clusters_to_answer(names: list[str] | None) -> list[Cluster]:
-    """The clusters a decide process competes for: every configured one, or those ``names``."""
-    clusters = Cluster.objects.order_by("pk")
-    return list(clusters.filter(name__in=names) if names else clusters)
-
-
 def run_decision_watchers(
     stop: threading.Event,
     *,
     shard: int = 0,
     shards: int = 1,
-    rescan_seconds: float = CLUSTER_RESCAN_SECONDS,
+    rescan_seconds: float | None = None,
     poll_seconds: float = LEASE_POLL_SECONDS,
     cluster_names: list[str] | None = None,
 ) -> None:
     """Answer for the clusters whose ``decide`` lease this process holds (its fair share of them,
     ``apps.decisions.leases``) until ``stop``; the others' leases are polled as a standby.
 
-    The clusters are listed again every ``rescan_seconds``: one that appears later (the default one
-    registered by another process a moment after this one started, as in a fresh install, or one
-    added in the admin) is competed for then; listing them once at start left such a cluster's
-    questions unanswered until ClusterD gave up (the deploy rehearsal found it). ``cluster_names``:
+    The clusters are listed again every ``CLUSTER_RESCAN_SECONDS`` (``rescan_seconds``,
+    ``apps.jobs.clusters.ClusterRescan``): listing them once at start left a cluster registered a
+    moment later unanswered until ClusterD gave up (the deploy rehearsal found it). ``cluster_names``:
     only those clusters."""
+    rescan = ClusterRescan(cluster_names, every=rescan_seconds)
     watchers = ClusterWatchers(lambda cluster: PodGroupWatcher(cluster, shard=shard, shards=shards))
     leases = DecideLeases(taken=watchers.start, released=watchers.stop)
-    clusters: list[Cluster] = []
-    listed_at = -float("inf")
     try:
         while True:
-            if time.monotonic() - listed_at >= rescan_seconds:
-                try:
-                    clusters = clusters_to_answer(cluster_names)
-                    listed_at = time.monotonic()
-                except DatabaseError as exc:  # keep what it holds; list again at the next poll
-                    log.warning("cannot list the clusters: %s", exc)
-            leases.step(clusters)
+            leases.step(rescan.clusters())
             close_old_connections()
             connection.close()  # back to the pool between polls
-            if stop.wait(min(poll_seconds, rescan_seconds)):
+            if stop.wait(min(poll_seconds, rescan.every)):
                 break
     finally:
         watchers.stop_all()

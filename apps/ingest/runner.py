@@ -35,7 +35,7 @@ from apps.ingest.feed import Feed, SyncGate
 from apps.ingest.items import Item, source_of, sources_of, watch_targets
 from apps.ingest.lease import ClusterLease
 from apps.ingest.watchers import ClusterDFollower, follow_stream
-from apps.jobs.clusters import cluster_ref
+from apps.jobs.clusters import ClusterRescan, cluster_ref
 from apps.jobs.models import Cluster
 
 log = logging.getLogger(__name__)
@@ -89,7 +89,8 @@ class ClusterIngester:
         while not self.stop_event.is_set():
             try:
                 with ClusterLease(self.cluster.pk, label=self.cluster.name) as lease:
-                    if not self._acquire(lease):
+                    # Stopped while taking it (a removed cluster's standby): give it straight back.
+                    if not self._acquire(lease) or self.stop_event.is_set():
                         return
                     self._term(lease)
             finally:
@@ -220,26 +221,89 @@ class ClusterIngester:
     def _term_crashed(self, exc: Exception) -> None:
         self.crashed.set()
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def request_stop(self) -> None:
+        """Ask every thread to end (the lease is given back as the term ends); returns at once."""
         self.stop_event.set()
         self.halt.set()
         self._close_clusterd()
+
+    def stopped(self) -> bool:
+        return not any(thread.is_alive() for thread in self.threads)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self.request_stop()
         for thread in list(self.threads):
             thread.join(timeout)
 
 
-def run_ingest(stop: threading.Event, *, cluster_names: list[str] | None = None) -> list[ClusterIngester]:
-    """Start an ingester per configured cluster (or those named), all sharing this process's fair
-    share of them; returns them, running."""
-    clusters = list(Cluster.objects.order_by("pk"))
-    if cluster_names:
-        clusters = [cluster for cluster in clusters if cluster.name in cluster_names]
-    share = FairShare(INGEST, len(clusters))
-    try:
-        share.members.join()  # counted before asking for any lease: the others make room at once
-    except DatabaseError as exc:  # counted at the first poll that reaches the database
-        log.warning("cannot join the ingesters' count yet: %s", exc)
-    ingesters = [ClusterIngester(cluster, stop, share=share) for cluster in clusters]
-    for ingester in ingesters:
-        ingester.start()
-    return ingesters
+def _connection_fields(cluster: Cluster) -> tuple[object, ...]:
+    """What an ingester was built from (where the cluster is, what it watches)."""
+    return (
+        cluster.kubeconfig_path,
+        cluster.context,
+        cluster.in_cluster,
+        cluster.clusterd_address,
+        sorted(cluster.namespaces or []),
+    )
+
+
+class ProcessIngesters:
+    """This process's ingesters, one per cluster it competes for, kept in step with the clusters.
+
+    ``sync()`` (the command's main loop calls it) lists the clusters (again every
+    ``CLUSTER_RESCAN_SECONDS``, the decider's ``ClusterRescan``): a cluster that appeared gets an
+    ingester, which competes for its lease under this process's fair share (the share's cluster count
+    follows the listing, so the processes rebalance as they do when one joins); the ingester of a
+    cluster that was removed, or whose address or namespaces changed, is stopped, and so gives its
+    lease back. A changed cluster's new ingester starts only once the old one has ended, so one process
+    never has two ingesters of a cluster counted in its share.
+    """
+
+    def __init__(self, cluster_names: list[str] | None = None) -> None:
+        self.rescan = ClusterRescan(cluster_names)
+        self.share = FairShare(INGEST, 0)
+        try:
+            self.share.members.join()  # counted before asking for any lease: the others make room at once
+        except DatabaseError as exc:  # counted at the first poll that reaches the database
+            log.warning("cannot join the ingesters' count yet: %s", exc)
+        self.running: dict[int, ClusterIngester] = {}
+        self.retiring: list[ClusterIngester] = []
+        self.started: list[ClusterIngester] = []  # every ingester this process ran, for the totals
+
+    @property
+    def applied(self) -> int:
+        return sum(ingester.applied for ingester in self.started)
+
+    def sync(self) -> None:
+        """Start the ingesters of new clusters, stop those of clusters gone or changed."""
+        clusters = {cluster.pk: cluster for cluster in self.rescan.clusters()}
+        connection.close()  # the main loop holds no connection between listings
+        for cluster_id, ingester in list(self.running.items()):
+            cluster = clusters.get(cluster_id)
+            if cluster is not None and _connection_fields(cluster) == _connection_fields(ingester.cluster):
+                continue
+            why = "removed" if cluster is None else "changed"
+            log.warning("cluster %s: %s; its ingester stops", ingester.cluster.name, why)
+            del self.running[cluster_id]
+            ingester.request_stop()
+            self.retiring.append(ingester)
+        self.retiring = [ingester for ingester in self.retiring if not ingester.stopped()]
+        ending = {ingester.cluster.pk for ingester in self.retiring}
+        self.share.clusters = len(clusters)
+        for cluster_id, cluster in clusters.items():
+            if cluster_id in self.running or cluster_id in ending:
+                continue
+            ingester = ClusterIngester(cluster, share=self.share)
+            self.running[cluster_id] = ingester
+            self.started.append(ingester)
+            ingester.start()
+            log.info("cluster %s: competing for its ingest lease", cluster.name)
+
+    def stop(self) -> None:
+        ingesters = [*self.running.values(), *self.retiring]
+        for ingester in ingesters:
+            ingester.request_stop()
+        for ingester in ingesters:
+            ingester.stop()
+        self.running, self.retiring = {}, []
+        self.share.close()

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import logging
+import math
+import time
+
 from django.conf import settings
+from django.db import DatabaseError, connection
 from django.utils import timezone
 
 from apps.cluster import client as kube
 from apps.cluster.errors import ClusterError
 from apps.jobs.models import Cluster
+
+log = logging.getLogger(__name__)
 
 
 def cluster_ref(cluster: Cluster) -> kube.ClusterRef:
@@ -70,3 +77,33 @@ def cluster_check_health(cluster: Cluster) -> bool:
         healthy=healthy, health_message=message[:500], health_checked_at=timezone.now()
     )
     return healthy
+
+
+class ClusterRescan:
+    """The clusters a long-running process (``ingest``, ``decide``) competes for: every configured one,
+    or those ``names``, listed again every ``CLUSTER_RESCAN_SECONDS``.
+
+    Listing them once at start left a cluster added later (in the API or the admin, or the default one
+    another process registers a moment after this one started, as in a fresh install) unwatched until
+    a restart, and kept watching one that was removed. A listing that fails keeps the last one: the
+    leases held stay held, and the next call lists again.
+    """
+
+    def __init__(self, names: list[str] | None = None, *, every: float | None = None) -> None:
+        self.names = names or None
+        self.every = float(settings.CLUSTER_RESCAN_SECONDS if every is None else every)
+        self._clusters: list[Cluster] = []
+        self._listed_at = -math.inf
+
+    def clusters(self) -> list[Cluster]:
+        """The clusters, listed again when the last listing is ``every`` seconds old."""
+        now = time.monotonic()
+        if now - self._listed_at >= self.every:
+            rows = Cluster.objects.order_by("pk")
+            try:
+                self._clusters = list(rows.filter(name__in=self.names) if self.names else rows)
+                self._listed_at = now
+            except DatabaseError as exc:
+                log.warning("cannot list the clusters: %s", exc)
+                connection.close()
+        return self._clusters

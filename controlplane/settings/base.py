@@ -502,6 +502,9 @@ EVENTS_WS_SUBSCRIBE_RATE = env_float("EVENTS_WS_SUBSCRIBE_RATE", 1.0, minimum=0.
 # A socket with this many live frames queued is behind: runs of fault reports and warnings are sent
 # as one "coalesced" frame (exact seq range, kinds counted); other kinds always go out one by one.
 EVENTS_WS_COALESCE_AFTER = env_int("EVENTS_WS_COALESCE_AFTER", 50, minimum=2)
+# The ingester and the decider list the clusters again this often: one added later (API, admin, the
+# default one another process registers) is competed for, one removed is let go (apps/jobs/clusters.py).
+CLUSTER_RESCAN_SECONDS = env_float("CLUSTER_RESCAN_SECONDS", 10.0, minimum=0.1)
 EVENTS_INGEST_REORDER_SECONDS = env_float("EVENTS_INGEST_REORDER_SECONDS", 1.0, minimum=0.0)
 EVENTS_INCIDENT_LATE_SECONDS = env_float("EVENTS_INCIDENT_LATE_SECONDS", 10.0, minimum=0.0)
 EVENTS_WATCH_TIMEOUT_SECONDS = env_int("EVENTS_WATCH_TIMEOUT_SECONDS", 60, minimum=1)

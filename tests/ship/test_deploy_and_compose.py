@@ -254,19 +254,91 @@ def test_production_takes_every_datastore_url_from_the_secret() -> None:
 def test_disruption_budgets_and_network_policies(overlay: str) -> None:
     docs = render(overlay)
     budgets = {component_of_selector(d): d for d in of_kind(docs, "PodDisruptionBudget").values()}
-    assert set(budgets) == {"web", "admission", "decider"}
+    assert set(budgets) == {"web", "admission", "decider", "ingester"}
     policies = list(of_kind(docs, "NetworkPolicy").values())
     deny = [p for p in policies if p["spec"]["podSelector"] == {}]
     assert deny and deny[0]["spec"]["policyTypes"] == ["Ingress"] and "ingress" not in deny[0]["spec"]
     by_target = {component_of_selector(p): p for p in policies if p["spec"]["podSelector"]}
     assert by_target["admission"]["spec"]["ingress"] == [{"ports": [{"port": 8443, "protocol": "TCP"}]}]
     assert by_target["web"]["spec"]["ingress"] == [{"ports": [{"port": 8000, "protocol": "TCP"}]}]
+    (scrape,) = [p for p in policies if p["metadata"]["name"] == "recovery-metrics"]
+    assert scrape["spec"]["ingress"] == [
+        {"ports": [{"port": port, "protocol": "TCP"} for port in (9100, 9101, 9102)]}
+    ]
     for store in ("recovery-postgres", "recovery-redis"):
         if store in by_target:
             (rule,) = by_target[store]["spec"]["ingress"]
             assert rule["from"] == [
                 {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "recovery-control-plane"}}}
             ]
+
+
+def selected_components(selector: Doc) -> set[str]:
+    """The components a label selector picks (matchLabels or an ``In`` expression)."""
+    if "app.kubernetes.io/component" in selector.get("matchLabels", {}):
+        return {selector["matchLabels"]["app.kubernetes.io/component"]}
+    return {
+        value
+        for expression in selector.get("matchExpressions", [])
+        if expression["key"] == "app.kubernetes.io/component" and expression["operator"] == "In"
+        for value in expression["values"]
+    }
+
+
+# The processes that serve their metrics on METRICS_PORT (+ 1 + n for a pool's process n): the
+# PodMonitor's targets. The web tier serves /metrics on its http port (the ServiceMonitor).
+PORT_SCRAPED = {"ingester": 0, "decider": 2, "worker": 2, "admission": 0}  # component -> pool processes
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_monitored_process_serves_metrics_on_a_port_prometheus_may_reach(overlay: str) -> None:
+    """Each process the PodMonitor selects sets METRICS_PORT, names it `metrics` (and its pool's
+    `metrics-pool-n`, as many as it runs), and a NetworkPolicy admits those ports to it."""
+    docs = render(overlay)
+    monitors = [*yaml.safe_load_all((DEPLOY / "monitoring" / "servicemonitor.yaml").read_text())]
+    (pods,) = [m for m in monitors if m["kind"] == "PodMonitor"]
+    assert selected_components(pods["spec"]["selector"]) == set(PORT_SCRAPED)
+    scraped = {endpoint["port"] for endpoint in pods["spec"]["podMetricsEndpoints"]}
+    policies = [p for p in of_kind(docs, "NetworkPolicy").values() if p["spec"]["podSelector"]]
+    found = workloads(docs)
+    for name, pool in PORT_SCRAPED.items():
+        container = main_container(found[name])
+        env = {item["name"]: item.get("value") for item in container.get("env", [])}
+        ports = {port["name"]: port["containerPort"] for port in container.get("ports", [])}
+        base = int(env["METRICS_PORT"])
+        expected = {"metrics": base, **{f"metrics-pool-{n}": base + 1 + n for n in range(pool)}}
+        assert {k: v for k, v in ports.items() if k.startswith("metrics")} == expected, name
+        assert set(expected) <= scraped, name
+        if name == "decider":
+            command = container["command"]
+            assert int(command[command.index("--processes") + 1]) == pool
+        if name == "worker":
+            command = container["command"]
+            assert int(command[command.index("-c") + 1]) == pool
+        admitted = {
+            rule_port["port"]
+            for policy in policies
+            if name in selected_components(policy["spec"]["podSelector"])
+            for rule in policy["spec"].get("ingress", [])
+            for rule_port in rule.get("ports", [])
+        }
+        assert set(expected.values()) <= admitted, (name, admitted)
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_the_ingester_and_the_decider_run_two_replicas_rolling(overlay: str) -> None:
+    """Leases per cluster make two at once safe (apps/core/leases.py): two replicas each, rolled one
+    new pod at a time with none taken away first, and a budget that keeps one through a drain."""
+    docs = render(overlay)
+    found = workloads(docs)
+    for name in ("ingester", "decider"):
+        spec = found[name]["spec"]
+        assert spec["replicas"] == 2, name
+        assert spec["strategy"] == {
+            "type": "RollingUpdate",
+            "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
+        }, name
+    assert found["beat"]["spec"]["strategy"] == {"type": "Recreate"}  # two beats would schedule twice
 
 
 def component_of_selector(doc: Doc) -> str:

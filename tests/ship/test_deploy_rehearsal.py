@@ -34,6 +34,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -65,6 +66,7 @@ from tests.support.rehearsal import (
     decode_secret,
     kubectl_json,
     prepare,
+    replica_name,
     run_to_completion,
     start,
     stop,
@@ -83,6 +85,9 @@ NAMESPACE = "mindcluster-recovery"
 OVERLAY = "quickstart"
 # The processes the rehearsal starts: every Deployment of the overlay.
 PROCESSES = ("web", "worker", "beat", "ingester", "decider", "admission")
+# Run with every replica the Deployment asks for (the others with one pod each, to spare the machine):
+# the processes that share the clusters by lease, so the rehearsal shows the split.
+REPLICATED = ("ingester", "decider")
 # cert-manager's kinds: the built-in cluster has no cert-manager (nor do many real ones, see the guide);
 # the rehearsal issues their Secrets itself (tests/support/rehearsal_admission.py).
 NO_CRD = "cert-manager.io/"
@@ -228,8 +233,8 @@ class Rehearsal:
                 assert exc.status == 409, exc
                 self.kube.core.replace_namespaced_endpoints(name, namespace, endpoints)
 
-    def pod(self, component: str, doc: Doc) -> Pod:
-        pod = prepare(component, doc, self.root, next(self._ips), self.sources)
+    def pod(self, component: str, doc: Doc, replica: int = 0) -> Pod:
+        pod = prepare(component, doc, self.root, next(self._ips), self.sources, replica)
         self.pods.append(pod)
         return pod
 
@@ -243,26 +248,30 @@ class Rehearsal:
         """Every Deployment's pod at once, as the kubelet would: initContainers, container, probes."""
         results: dict[str, Readiness] = {}
 
-        def one(component: str, doc: Doc) -> None:
-            pod = self.pod(component, doc)
+        def one(component: str, doc: Doc, replica: int) -> None:
+            name = replica_name(component, replica)
+            pod = self.pod(component, doc, replica)
             if pod.unmountable:  # the kubelet never starts its containers (ContainerCreating)
-                results[component] = Readiness(component, False, 0, 0, [pod.unmountable])
+                results[name] = Readiness(component, False, 0, 0, [pod.unmountable])
                 return
             for init in pod_spec(doc).get("initContainers", []):
                 code = run_to_completion(pod, init, self.image_var, timeout=120)
                 if code != 0:
-                    results[component] = Readiness(
-                        component, False, 0, 0, [f"init {init['name']} exit {code}"]
-                    )
+                    results[name] = Readiness(component, False, 0, 0, [f"init {init['name']} exit {code}"])
                     return
             # The kubelet's startup budget counts from the container's start, after the initContainers.
             started = time.monotonic()
             start(pod, self.image_var)
-            results[component] = wait_ready(pod, started)
-            if results[component].ready:
+            results[name] = wait_ready(pod, started)
+            if results[name].ready:
                 self.publish(pod)
 
-        threads = [threading.Thread(target=one, args=item) for item in docs.items()]
+        items = [
+            (component, doc, replica)
+            for component, doc in docs.items()
+            for replica in range(int(doc["spec"].get("replicas", 1)) if component in REPLICATED else 1)
+        ]
+        threads = [threading.Thread(target=one, args=item) for item in items]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -365,9 +374,11 @@ def not_ready(results: dict[str, Readiness]) -> dict[str, list[str]]:
 def test_a_fresh_install_comes_up_ready_with_the_builtin_presets(rehearsed: Rehearsed) -> None:
     assert rehearsed.presets == set(BUILTIN_PRESETS)
     results, rehearsal = rehearsed.results, rehearsed.rehearsal
-    assert set(results) == set(PROCESSES)
+    assert set(results) == set(PROCESSES) | {f"{name}-1" for name in REPLICATED}  # two replicas each
     problems = not_ready(results)
-    assert problems == {}, "\n".join(f"{n}: {a}\n{rehearsal.log(n)}" for n, a in problems.items())
+    assert problems == {}, "\n".join(
+        f"{n}: {a}\n{rehearsal.log(n.split('-')[0])}" for n, a in problems.items()
+    )
     for result in results.values():
         assert result.seconds <= result.budget
     # Each pod calls the cluster as its own ServiceAccount (a TokenRequest token over HTTPS).
@@ -380,6 +391,59 @@ def test_a_fresh_install_comes_up_ready_with_the_builtin_presets(rehearsed: Rehe
             assert "KUBECONFIG" not in pod.env
     # Shown with -s: what the report and the operator guide quote.
     print({name: f"{r.seconds:.1f}s of {r.budget:.0f}s" for name, r in sorted(results.items())})
+
+
+def scrape(pod: Pod, port: str) -> dict[str, list[Any]]:
+    """A pod's metrics as Prometheus reads them (the PodMonitor's port), parsed: family -> samples."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    url = f"http://127.0.0.1:{pod.ports[port]}/metrics"
+    with urllib.request.urlopen(url, timeout=10) as response:
+        text = response.read().decode()
+    return {family.name: family.samples for family in text_string_to_metric_families(text)}
+
+
+def holders_by_metrics(pods: list[Pod], kind: str) -> dict[str, list[str]]:
+    """Cluster -> the pods whose main process reports holding its ``kind`` lease."""
+    held: dict[str, list[str]] = {}
+    for pod in pods:
+        for sample in scrape(pod, "metrics").get("controlplane_leases_held", []):
+            if sample.labels["lease"] == kind and sample.value >= 1:
+                held.setdefault(sample.labels["cluster"], []).append(pod.root.name)
+    return held
+
+
+@pytest.mark.slow(seconds=5)
+def test_every_monitored_pod_serves_metrics_and_each_cluster_is_held_by_one_replica(
+    rehearsed: Rehearsed,
+) -> None:
+    """Every port the PodMonitor scrapes answers with metrics that parse, on every pod; of the two
+    ingester and the two decider replicas, exactly one of each holds the cluster's lease, and each
+    counts the other as a live member (the fair share's denominator)."""
+    pods = [pod for pod in rehearsed.rehearsal.pods if pod.component in PROCESSES]
+    scraped = 0
+    for pod in pods:
+        for port in [name for name in pod.ports if name.startswith("metrics")]:
+            assert scrape(pod, port), (pod.root.name, port)
+            scraped += 1
+    monitored = {pod.component for pod in pods if "metrics" in pod.ports}
+    assert monitored == {"ingester", "decider", "worker", "admission"}
+    for component, kind in (("ingester", "ingest"), ("decider", "decide")):
+        replicas = [pod for pod in pods if pod.component == component]
+        assert len(replicas) == 2, component
+
+        def split(replicas: list[Pod] = replicas, kind: str = kind) -> bool:
+            held = holders_by_metrics(replicas, kind)
+            members = [
+                sample.value
+                for pod in replicas
+                for sample in scrape(pod, "metrics").get("controlplane_lease_members", [])
+                if sample.labels["lease"] == kind
+            ]
+            return set(held) == {"default"} and all(len(h) == 1 for h in held.values()) and members == [2, 2]
+
+        wait_for(split, 30, f"one {component} replica holding the cluster, both counted")
+    print(f"{scraped} metrics ports scraped")
 
 
 def admission_endpoints(rehearsed: Rehearsed) -> Any:

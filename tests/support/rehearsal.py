@@ -33,6 +33,7 @@ import os
 import re
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -154,6 +155,9 @@ def pod_env(pod: Pod, container: Doc, sources: Sources) -> dict[str, str]:
     env["DATABASE_URL"] = overrides.database_url
     env["REDIS_URL"] = overrides.redis_url
     env["CLUSTERD_ADDRESS"] = overrides.clusterd_address
+    # A listening port, made this pod's like the command's --port (pods of one machine share ports).
+    if "METRICS_PORT" in env:
+        env["METRICS_PORT"] = str(pod.ports[env["METRICS_PORT"]])
     if pod_spec(pod.doc).get("automountServiceAccountToken"):
         env["KUBECONFIG"] = str(overrides.kubeconfig_for(pod_spec(pod.doc)["serviceAccountName"]))
     return env
@@ -197,13 +201,45 @@ def mount_volumes(pod: Pod, container: Doc, secrets: dict[str, dict[str, str]]) 
             (target / item["path"]).write_text(data[item["key"]])
 
 
-def prepare(component: str, doc: Doc, root: Path, pod_ip: str, sources: Sources) -> Pod:
-    pod = Pod(component, doc, root / component, pod_ip, sources.image_var)
+def replica_name(component: str, replica: int) -> str:
+    """A Deployment's n-th pod: ``ingester``, ``ingester-1``, ..."""
+    return component if replica == 0 else f"{component}-{replica}"
+
+
+def free_port_block(count: int) -> int:
+    """The first of ``count`` consecutive free ports (a pool's processes serve on METRICS_PORT + 1 + n)."""
+    while True:
+        base = free_port()
+        if base + count > 65535:
+            continue
+        probes = []
+        try:
+            for port in range(base, base + count):
+                sock = socket.socket()
+                probes.append(sock)
+                sock.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        finally:
+            for sock in probes:
+                sock.close()
+        return base
+
+
+def prepare(component: str, doc: Doc, root: Path, pod_ip: str, sources: Sources, replica: int = 0) -> Pod:
+    pod = Pod(component, doc, root / replica_name(component, replica), pod_ip, sources.image_var)
     pod.tmp.mkdir(parents=True, exist_ok=True)
     container = main_container(doc)
     mount_volumes(pod, container, sources.secrets)
-    for port in container.get("ports", []):
-        local = free_port()
+    ports = container.get("ports", [])
+    # The metrics ports are METRICS_PORT + k in the container: consecutive here too.
+    metrics = {p["name"]: p["containerPort"] for p in ports if p.get("name", "").startswith("metrics")}
+    base = free_port_block(max(metrics.values()) - min(metrics.values()) + 1) if metrics else 0
+    for port in ports:
+        if port.get("name") in metrics:
+            local = base + port["containerPort"] - min(metrics.values())
+        else:
+            local = free_port()
         pod.ports[str(port["containerPort"])] = local
         if "name" in port:
             pod.ports[port["name"]] = local

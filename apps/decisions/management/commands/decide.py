@@ -13,11 +13,10 @@ import os
 import signal
 import sys
 import threading
-import time
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
-from django.db import DatabaseError, connection, connections
+from django.db import connection, connections
 
 from apps.core.heartbeat import Heartbeat
 from apps.core.metrics import serve_metrics
@@ -29,13 +28,8 @@ from apps.decisions.leases import (
     HeldClusters,
     follow_held,
 )
-from apps.decisions.watcher import (
-    CLUSTER_RESCAN_SECONDS,
-    PodGroupWatcher,
-    clusters_to_answer,
-    run_decision_watchers,
-)
-from apps.jobs.clusters import cluster_register_default
+from apps.decisions.watcher import PodGroupWatcher, run_decision_watchers
+from apps.jobs.clusters import ClusterRescan, cluster_register_default
 from apps.jobs.models import Cluster
 
 # The GIL switch interval of every decide process (CPython's default is 5 ms). Each process is one
@@ -78,18 +72,11 @@ def _hold(
         held.wait_applied(held.publish(remaining), STOP_SECONDS + 1.0, alive)
 
     leases = DecideLeases(taken=lambda cluster: publish(), released=released)
-    clusters: list[Cluster] = []
-    listed_at = -float("inf")
+    rescan = ClusterRescan(names or None)
     try:
         while alive():
             heartbeat.beat()
-            if time.monotonic() - listed_at >= CLUSTER_RESCAN_SECONDS:
-                try:
-                    clusters = clusters_to_answer(names or None)
-                    listed_at = time.monotonic()
-                except DatabaseError:
-                    connection.close()
-            leases.step(clusters)
+            leases.step(rescan.clusters())
             connection.close()
             if stop.wait(LEASE_POLL_SECONDS):
                 break

@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.core.heartbeat import Heartbeat
 from apps.core.metrics import serve_metrics
-from apps.ingest.runner import run_ingest
+from apps.ingest.runner import ProcessIngesters
 from apps.jobs.clusters import cluster_register_default
 from apps.jobs.models import Cluster
 
@@ -44,10 +44,12 @@ class Command(BaseCommand):
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: stop.set())
         serve_metrics("ingest")
-        ingesters = run_ingest(stop, cluster_names=names or None)
+        ingesters = ProcessIngesters(names or None)
+        ingesters.sync()
         self.stdout.write(
-            f"ingesting {', '.join(i.cluster.name for i in ingesters)} (active where this process holds the "
-            "cluster's lease, standby elsewhere); Ctrl-C to stop",
+            f"ingesting {', '.join(i.cluster.name for i in ingesters.running.values())} (active where this "
+            "process holds the cluster's lease, standby elsewhere; clusters added later are competed for "
+            "within CLUSTER_RESCAN_SECONDS); Ctrl-C to stop",
         )
         self.stdout.flush()
         deadline = time.monotonic() + options["run_seconds"] if options["run_seconds"] > 0 else None
@@ -56,8 +58,8 @@ class Command(BaseCommand):
         heartbeat.beat()
         while not stop.wait(0.5):
             heartbeat.beat()
+            ingesters.sync()  # lists the clusters again every CLUSTER_RESCAN_SECONDS
             if deadline is not None and time.monotonic() >= deadline:
                 stop.set()
-        for ingester in ingesters:
-            ingester.stop()
-        self.stdout.write(f"stopped after storing {sum(i.applied for i in ingesters)} items")
+        ingesters.stop()
+        self.stdout.write(f"stopped after storing {ingesters.applied} items")
