@@ -86,8 +86,11 @@ def add(cluster_id: int, namespace: str, day: date, delta: Tally) -> None:
         for (measure, parent, item), n in counts
     ]
     _upsert(rows)
+    # Counts that fell to zero go (equal figures store equal rows); naming the measures keeps each
+    # side of the OR one narrow range of the unique index, not a walk of every day row.
     NamespaceCount.objects.filter(
         Q(span=Span.DAY, day=day) | Q(span=Span.WEEK, day=monday(day)),
+        measure__in=MEASURES,
         cluster_id=cluster_id,
         namespace=namespace,
         count=0,
