@@ -1,12 +1,14 @@
 """Summing the namespace-day rows of a window into the fleet view's scopes: each namespace, each
 cluster, the total.
 
-On PostgreSQL the database does the summing (``_sql``): a handful of ``GROUP BY`` queries over the
-rows' JSON counts (``jsonb_each``) and the time-to-recovery percentiles of every scope in one
-``GROUPING SETS`` query, so 100,000 jobs x 90 days cost the same few queries as one namespace, and
-Python sees only a row per namespace and key. Time to recovery is stored as histograms
-(``apps.fleet.histogram``): the database sums their buckets per scope, and the median and p90 come from
-the summed counts. Elsewhere (SQLite in a local run) the rows are read and summed here (``_python``).
+On PostgreSQL the database does the summing (``_sql``): the numbers are typed columns of the
+namespace-days, summed per namespace; the JSON maps (kinds, outcomes, strategies, sources and the
+time-to-recovery histograms) are read from their narrow copy (``apps.fleet.counts``), the window's
+whole weeks as weekly rows and its edge days as daily ones, and summed in one ``GROUP BY`` over
+index-only scans, so Python sees only a row per namespace and key. Time to recovery is stored as
+histograms (``apps.fleet.histogram``): the database sums their buckets per namespace, here per
+cluster and in total, and the median and p90 come from the summed counts. Elsewhere (SQLite in a
+local run) the namespace-day rows' JSON is read and summed here (``_python``).
 Both give the same figures; ``tests/fleet/test_lost_by_hand.py`` runs both.
 """
 
@@ -24,8 +26,9 @@ from django.db import connection, transaction
 from django.db.models import QuerySet, Sum
 
 from apps.fleet import histogram
+from apps.fleet.counts import FLAT, NESTED, in_window
 from apps.fleet.figures import FIELDS, NUMBER_FIELDS, Tally
-from apps.fleet.models import NamespaceDay
+from apps.fleet.models import NamespaceCount, NamespaceDay, Span
 
 ScopeKey = tuple[Any, ...]  # () the total, (cluster_id,), (cluster_id, namespace)
 
@@ -66,25 +69,34 @@ def mttr_of(counts: Mapping[str, int] | Mapping[int, int]) -> Mttr:
     return Mttr(histogram.quantile(buckets, 0.5), histogram.quantile(buckets, 0.9), sum(buckets.values()))
 
 
-def window_sums(rows: QuerySet[NamespaceDay], *, use_sql: bool | None = None) -> Sums:
-    """The scopes' sums of ``rows`` (a scoped, windowed queryset of namespace-days)."""
+def window_sums(
+    rows: QuerySet[NamespaceDay],
+    counts: QuerySet[NamespaceCount],
+    first: date,
+    last: date,
+    *,
+    use_sql: bool | None = None,
+) -> Sums:
+    """The scopes' sums of ``rows`` (a scoped, windowed queryset of namespace-days) and of ``counts``
+    (the same scope's narrow counts, not windowed: ``first..last`` picks their weeks and days)."""
     if use_sql is None:
         use_sql = connection.vendor == "postgresql"
     if not use_sql:
         sums = _merged(_python(rows))
         _python_mttr(sums)
         return sums
-    sums = _merged(_sql(rows))
+    namespaces, histograms = _sql(rows, counts, first, last)
+    sums = _merged(namespaces)
+    for (scope, strategy), buckets in histograms.items():
+        if buckets:
+            _group_of(sums, scope).mttr[strategy] = mttr_of(buckets)
     # Faults per day are shown for the total and each cluster only: summed per cluster here.
-    per_day = (
-        "SELECT d.cluster_id, d.day, e.key, SUM(e.value::numeric) FROM d "
-        "CROSS JOIN LATERAL jsonb_each_text(d.by_kind) e GROUP BY 1, 2, 3"
-    )
-    for cluster_id, day, kind, count in _query(per_day, rows):
+    per_day = counts.filter(span=Span.DAY, measure="kind", day__gte=first, day__lte=last)
+    for cluster_id, day, kind, count in _query(
+        "SELECT cluster_id, day, item, SUM(count) FROM d GROUP BY 1, 2, 3 HAVING SUM(count) <> 0", [per_day]
+    ):
         sums.clusters[cluster_id].per_day[day][kind] += int(count)
         sums.total.per_day[day][kind] += int(count)
-    for key, strategy, stat in _sql_mttr(rows):
-        _group_of(sums, key).mttr[strategy] = stat
     return sums
 
 
@@ -92,7 +104,7 @@ def window_sums(rows: QuerySet[NamespaceDay], *, use_sql: bool | None = None) ->
 def no_jit() -> Iterator[None]:
     """A transaction whose queries PostgreSQL runs without JIT compilation.
 
-    It guesses 100 rows per ``jsonb_each`` and millions of job-days for a 90-day ranking, so the plans
+    It guesses millions of job-days for a 90-day ranking, so the plans
     look costly enough to compile, which takes ~1 s: a hundred times what running them takes.
     """
     with transaction.atomic():
@@ -139,30 +151,31 @@ def _python_mttr(sums: Sums) -> None:
 
 
 # --- in PostgreSQL -----------------------------------------------------------------------------------
-_CTE_COLUMNS: Final = (
-    "cluster_id",
-    "namespace",
-    "day",
-    "by_kind",
-    "recoveries",
-    "by_strategy",
-    "sources",
-    "mttr",
-)
+_COUNT_COLUMNS: Final = ("cluster_id", "namespace", "day", "measure", "parent", "item", "count")
 
 
-def _query(sql: str, rows: QuerySet[NamespaceDay]) -> list[tuple[Any, ...]]:
-    """Run ``sql`` over ``d``: the rows of the queryset (its filters become the scan's own)."""
-    try:
-        inner, params = rows.values(*_CTE_COLUMNS).query.sql_with_params()
-    except EmptyResultSet:  # a scope that matches nothing (no grants): nothing to ask the database
+def _query(sql: str, parts: list[QuerySet[NamespaceCount]]) -> list[tuple[Any, ...]]:
+    """Run ``sql`` over ``d``: the rows of the querysets, one ``UNION ALL`` (each part one range of the
+    counts' unique index, read index-only; their filters become the scans' own)."""
+    selects, params = [], []
+    for part in parts:
+        try:
+            inner, inner_params = part.values(*_COUNT_COLUMNS).query.sql_with_params()
+        except EmptyResultSet:  # a scope that matches nothing (no grants)
+            continue
+        selects.append(f"({inner})")
+        params.extend(inner_params)
+    if not selects:
         return []
     with connection.cursor() as cursor:
-        cursor.execute(f"WITH d AS ({inner}) {sql}", params)
+        cursor.execute(f"WITH d AS ({' UNION ALL '.join(selects)}) {sql}", params)
         return list(cursor.fetchall())
 
 
-def _sql(rows: QuerySet[NamespaceDay]) -> dict[tuple[int, str], Group]:
+def _sql(
+    rows: QuerySet[NamespaceDay], counts: QuerySet[NamespaceCount], first: date, last: date
+) -> tuple[dict[tuple[int, str], Group], dict[tuple[ScopeKey, str], Counter[int]]]:
+    """The namespaces' sums, and the time-to-recovery histograms of every scope."""
     namespaces: dict[tuple[int, str], Group] = {}
     numbers = rows.values("cluster_id", "namespace").annotate(
         npu_s=Sum("npu_s_scheduled"), **{f"sum_{name}": Sum(name) for name in NUMBER_FIELDS}
@@ -173,36 +186,22 @@ def _sql(rows: QuerySet[NamespaceDay]) -> dict[tuple[int, str], Group]:
         group.npu_s_scheduled = sums["npu_s"] or 0.0
         for name in NUMBER_FIELDS:
             setattr(group.tally, name, sums[f"sum_{name}"] or 0)
-    for column in ("by_kind", "recoveries"):
-        flat = (
-            "SELECT d.cluster_id, d.namespace, e.key, SUM(e.value::numeric) FROM d "
-            f"CROSS JOIN LATERAL jsonb_each_text(d.{column}) e GROUP BY 1, 2, 3"
-        )
-        for cluster_id, namespace, key, count in _query(flat, rows):
-            getattr(namespaces[(cluster_id, namespace)].tally, column)[key] += int(count)
-    for column in ("by_strategy", "sources"):
-        nested = (
-            "SELECT d.cluster_id, d.namespace, a.key, b.key, SUM(b.value::numeric) FROM d "
-            f"CROSS JOIN LATERAL jsonb_each(d.{column}) a CROSS JOIN LATERAL jsonb_each_text(a.value) b "
-            "GROUP BY 1, 2, 3, 4"
-        )
-        for cluster_id, namespace, outer, inner_key, count in _query(nested, rows):
-            mapping = getattr(namespaces[(cluster_id, namespace)].tally, column)
-            mapping.setdefault(outer, Counter())[inner_key] += int(count)
-    return namespaces
-
-
-def _sql_mttr(rows: QuerySet[NamespaceDay]) -> list[tuple[ScopeKey, str, Mttr]]:
-    """The histograms summed per namespace by the database (a row per namespace, strategy and bucket:
-    a few dozen buckets each, however many recoveries), then per cluster and in total here, and each
-    one's quantiles."""
-    sql = (
-        "SELECT d.cluster_id, d.namespace, a.key, b.key, SUM(b.value::int) FROM d "
-        "CROSS JOIN LATERAL jsonb_each(d.mttr) a CROSS JOIN LATERAL jsonb_each_text(a.value) b "
-        "GROUP BY 1, 2, 3, 4"
+    # Every map of every namespace in one pass over the window's weeks and edge days.
+    summed = (
+        "SELECT cluster_id, namespace, measure, parent, item, SUM(count) FROM d "
+        "GROUP BY 1, 2, 3, 4, 5 HAVING SUM(count) <> 0"
     )
     histograms: dict[tuple[ScopeKey, str], Counter[int]] = defaultdict(Counter)
-    for cluster_id, namespace, strategy, key, count in _query(sql, rows):
-        for scope in ((cluster_id, namespace), (cluster_id,), ()):
-            histograms[(scope, strategy)][int(key)] += int(count)
-    return [(scope, strategy, mttr_of(counts)) for (scope, strategy), counts in histograms.items() if counts]
+    for cluster_id, namespace, measure, parent, item, count in _query(summed, in_window(counts, first, last)):
+        # a namespace with counts but no numbers row cannot be: both move in one transaction
+        tally = namespaces.setdefault((cluster_id, namespace), Group()).tally
+        if measure in FLAT:
+            getattr(tally, FLAT[measure])[item] += int(count)
+        elif measure == "mttr":
+            # The histograms: summed per namespace by the database (a row per namespace, strategy
+            # and bucket, however many recoveries), per cluster and in total here.
+            for scope in ((cluster_id, namespace), (cluster_id,), ()):
+                histograms[(scope, parent)][int(item)] += int(count)
+        else:
+            getattr(tally, NESTED[measure]).setdefault(parent, Counter())[item] += int(count)
+    return namespaces, histograms

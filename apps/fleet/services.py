@@ -24,7 +24,7 @@ from apps.advice import assumptions as A
 from apps.advice.fleet import advice_columns
 from apps.advice.lost import COMPONENTS, rollback_seconds
 from apps.fleet.aggregate import Group, no_jit, window_sums
-from apps.fleet.models import JobDay, NamespaceDay
+from apps.fleet.models import JobDay, NamespaceCount, NamespaceDay
 from apps.fleet.summaries import day_of
 from apps.jobs.models import Cluster, TrainingJob
 
@@ -102,7 +102,11 @@ def jobs_url(cluster: str | None = None, namespace: str | None = None) -> str:
 
 def _scoped(model: Any, covered: Q | None, scope: Scope, first: date, last: date) -> Any:
     """``model``'s rows in the window and the scope, of the namespaces ``covered`` (None = all)."""
-    rows = model.objects.filter(day__gte=first, day__lte=last)
+    return _in_scope(model.objects.filter(day__gte=first, day__lte=last), covered, scope)
+
+
+def _in_scope(rows: Any, covered: Q | None, scope: Scope) -> Any:
+    """``rows`` of the scope, of the namespaces ``covered`` (None = all)."""
     if covered is not None:
         rows = rows.filter(covered)
     if scope.cluster is not None:
@@ -137,7 +141,13 @@ def fleet_view(
     names = dict(Cluster.objects.values_list("pk", "name"))
     covered = namespace_coverage(user)  # read once: the user's grants as a filter on the rows
     with no_jit():
-        sums = window_sums(_scoped(NamespaceDay, covered, scope, first, last), use_sql=use_sql)
+        sums = window_sums(
+            _scoped(NamespaceDay, covered, scope, first, last),
+            _in_scope(NamespaceCount.objects.all(), covered, scope),
+            first,
+            last,
+            use_sql=use_sql,
+        )
         top_jobs = _top_jobs(covered, scope, first, last, rollback_s, names)
 
     return {

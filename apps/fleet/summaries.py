@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from apps.advice.lost import job_npus
 from apps.events.models import Incident
+from apps.fleet import counts
 from apps.fleet.figures import FIELDS, INCIDENT_FIELDS, Tally
 from apps.fleet.models import JobDay, NamespaceDay
 from apps.jobs.models import TrainingJob
@@ -97,6 +98,7 @@ def _namespace_day_add(cluster_id: int, namespace: str, day: date, delta: Tally)
     for name, value in tally.fields().items():
         setattr(row, name, value)
     row.save(update_fields=[*FIELDS, "updated_at"])  # the scheduled time is the beat task's
+    counts.add(cluster_id, namespace, day, delta)
 
 
 def on_incident_changed(sender: Any, *, incident: Incident, previous_opened_at: datetime, **_: Any) -> None:
@@ -243,4 +245,10 @@ def rebuild(since: date | None = None, now: datetime | None = None) -> dict[str,
             ],
             batch_size=2_000,
         )
-    return {"job_days": len(job_days), "namespace_days": len(keys), "since": since.isoformat()}
+        written = counts.rebuild(since)
+    return {
+        "job_days": len(job_days),
+        "namespace_days": len(keys),
+        "counts": written,
+        "since": since.isoformat(),
+    }
