@@ -66,6 +66,7 @@ REPORT_TIMEOUT_S: Final = 15 * 60.0
 # An attempt's outcome meaning "the agent never reports its result": ClusterD's 15-minute wait ends
 # it (ReportTimeoutEvent). Real return codes are positive, so -1 cannot collide with one.
 NO_REPORT: Final = -1
+CODE_PROCESS_NOT_READY: Final = 404  # ProcessNotReady (code.go:29-30)
 IN_PLACE_FAULT_WAIT_S: Final = 5 * 3.0  # JobFaultDisappearRetryTimes x JobFaultCheckPeriod (const.go:162-165)
 PRE_EXIT_RELEASE: Final = "26.0"  # sendPreExitSignal arrived in v26.0.0 (commit 4d1c04d0)
 
@@ -215,6 +216,14 @@ SRC: Final = {
     "dump-timeout-rules": "component/clusterd/pkg/application/recover/rules.go:225-226",
     "isolate-timeout-rules": "component/clusterd/pkg/application/recover/rules.go:293-294",
     "scale-in-timeout-rules": "component/clusterd/pkg/application/recover/rules.go:305-306",
+    "stop-train": "component/clusterd/pkg/application/recover/controller.go:703-714",
+    "stop-wait": "component/clusterd/pkg/application/recover/controller.go:749-775",
+    "stop-timeout-rules": "component/clusterd/pkg/application/recover/rules.go:172-173",
+    "stop-not-ready": "component/clusterd/pkg/application/recover/controller.go:767-768",
+    "stop-not-ready-rules": "component/clusterd/pkg/application/recover/rules.go:174-175",
+    "kill-job": "component/clusterd/pkg/application/recover/controller.go:1570-1595",
+    "strategy-wait": "component/clusterd/pkg/application/recover/controller.go:1604-1627",
+    "strategy-timeout-rules": "component/clusterd/pkg/application/recover/rules.go:189-190",
 }
 
 
@@ -251,6 +260,7 @@ class StepKind:
     SUB_HEALTH_IGNORE = "sub-health-ignore"  # the snapshot's subHealthyStrategy becomes ignore
     FAULT_NODES_EXIT = "fault-nodes-exit"  # scale-in result 201: the isolated ranks' nodes exit
     REPORT_TIMEOUT = "report-timeout"  # no agent report within 15 min (controller.go:36), code 507
+    PROCESS_NOT_READY = "process-not-ready"  # stop-complete report with code 404 (controller.go:767-768)
 
 
 # --- inputs ---------------------------------------------------------------------------------------
@@ -400,6 +410,11 @@ class EngineInput:
     release: str = DEFAULT_RELEASE  # the job's MindCluster release (v26 preExit, v7.3 level filter)
     wait_reschedule_s: int = WAIT_RESCHEDULE_DEFAULT_S  # live wait-reschedule-timeout (parsed)
     live_in_place: bool | None = None  # live PodGroup allows recover-in-place (pg_util.go:94-118)
+    # The agent's ReportStopComplete after stopTrain: CODE_OK, NO_REPORT (silent: ClusterD waits
+    # 15 min) or CODE_PROCESS_NOT_READY (404 → killMaster); any other code counts as received
+    # (controller.go:749-775).
+    stop_report: int = CODE_OK
+    strategy_reported: bool = True  # False: no ReportRecoverStrategy within 15 min (rules.go:189-190)
 
     @property
     def agent(self) -> frozenset[str]:
@@ -941,7 +956,53 @@ def plan(inputs: EngineInput, outcome: Outcome) -> list[Step]:
     if dump_for_fault(inputs):
         state.agent.add("dump")  # controller.go:680: ClusterD adds dump to the agent's list itself
         return _run(inputs, state, steps, first_choice(inputs, state), outcome, save_and_exit=True)
+    if (early := _before_strategy_report(inputs)) is not None:
+        return [*steps, *early]
     return _run(inputs, state, steps, first_choice(inputs, state), outcome)
+
+
+def _before_strategy_report(inputs: EngineInput) -> list[Step] | None:
+    """The two agent reports before any strategy is chosen (D15): ReportStopComplete after stopTrain
+    and ReportRecoverStrategy after globalFault. None = both arrived, the choice goes ahead.
+
+    Silent on either → ReportTimeoutEvent after 15 min (controller.go:36), code 507, FaultClear and
+    FaultRetry (rules.go:172-173, 189-190; FaultClear → FaultRetry, rules.go:259-260); nothing is
+    chosen and no ProcessRecoverStatus written. A stop-complete with code 404 (ProcessNotReady) →
+    NotifyKillJob: killMaster at once, no FaultClear, no label pause (controller.go:767-768,
+    rules.go:174-175, controller.go:1570-1595); the master's exit then leaves the job to Volcano's
+    rescheduling (inferred: ClusterD's handleKillJob ends its part there)."""
+    if inputs.stop_report == CODE_PROCESS_NOT_READY:
+        return [
+            Step(
+                StepKind.PROCESS_NOT_READY,
+                reason=f"stop-complete reported code {CODE_PROCESS_NOT_READY} (ProcessNotReady): "
+                f"ProcessNotReadyEvent ({SRC['stop-not-ready']}, {SRC['stop-not-ready-rules']})",
+                code=CODE_PROCESS_NOT_READY,
+            ),
+            Step(
+                StepKind.KILL_MASTER,
+                reason=f"NotifyKillJob: killMaster signal, label untouched ({SRC['kill-job']})",
+                signal="killMaster",
+            ),
+            *outer_rescheduling(inputs, "after killMaster"),
+        ]
+    if inputs.stop_report == NO_REPORT:
+        what, wait, rule = "stop-complete", SRC["stop-wait"], SRC["stop-timeout-rules"]
+    elif not inputs.strategy_reported:
+        what, wait, rule = "recover-strategy", SRC["strategy-wait"], SRC["strategy-timeout-rules"]
+    else:
+        return None
+    return [
+        Step(
+            StepKind.REPORT_TIMEOUT,
+            reason=f"no {what} report within {int(REPORT_TIMEOUT_S // 60)} min: ReportTimeoutEvent, code "
+            f"{CODE_WAIT_REPORT_TIMEOUT}, nothing chosen ({SRC['report-timeout']}, {wait}, {rule})",
+            duration_s=REPORT_TIMEOUT_S,
+            code=CODE_WAIT_REPORT_TIMEOUT,
+        ),
+        Step(StepKind.FAULT_CLEAR, reason=f"reset.json cleared ({SRC['fault-clear']})"),
+        *outer_rescheduling(inputs, f"FaultRetry after the {what} report timeout", fault_retry=True),
+    ]
 
 
 def hot_switch(inputs: EngineInput, outcome: Outcome) -> list[Step]:

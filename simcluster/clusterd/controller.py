@@ -738,6 +738,7 @@ class _FaultRun:
         timed_out = False
         table_ready = True
         standing: str | None = None
+        strategy_reported = True
         if admission is not None:
             if kind == "pre-exit":
                 # v26: preExitProcess to the fault pods first; TaskD stops their workers and reports
@@ -765,6 +766,16 @@ class _FaultRun:
                     GracefulExit=0,
                 )
                 self.signal("stopTrain", ["stop_train"], timeout=900)
+                script = self.cd.taskd.script_for(self.uid)
+                stop_report = script.stop_report if script is not None else engine.CODE_OK
+                strategy_reported = script.strategy_reported if script is not None else True
+                if stop_report in (engine.NO_REPORT, engine.CODE_PROCESS_NOT_READY):
+                    # No ReportStopComplete, or code 404: ClusterD never reaches globalFault or the
+                    # platform's ProcessConfirmFault (rules.go:172-175); the plan says what follows.
+                    inputs = replace(
+                        base, platform_choice=standing, platform_standing=standing, stop_report=stop_report
+                    )
+                    return self._execute(engine.plan(inputs, self.outcome), inputs)
                 self.sleep(engine.PHASE_SECONDS["detect"])
                 # The cache by now holds any fault merged since (getAllFaultRanks, controller.go:986-990).
                 with self.cd._lock:
@@ -779,8 +790,8 @@ class _FaultRun:
                         self.sleep(NOT_RELEASE_SLEEP_S)
                     self.signal("globalFault", ["on_global_rank"])
                     support, reasons = self.cd.taskd.agent_report(self.job)
-                    supported = frozenset(support)
-                    if reasons:
+                    supported = frozenset(support) if strategy_reported else frozenset()
+                    if reasons and strategy_reported:
                         self.event(
                             "TaskDStrategies",
                             f"TaskD reports {sorted(supported) or 'nothing'}; " + "; ".join(reasons),
@@ -799,6 +810,7 @@ class _FaultRun:
             platform_choice=platform_choice,
             platform_timed_out=timed_out,
             rank_table_ready=table_ready,
+            strategy_reported=strategy_reported,
         )
         return self._execute(engine.plan(inputs, self.outcome), inputs)
 
@@ -862,7 +874,10 @@ class _FaultRun:
             # The agent stays silent: ClusterD's wait runs its full 15 minutes on the simulated clock
             # (reportTimeoutMinutes, controller.go:36) before ReportTimeoutEvent (code 507).
             self.sleep(step.duration_s)
-            self.event("ReportTimeout", f"{step.strategy}: {step.reason}", warning=True)
+            self.event("ReportTimeout", f"{step.strategy or 'no strategy'}: {step.reason}", warning=True)
+            return
+        if kind == StepKind.PROCESS_NOT_READY:
+            self.event("ProcessNotReady", f"code {step.code}: {step.reason}", warning=True)
             return
         if kind == StepKind.CHOOSE:
             self.event("StrategyChosen", f"{step.strategy}: {step.reason}")

@@ -75,6 +75,8 @@ def run_whatif(scenario: Scenario) -> Outcome:
         attempts=scenario.results,
         platform_answer=scenario.platform,
         rank_table_ready=scenario.rank_table == "true",
+        stop_report=scenario.stop_complete,
+        strategy_reported=scenario.strategy_report,
     )
     rehearsal = whatif.simulate_snapshot(
         policy,
@@ -94,7 +96,7 @@ def run_whatif(scenario: Scenario) -> Outcome:
     )
     result = rehearsal["faults"][0]
     steps = result["steps"]
-    coded = ("failed", "platform-timeout", "report-timeout")
+    coded = ("failed", "platform-timeout", "report-timeout", "process-not-ready")
     codes = tuple(s["code"] for s in steps if s["code"] and s["kind"] in coded)
     outcome = result["outcome"]
     rescheduled = {"job-rescheduled": "job", "pod-rescheduled": "pod", "job-failed": "failed"}.get(outcome)
@@ -155,7 +157,13 @@ def run_builtin(sim: SimCluster, kube: Kube, scenario: Scenario, namespace: str)
     job = create_job(kube, manifest)
     uid = job["metadata"]["uid"]
     record = wait_for(lambda: cd.init_record(uid), what=f"{name}: Init")
-    cd.taskd.script(uid, supported=scenario.agent, results=scenario.results)
+    cd.taskd.script(
+        uid,
+        supported=scenario.agent,
+        results=scenario.results,
+        stop_report=scenario.stop_complete,
+        strategy_reported=scenario.strategy_report,
+    )
     cd.spare_resources = scenario.spare
     if scenario.live:
         pg = podgroup_of(kube, job)
@@ -195,6 +203,8 @@ def run_builtin(sim: SimCluster, kube: Kube, scenario: Scenario, namespace: str)
                 codes.extend(int(c) for c in _CODE.findall(message))
         elif reason == "ReportTimeout":
             codes.append(engine.CODE_WAIT_REPORT_TIMEOUT)
+        elif reason == "ProcessNotReady":
+            codes.append(engine.CODE_PROCESS_NOT_READY)
         elif reason == "WaitPlatStrategyTimeout":
             codes.append(engine.WAIT_PLATFORM_STRATEGY_TIMEOUT_CODE)
         elif reason in ("JobRescheduled", "PodRescheduled", "JobFailed"):
