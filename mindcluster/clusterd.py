@@ -91,7 +91,13 @@ CHANGE_STRATEGY_SIGNAL: Final = {
     "elastic-training": "downgrade",
     "dump": "dump",
     "exit": "exit",
+    "upgrade": "upgrade",  # ScaleOutStrategyName (const.go:54-55), sent by waitScaleOut only
 }
+# Scale-out after a scale-in: not a strategy chooseStrategy picks, ClusterD's waitScaleOut sends it
+# once the replacement pods run (controller.go:1978-2019).
+SCALE_OUT: Final = "upgrade"
+SCALE_OUT_EXTRA_PARAMS: Final = '{"scale-out-strategy": "DP"}'  # controller.go:2007
+SCALE_OUT_POLL_S: Final = 5.0  # SleepSecondBeforeCheckPGRunning, no upper bound (controller.go:1983)
 # ProcessRecoverStatus prefix per strategy (controller.go:1415-1458); None: ClusterD writes nothing
 # (scale-in, controller.go:1464-1500).
 _STATUS_NAME: Final[dict[str, str | None]] = {
@@ -99,6 +105,7 @@ _STATUS_NAME: Final[dict[str, str | None]] = {
     "recover": "recover",
     "recover-in-place": "recover",  # the agent reports it as "recover"
     "elastic-training": None,
+    "upgrade": None,  # scale-out writes none either (controller.go:1500-1506)
     "dump": "dump",
 }
 SCALE_IN_EXTRA_PARAMS: Final = '{"scale-in-strategy": "DP"}'  # controller.go:1245
@@ -116,6 +123,7 @@ PHASE_SECONDS: Final = {
     "recover-in-place": 25.0,
     "recover": 45.0,
     "elastic-training": 30.0,
+    "upgrade": 30.0,
     "dump": 20.0,
     "exit": 5.0,
     "hot-switch": 30.0,
@@ -222,6 +230,12 @@ SRC: Final = {
     "stop-not-ready": "component/clusterd/pkg/application/recover/controller.go:767-768",
     "stop-not-ready-rules": "component/clusterd/pkg/application/recover/rules.go:174-175",
     "kill-job": "component/clusterd/pkg/application/recover/controller.go:1570-1595",
+    "scale-in-running": "component/clusterd/pkg/application/recover/controller.go:1973-1976",
+    "wait-scale-out": "component/clusterd/pkg/application/recover/controller.go:1978-2019",
+    "scale-out-report": "component/clusterd/pkg/application/recover/controller.go:2021-2024",
+    "scale-out-result": "component/clusterd/pkg/application/recover/controller.go:1500-1506",
+    "scale-out-rules": "component/clusterd/pkg/application/recover/rules.go:307-320",
+    "scale-out-timeout-rules": "component/clusterd/pkg/application/recover/rules.go:317-318",
     "strategy-wait": "component/clusterd/pkg/application/recover/controller.go:1604-1627",
     "strategy-timeout-rules": "component/clusterd/pkg/application/recover/rules.go:189-190",
 }
@@ -260,6 +274,7 @@ class StepKind:
     SUB_HEALTH_IGNORE = "sub-health-ignore"  # the snapshot's subHealthyStrategy becomes ignore
     FAULT_NODES_EXIT = "fault-nodes-exit"  # scale-in result 201: the isolated ranks' nodes exit
     REPORT_TIMEOUT = "report-timeout"  # no agent report within 15 min (controller.go:36), code 507
+    SCALE_OUT_WAIT = "scale-out-wait"  # ScaleInRunning: the fault pods' replacements run again
     PROCESS_NOT_READY = "process-not-ready"  # stop-complete report with code 404 (controller.go:767-768)
 
 
@@ -415,6 +430,9 @@ class EngineInput:
     # (controller.go:749-775).
     stop_report: int = CODE_OK
     strategy_reported: bool = True  # False: no ReportRecoverStrategy within 15 min (rules.go:189-190)
+    # After a scale-in success: the fault pods' replacements come up and the PodGroup runs again, so
+    # ClusterD sends the scale-out (controller.go:1978-2019). False: it polls on, unbounded.
+    scale_out: bool = False
 
     @property
     def agent(self) -> frozenset[str]:
@@ -746,7 +764,7 @@ def after_failure(
         if _support_in_place(inputs, state, restart_fault_process and in_place_condition(inputs.faults)):
             return Decision("recover-in-place", f"{why}: recover-in-place is usable ({SRC['retry-fail']})")
         return _choose_for_restart_fail(inputs, state, why, SRC["retry-fail"])
-    if failed in ("recover", "recover-in-place", "elastic-training"):
+    if failed in ("recover", "recover-in-place", "elastic-training", SCALE_OUT):
         return _choose_for_recover_fail(inputs, state, f"{failed} failed")
     return Decision("exit", f"{failed} failed → exit ({SRC['result']})")
 
@@ -797,6 +815,8 @@ def _attempt_step(inputs: EngineInput, strategy: str, attempt: int) -> Step:
         extra = IN_PLACE_EXTRA_PARAMS
     elif strategy == "elastic-training":
         extra = SCALE_IN_EXTRA_PARAMS
+    elif strategy == SCALE_OUT:
+        extra = SCALE_OUT_EXTRA_PARAMS
     return Step(
         StepKind.ATTEMPT,
         strategy,
@@ -1226,6 +1246,37 @@ def _run(
                     recover_status=f"{status}-success" if status else None,
                 )
             )
+            if strategy == "elastic-training":
+                # ScaleInSuccessEvent → ScaleInRunning: waitScaleOut polls every 5 s, without limit,
+                # for the PodGroup running with changed fault pods (controller.go:1973-1996).
+                if not inputs.scale_out:
+                    steps.append(
+                        Step(
+                            StepKind.DONE,
+                            strategy,
+                            "training continues scaled in; ClusterD polls every "
+                            f"{int(SCALE_OUT_POLL_S)} s, unbounded, for the fault pods' replacements "
+                            f"({SRC['scale-in-running']}, {SRC['wait-scale-out']})",
+                        )
+                    )
+                    return steps
+                steps.append(
+                    Step(
+                        StepKind.SCALE_OUT_WAIT,
+                        SCALE_OUT,
+                        "the fault pods' replacements run and the PodGroup is Running "
+                        f"({SRC['wait-scale-out']})",
+                        pod_ranks=inputs.faulty_pod_ranks,
+                        duration_s=SCALE_OUT_POLL_S,
+                    )
+                )
+                decision = Decision(
+                    SCALE_OUT,
+                    f"waitScaleOut, not chooseStrategy: changeStrategy {SCALE_OUT} "
+                    f"{SCALE_OUT_EXTRA_PARAMS}, 15 min for its result ({SRC['wait-scale-out']}, "
+                    f"{SRC['scale-out-report']}, {SRC['scale-out-rules']})",
+                )
+                continue
             if strategy != "dump":
                 steps.append(Step(StepKind.DONE, strategy, "training continues"))
                 return steps
@@ -1307,6 +1358,7 @@ def _after_report_timeout(inputs: EngineInput, strategy: str, steps: list[Step])
     rule = {
         "dump": SRC["dump-timeout-rules"],
         "elastic-training": SRC["scale-in-timeout-rules"],
+        SCALE_OUT: SRC["scale-out-timeout-rules"],
     }.get(strategy, SRC["recover-timeout-rules"])
     steps.append(_report_timeout_step(strategy, rule))
     steps.append(Step(StepKind.FAULT_CLEAR, reason=f"reset.json cleared ({SRC['fault-clear']})"))

@@ -60,6 +60,8 @@ class FaultSpec:
     # whether it reports its strategies at all (D15).
     stop_report: int = 0
     strategy_reported: bool = True
+    # After a scale-in success the fault pods' replacements come up, so ClusterD scales out again.
+    scale_out: bool = False
     # Other faults flushed in the same event, as (type, global rank, level).
     also: tuple[tuple[str, int, str], ...] = ()
 
@@ -360,6 +362,7 @@ def engine_input(
         live_in_place=scenario.live_in_place,
         stop_report=fault.stop_report,
         strategy_reported=fault.strategy_reported,
+        scale_out=fault.scale_out,
     )
     return inputs, platform_choice, platform_note
 

@@ -157,6 +157,9 @@ class ClusterD:
         self.hub = Hub()
         self.rng = random.Random(seed)
         self.spare_resources = spare_resources
+        # After a scale-in success, whether the fault pods' replacements come up later (capacity back):
+        # ClusterD then sends the scale-out (controller.go:1978-2019). Off: the job stays scaled in.
+        self.regrow_after_scale_in = False
         self.confirm_refusals = 0  # times ProcessConfirmFault could not be written (not cleared)
         self._stop = threading.Event()
         self._lock = threading.RLock()
@@ -711,6 +714,7 @@ class _FaultRun:
             supported=frozenset(),
             faults=rank_faults,
             spare_resources=self.cd.spare_resources,
+            scale_out=self.cd.regrow_after_scale_in,
             restart_budget=self.cd.restart_budget(self.job),
             framework=labels.get(k.LABEL_FRAMEWORK, "pytorch"),
             release=_release(labels),
@@ -876,6 +880,13 @@ class _FaultRun:
             self.sleep(step.duration_s)
             self.event("ReportTimeout", f"{step.strategy or 'no strategy'}: {step.reason}", warning=True)
             return
+        if kind == StepKind.SCALE_OUT_WAIT:
+            # waitScaleOut's 5 s poll sees the PodGroup running with the fault pods replaced
+            # (checkWhetherPodChanged, controller.go:1978-1996, 2050-2068).
+            self.sleep(step.duration_s)
+            self.migrate(step.pod_ranks)
+            self.event("ScaleOutReady", step.reason)
+            return
         if kind == StepKind.PROCESS_NOT_READY:
             self.event("ProcessNotReady", f"code {step.code}: {step.reason}", warning=True)
             return
@@ -949,6 +960,16 @@ class _FaultRun:
 
     def attempt(self, step: Step) -> None:
         assert step.strategy is not None
+        if step.strategy == engine.SCALE_OUT:
+            # waitScaleOut only sends the signal; reset.json is not touched (controller.go:1998-2017).
+            self.signal(
+                step.signal or "changeStrategy",
+                step.actions or ["change_strategy"],
+                change_strategy=step.change_strategy or "",
+                extra_params=step.extra_params,
+            )
+            self.sleep(step.duration_s)
+            return
         retry_time = int(self.reset_state.get("RetryTime", 0)) + 1
         in_place = step.strategy == "recover-in-place"
         self.write_reset(RetryTime=retry_time, RestartFaultProcess=in_place)

@@ -77,6 +77,7 @@ def run_whatif(scenario: Scenario) -> Outcome:
         rank_table_ready=scenario.rank_table == "true",
         stop_report=scenario.stop_complete,
         strategy_reported=scenario.strategy_report,
+        scale_out=scenario.regrow,
     )
     rehearsal = whatif.simulate_snapshot(
         policy,
@@ -165,6 +166,7 @@ def run_builtin(sim: SimCluster, kube: Kube, scenario: Scenario, namespace: str)
         strategy_reported=scenario.strategy_report,
     )
     cd.spare_resources = scenario.spare
+    cd.regrow_after_scale_in = scenario.regrow
     if scenario.live:
         pg = podgroup_of(kube, job)
         assert pg is not None
@@ -188,6 +190,7 @@ def run_builtin(sim: SimCluster, kube: Kube, scenario: Scenario, namespace: str)
             platform.stop.set()
             platform.join(2)
         cd.spare_resources = True
+        cd.regrow_after_scale_in = False
     events = sorted(
         kube.list_events(namespace, name), key=lambda e: int(e["metadata"].get("resourceVersion", 0))
     )

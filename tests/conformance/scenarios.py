@@ -58,6 +58,7 @@ class Scenario:
     # The agent's ReportStopComplete after stopTrain: 0, 404 (ProcessNotReady) or no-report (silent).
     stop_complete: int = 0
     strategy_report: bool = True  # no-report: silent after globalFault (no ReportRecoverStrategy)
+    regrow: bool = False  # after a scale-in success the fault pods' replacements run (scale-out)
 
     @property
     def platform_mode(self) -> bool:
