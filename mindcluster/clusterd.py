@@ -171,6 +171,7 @@ SRC: Final = {
     "rank-table": "component/clusterd/pkg/application/recover/controller.go:1219-1233",
     "scale-in-wire": "component/clusterd/pkg/application/recover/controller.go:1244-1245",
     "in-place-wire": "component/clusterd/pkg/application/recover/controller.go:1305-1310",
+    "in-place-pods": "component/clusterd/pkg/application/recover/controller.go:2138-2163",
     "in-place-soft": "component/clusterd/pkg/application/recover/controller.go:2146-2149",
     "result": "component/clusterd/pkg/application/recover/controller.go:1415-1462",
     "retry-codes": "component/clusterd/pkg/application/recover/controller.go:1422-1435",
@@ -274,6 +275,7 @@ class StepKind:
     SUB_HEALTH_IGNORE = "sub-health-ignore"  # the snapshot's subHealthyStrategy becomes ignore
     FAULT_NODES_EXIT = "fault-nodes-exit"  # scale-in result 201: the isolated ranks' nodes exit
     REPORT_TIMEOUT = "report-timeout"  # no agent report within 15 min (controller.go:36), code 507
+    RESTART_PODS = "restart-pods"  # v26 in-place: fault pods that cannot restart in place are recreated
     SCALE_OUT_WAIT = "scale-out-wait"  # ScaleInRunning: the fault pods' replacements run again
     PROCESS_NOT_READY = "process-not-ready"  # stop-complete report with code 404 (controller.go:767-768)
 
@@ -676,14 +678,43 @@ def can_scale_in(inputs: EngineInput, state: _State) -> tuple[bool, str]:
     return True, ""
 
 
-def in_place_condition(faults: tuple[RankFault, ...]) -> bool:
-    """``restartFaultProcess``: every faulty node has only business-process or RestartRequest /
-    RestartBusiness faults, and software faults alone on more than one pod rule it out
-    (controller.go:2138-2150)."""
-    if not faults or not all(f.business_process or f.level in IN_PLACE_LEVELS for f in faults):
-        return False
-    only_software = all(f.business_process for f in faults)
-    return not (only_software and len({f.pod_rank for f in faults}) > 1)
+PER_POD_IN_PLACE_RELEASE: Final = "26.0"  # recoverInPlacePodFaults, per pod (controller.go:2124-2162)
+
+
+def _in_place_able(fault: RankFault) -> bool:
+    return fault.business_process or fault.level in IN_PLACE_LEVELS
+
+
+def in_place_pods(
+    faults: tuple[RankFault, ...], release: str = DEFAULT_RELEASE
+) -> tuple[bool, tuple[int, ...]]:
+    """``restartFaultProcess`` and the fault pods restarted as pods instead.
+
+    v26.0.0+ keeps one entry per fault pod (updateRestartProcessOrPodInfo, controller.go:2124-2136):
+    restartFaultProcess is true if *any* pod can restart in place (controller.go:2138-2145), except when
+    only software faults hit more than one pod (controller.go:2146-2149); pods whose faults do not clear
+    within the 15 s wait restart as pods (updateRecoverInPlaceInfoByRestartPods, controller.go:2154-2163,
+    called at controller.go:1026-1030) while the rest restart in place. A pod counts as in-place-able
+    when all its faults are business-process or RestartRequest/RestartBusiness (inferred: the other
+    levels do not clear by themselves). Before v26.0.0 it is all or nothing: every fault must be
+    in-place-able (CanRestartFaultProcess, v7.3.0 utils.go:458-468) and the 15 s wait failing drops
+    in-place for the job (v7.3.0 controller.go:1045-1050); several software-only pods are allowed."""
+    if not faults:
+        return False, ()
+    if not release_at_least(release if release in RELEASES else DEFAULT_RELEASE, PER_POD_IN_PLACE_RELEASE):
+        return all(_in_place_able(f) for f in faults), ()
+    pods = sorted({f.pod_rank for f in faults})
+    as_pods = tuple(p for p in pods if not all(_in_place_able(f) for f in faults if f.pod_rank == p))
+    if len(as_pods) == len(pods):
+        return False, ()
+    if all(f.business_process for f in faults) and len(pods) > 1:
+        return False, ()
+    return True, as_pods
+
+
+def in_place_condition(faults: tuple[RankFault, ...], release: str = DEFAULT_RELEASE) -> bool:
+    """``restartFaultProcess`` for these faults in this release (see ``in_place_pods``)."""
+    return in_place_pods(faults, release)[0]
 
 
 def _only_retry_faults(faults: tuple[RankFault, ...]) -> bool:
@@ -745,12 +776,14 @@ def first_choice(inputs: EngineInput, state: _State | None = None) -> Decision:
                 f"retry is first but the agent does not report retry ({SRC['retry-unsupported']})",
             )
         return Decision("retry", f"retry is configured and every fault is UCE/HCCL ({SRC['first']})")
-    if _support_in_place(inputs, state, in_place_condition(inputs.faults)):
-        return Decision(
-            "recover-in-place",
-            "every faulty pod has only business-process or RestartRequest/RestartBusiness faults "
-            f"({SRC['first']}, {SRC['in-place-soft']})",
+    if _support_in_place(inputs, state, in_place_condition(inputs.faults, inputs.release)):
+        as_pods = in_place_pods(inputs.faults, inputs.release)[1]
+        why = (
+            f"pod(s) {list(as_pods)} restart as pods, the others in place ({SRC['in-place-pods']})"
+            if as_pods
+            else "every faulty pod has only business-process or RestartRequest/RestartBusiness faults"
         )
+        return Decision("recover-in-place", f"{why} ({SRC['first']}, {SRC['in-place-soft']})")
     return _choose_for_restart_fail(inputs, state, "first choice", SRC["restart-fail"])
 
 
@@ -761,7 +794,9 @@ def after_failure(
     state = state or _State(agent=set(inputs.agent))
     if failed == "retry":
         why = "retry failed"
-        if _support_in_place(inputs, state, restart_fault_process and in_place_condition(inputs.faults)):
+        if _support_in_place(
+            inputs, state, restart_fault_process and in_place_condition(inputs.faults, inputs.release)
+        ):
             return Decision("recover-in-place", f"{why}: recover-in-place is usable ({SRC['retry-fail']})")
         return _choose_for_restart_fail(inputs, state, why, SRC["retry-fail"])
     if failed in ("recover", "recover-in-place", "elastic-training", SCALE_OUT):
@@ -1179,6 +1214,22 @@ def _run(
                 )
             )
         else:
+            as_pods = (
+                in_place_pods(inputs.faults, inputs.release)[1] if strategy == "recover-in-place" else ()
+            )
+            if as_pods:
+                # v26: the pods whose faults did not clear exit as pods (globalFault's NodeRankIds) and
+                # are recreated; the other fault pods restart their processes in place.
+                steps.append(
+                    Step(
+                        StepKind.RESTART_PODS,
+                        strategy,
+                        f"pod(s) {list(as_pods)} still faulty after {int(IN_PLACE_FAULT_WAIT_S)} s "
+                        f"restart as pods ({SRC['in-place-wait']}, {SRC['in-place-pods']})",
+                        pod_ranks=as_pods,
+                        duration_s=IN_PLACE_FAULT_WAIT_S,
+                    )
+                )
             steps.append(_attempt_step(inputs, strategy, attempt))
         if strategy == "recover" and not inputs.spare_resources:
             # listenScheduleResult: no new pod can run, so wait-reschedule-timeout passes first.

@@ -880,6 +880,13 @@ class _FaultRun:
             self.sleep(step.duration_s)
             self.event("ReportTimeout", f"{step.strategy or 'no strategy'}: {step.reason}", warning=True)
             return
+        if kind == StepKind.RESTART_PODS:
+            # v26 in-place: these pods' faults did not clear within 15 s, so they exit and are
+            # recreated while the other fault pods restart in place (controller.go:1026-1030, 2154-2163).
+            self.sleep(step.duration_s)
+            self.migrate(step.pod_ranks)
+            self.event("PodsRestarted", f"pods {list(step.pod_ranks)}: {step.reason}")
+            return
         if kind == StepKind.SCALE_OUT_WAIT:
             # waitScaleOut's 5 s poll sees the PodGroup running with the fault pods replaced
             # (checkWhetherPodChanged, controller.go:1978-1996, 2050-2068).
