@@ -66,6 +66,7 @@ REPORT_TIMEOUT_S: Final = 15 * 60.0
 # An attempt's outcome meaning "the agent never reports its result": ClusterD's 15-minute wait ends
 # it (ReportTimeoutEvent). Real return codes are positive, so -1 cannot collide with one.
 NO_REPORT: Final = -1
+CODE_PROCESS_NOT_READY: Final = 404  # ProcessNotReady (code.go:29-30)
 IN_PLACE_FAULT_WAIT_S: Final = 5 * 3.0  # JobFaultDisappearRetryTimes x JobFaultCheckPeriod (const.go:162-165)
 PRE_EXIT_RELEASE: Final = "26.0"  # sendPreExitSignal arrived in v26.0.0 (commit 4d1c04d0)
 
@@ -90,7 +91,13 @@ CHANGE_STRATEGY_SIGNAL: Final = {
     "elastic-training": "downgrade",
     "dump": "dump",
     "exit": "exit",
+    "upgrade": "upgrade",  # ScaleOutStrategyName (const.go:54-55), sent by waitScaleOut only
 }
+# Scale-out after a scale-in: not a strategy chooseStrategy picks, ClusterD's waitScaleOut sends it
+# once the replacement pods run (controller.go:1978-2019).
+SCALE_OUT: Final = "upgrade"
+SCALE_OUT_EXTRA_PARAMS: Final = '{"scale-out-strategy": "DP"}'  # controller.go:2007
+SCALE_OUT_POLL_S: Final = 5.0  # SleepSecondBeforeCheckPGRunning, no upper bound (controller.go:1983)
 # ProcessRecoverStatus prefix per strategy (controller.go:1415-1458); None: ClusterD writes nothing
 # (scale-in, controller.go:1464-1500).
 _STATUS_NAME: Final[dict[str, str | None]] = {
@@ -98,6 +105,7 @@ _STATUS_NAME: Final[dict[str, str | None]] = {
     "recover": "recover",
     "recover-in-place": "recover",  # the agent reports it as "recover"
     "elastic-training": None,
+    "upgrade": None,  # scale-out writes none either (controller.go:1500-1506)
     "dump": "dump",
 }
 SCALE_IN_EXTRA_PARAMS: Final = '{"scale-in-strategy": "DP"}'  # controller.go:1245
@@ -115,6 +123,7 @@ PHASE_SECONDS: Final = {
     "recover-in-place": 25.0,
     "recover": 45.0,
     "elastic-training": 30.0,
+    "upgrade": 30.0,
     "dump": 20.0,
     "exit": 5.0,
     "hot-switch": 30.0,
@@ -162,6 +171,7 @@ SRC: Final = {
     "rank-table": "component/clusterd/pkg/application/recover/controller.go:1219-1233",
     "scale-in-wire": "component/clusterd/pkg/application/recover/controller.go:1244-1245",
     "in-place-wire": "component/clusterd/pkg/application/recover/controller.go:1305-1310",
+    "in-place-pods": "component/clusterd/pkg/application/recover/controller.go:2138-2163",
     "in-place-soft": "component/clusterd/pkg/application/recover/controller.go:2146-2149",
     "result": "component/clusterd/pkg/application/recover/controller.go:1415-1462",
     "retry-codes": "component/clusterd/pkg/application/recover/controller.go:1422-1435",
@@ -215,6 +225,20 @@ SRC: Final = {
     "dump-timeout-rules": "component/clusterd/pkg/application/recover/rules.go:225-226",
     "isolate-timeout-rules": "component/clusterd/pkg/application/recover/rules.go:293-294",
     "scale-in-timeout-rules": "component/clusterd/pkg/application/recover/rules.go:305-306",
+    "stop-train": "component/clusterd/pkg/application/recover/controller.go:703-714",
+    "stop-wait": "component/clusterd/pkg/application/recover/controller.go:749-775",
+    "stop-timeout-rules": "component/clusterd/pkg/application/recover/rules.go:172-173",
+    "stop-not-ready": "component/clusterd/pkg/application/recover/controller.go:767-768",
+    "stop-not-ready-rules": "component/clusterd/pkg/application/recover/rules.go:174-175",
+    "kill-job": "component/clusterd/pkg/application/recover/controller.go:1570-1595",
+    "scale-in-running": "component/clusterd/pkg/application/recover/controller.go:1973-1976",
+    "wait-scale-out": "component/clusterd/pkg/application/recover/controller.go:1978-2019",
+    "scale-out-report": "component/clusterd/pkg/application/recover/controller.go:2021-2024",
+    "scale-out-result": "component/clusterd/pkg/application/recover/controller.go:1500-1506",
+    "scale-out-rules": "component/clusterd/pkg/application/recover/rules.go:307-320",
+    "scale-out-timeout-rules": "component/clusterd/pkg/application/recover/rules.go:317-318",
+    "strategy-wait": "component/clusterd/pkg/application/recover/controller.go:1604-1627",
+    "strategy-timeout-rules": "component/clusterd/pkg/application/recover/rules.go:189-190",
 }
 
 
@@ -251,6 +275,9 @@ class StepKind:
     SUB_HEALTH_IGNORE = "sub-health-ignore"  # the snapshot's subHealthyStrategy becomes ignore
     FAULT_NODES_EXIT = "fault-nodes-exit"  # scale-in result 201: the isolated ranks' nodes exit
     REPORT_TIMEOUT = "report-timeout"  # no agent report within 15 min (controller.go:36), code 507
+    RESTART_PODS = "restart-pods"  # v26 in-place: fault pods that cannot restart in place are recreated
+    SCALE_OUT_WAIT = "scale-out-wait"  # ScaleInRunning: the fault pods' replacements run again
+    PROCESS_NOT_READY = "process-not-ready"  # stop-complete report with code 404 (controller.go:767-768)
 
 
 # --- inputs ---------------------------------------------------------------------------------------
@@ -400,6 +427,14 @@ class EngineInput:
     release: str = DEFAULT_RELEASE  # the job's MindCluster release (v26 preExit, v7.3 level filter)
     wait_reschedule_s: int = WAIT_RESCHEDULE_DEFAULT_S  # live wait-reschedule-timeout (parsed)
     live_in_place: bool | None = None  # live PodGroup allows recover-in-place (pg_util.go:94-118)
+    # The agent's ReportStopComplete after stopTrain: CODE_OK, NO_REPORT (silent: ClusterD waits
+    # 15 min) or CODE_PROCESS_NOT_READY (404 → killMaster); any other code counts as received
+    # (controller.go:749-775).
+    stop_report: int = CODE_OK
+    strategy_reported: bool = True  # False: no ReportRecoverStrategy within 15 min (rules.go:189-190)
+    # After a scale-in success: the fault pods' replacements come up and the PodGroup runs again, so
+    # ClusterD sends the scale-out (controller.go:1978-2019). False: it polls on, unbounded.
+    scale_out: bool = False
 
     @property
     def agent(self) -> frozenset[str]:
@@ -643,14 +678,43 @@ def can_scale_in(inputs: EngineInput, state: _State) -> tuple[bool, str]:
     return True, ""
 
 
-def in_place_condition(faults: tuple[RankFault, ...]) -> bool:
-    """``restartFaultProcess``: every faulty node has only business-process or RestartRequest /
-    RestartBusiness faults, and software faults alone on more than one pod rule it out
-    (controller.go:2138-2150)."""
-    if not faults or not all(f.business_process or f.level in IN_PLACE_LEVELS for f in faults):
-        return False
-    only_software = all(f.business_process for f in faults)
-    return not (only_software and len({f.pod_rank for f in faults}) > 1)
+PER_POD_IN_PLACE_RELEASE: Final = "26.0"  # recoverInPlacePodFaults, per pod (controller.go:2124-2162)
+
+
+def _in_place_able(fault: RankFault) -> bool:
+    return fault.business_process or fault.level in IN_PLACE_LEVELS
+
+
+def in_place_pods(
+    faults: tuple[RankFault, ...], release: str = DEFAULT_RELEASE
+) -> tuple[bool, tuple[int, ...]]:
+    """``restartFaultProcess`` and the fault pods restarted as pods instead.
+
+    v26.0.0+ keeps one entry per fault pod (updateRestartProcessOrPodInfo, controller.go:2124-2136):
+    restartFaultProcess is true if *any* pod can restart in place (controller.go:2138-2145), except when
+    only software faults hit more than one pod (controller.go:2146-2149); pods whose faults do not clear
+    within the 15 s wait restart as pods (updateRecoverInPlaceInfoByRestartPods, controller.go:2154-2163,
+    called at controller.go:1026-1030) while the rest restart in place. A pod counts as in-place-able
+    when all its faults are business-process or RestartRequest/RestartBusiness (inferred: the other
+    levels do not clear by themselves). Before v26.0.0 it is all or nothing: every fault must be
+    in-place-able (CanRestartFaultProcess, v7.3.0 utils.go:458-468) and the 15 s wait failing drops
+    in-place for the job (v7.3.0 controller.go:1045-1050); several software-only pods are allowed."""
+    if not faults:
+        return False, ()
+    if not release_at_least(release if release in RELEASES else DEFAULT_RELEASE, PER_POD_IN_PLACE_RELEASE):
+        return all(_in_place_able(f) for f in faults), ()
+    pods = sorted({f.pod_rank for f in faults})
+    as_pods = tuple(p for p in pods if not all(_in_place_able(f) for f in faults if f.pod_rank == p))
+    if len(as_pods) == len(pods):
+        return False, ()
+    if all(f.business_process for f in faults) and len(pods) > 1:
+        return False, ()
+    return True, as_pods
+
+
+def in_place_condition(faults: tuple[RankFault, ...], release: str = DEFAULT_RELEASE) -> bool:
+    """``restartFaultProcess`` for these faults in this release (see ``in_place_pods``)."""
+    return in_place_pods(faults, release)[0]
 
 
 def _only_retry_faults(faults: tuple[RankFault, ...]) -> bool:
@@ -712,12 +776,14 @@ def first_choice(inputs: EngineInput, state: _State | None = None) -> Decision:
                 f"retry is first but the agent does not report retry ({SRC['retry-unsupported']})",
             )
         return Decision("retry", f"retry is configured and every fault is UCE/HCCL ({SRC['first']})")
-    if _support_in_place(inputs, state, in_place_condition(inputs.faults)):
-        return Decision(
-            "recover-in-place",
-            "every faulty pod has only business-process or RestartRequest/RestartBusiness faults "
-            f"({SRC['first']}, {SRC['in-place-soft']})",
+    if _support_in_place(inputs, state, in_place_condition(inputs.faults, inputs.release)):
+        as_pods = in_place_pods(inputs.faults, inputs.release)[1]
+        why = (
+            f"pod(s) {list(as_pods)} restart as pods, the others in place ({SRC['in-place-pods']})"
+            if as_pods
+            else "every faulty pod has only business-process or RestartRequest/RestartBusiness faults"
         )
+        return Decision("recover-in-place", f"{why} ({SRC['first']}, {SRC['in-place-soft']})")
     return _choose_for_restart_fail(inputs, state, "first choice", SRC["restart-fail"])
 
 
@@ -728,10 +794,12 @@ def after_failure(
     state = state or _State(agent=set(inputs.agent))
     if failed == "retry":
         why = "retry failed"
-        if _support_in_place(inputs, state, restart_fault_process and in_place_condition(inputs.faults)):
+        if _support_in_place(
+            inputs, state, restart_fault_process and in_place_condition(inputs.faults, inputs.release)
+        ):
             return Decision("recover-in-place", f"{why}: recover-in-place is usable ({SRC['retry-fail']})")
         return _choose_for_restart_fail(inputs, state, why, SRC["retry-fail"])
-    if failed in ("recover", "recover-in-place", "elastic-training"):
+    if failed in ("recover", "recover-in-place", "elastic-training", SCALE_OUT):
         return _choose_for_recover_fail(inputs, state, f"{failed} failed")
     return Decision("exit", f"{failed} failed → exit ({SRC['result']})")
 
@@ -782,6 +850,8 @@ def _attempt_step(inputs: EngineInput, strategy: str, attempt: int) -> Step:
         extra = IN_PLACE_EXTRA_PARAMS
     elif strategy == "elastic-training":
         extra = SCALE_IN_EXTRA_PARAMS
+    elif strategy == SCALE_OUT:
+        extra = SCALE_OUT_EXTRA_PARAMS
     return Step(
         StepKind.ATTEMPT,
         strategy,
@@ -941,7 +1011,53 @@ def plan(inputs: EngineInput, outcome: Outcome) -> list[Step]:
     if dump_for_fault(inputs):
         state.agent.add("dump")  # controller.go:680: ClusterD adds dump to the agent's list itself
         return _run(inputs, state, steps, first_choice(inputs, state), outcome, save_and_exit=True)
+    if (early := _before_strategy_report(inputs)) is not None:
+        return [*steps, *early]
     return _run(inputs, state, steps, first_choice(inputs, state), outcome)
+
+
+def _before_strategy_report(inputs: EngineInput) -> list[Step] | None:
+    """The two agent reports before any strategy is chosen (D15): ReportStopComplete after stopTrain
+    and ReportRecoverStrategy after globalFault. None = both arrived, the choice goes ahead.
+
+    Silent on either → ReportTimeoutEvent after 15 min (controller.go:36), code 507, FaultClear and
+    FaultRetry (rules.go:172-173, 189-190; FaultClear → FaultRetry, rules.go:259-260); nothing is
+    chosen and no ProcessRecoverStatus written. A stop-complete with code 404 (ProcessNotReady) →
+    NotifyKillJob: killMaster at once, no FaultClear, no label pause (controller.go:767-768,
+    rules.go:174-175, controller.go:1570-1595); the master's exit then leaves the job to Volcano's
+    rescheduling (inferred: ClusterD's handleKillJob ends its part there)."""
+    if inputs.stop_report == CODE_PROCESS_NOT_READY:
+        return [
+            Step(
+                StepKind.PROCESS_NOT_READY,
+                reason=f"stop-complete reported code {CODE_PROCESS_NOT_READY} (ProcessNotReady): "
+                f"ProcessNotReadyEvent ({SRC['stop-not-ready']}, {SRC['stop-not-ready-rules']})",
+                code=CODE_PROCESS_NOT_READY,
+            ),
+            Step(
+                StepKind.KILL_MASTER,
+                reason=f"NotifyKillJob: killMaster signal, label untouched ({SRC['kill-job']})",
+                signal="killMaster",
+            ),
+            *outer_rescheduling(inputs, "after killMaster"),
+        ]
+    if inputs.stop_report == NO_REPORT:
+        what, wait, rule = "stop-complete", SRC["stop-wait"], SRC["stop-timeout-rules"]
+    elif not inputs.strategy_reported:
+        what, wait, rule = "recover-strategy", SRC["strategy-wait"], SRC["strategy-timeout-rules"]
+    else:
+        return None
+    return [
+        Step(
+            StepKind.REPORT_TIMEOUT,
+            reason=f"no {what} report within {int(REPORT_TIMEOUT_S // 60)} min: ReportTimeoutEvent, code "
+            f"{CODE_WAIT_REPORT_TIMEOUT}, nothing chosen ({SRC['report-timeout']}, {wait}, {rule})",
+            duration_s=REPORT_TIMEOUT_S,
+            code=CODE_WAIT_REPORT_TIMEOUT,
+        ),
+        Step(StepKind.FAULT_CLEAR, reason=f"reset.json cleared ({SRC['fault-clear']})"),
+        *outer_rescheduling(inputs, f"FaultRetry after the {what} report timeout", fault_retry=True),
+    ]
 
 
 def hot_switch(inputs: EngineInput, outcome: Outcome) -> list[Step]:
@@ -1098,6 +1214,22 @@ def _run(
                 )
             )
         else:
+            as_pods = (
+                in_place_pods(inputs.faults, inputs.release)[1] if strategy == "recover-in-place" else ()
+            )
+            if as_pods:
+                # v26: the pods whose faults did not clear exit as pods (globalFault's NodeRankIds) and
+                # are recreated; the other fault pods restart their processes in place.
+                steps.append(
+                    Step(
+                        StepKind.RESTART_PODS,
+                        strategy,
+                        f"pod(s) {list(as_pods)} still faulty after {int(IN_PLACE_FAULT_WAIT_S)} s "
+                        f"restart as pods ({SRC['in-place-wait']}, {SRC['in-place-pods']})",
+                        pod_ranks=as_pods,
+                        duration_s=IN_PLACE_FAULT_WAIT_S,
+                    )
+                )
             steps.append(_attempt_step(inputs, strategy, attempt))
         if strategy == "recover" and not inputs.spare_resources:
             # listenScheduleResult: no new pod can run, so wait-reschedule-timeout passes first.
@@ -1165,6 +1297,37 @@ def _run(
                     recover_status=f"{status}-success" if status else None,
                 )
             )
+            if strategy == "elastic-training":
+                # ScaleInSuccessEvent → ScaleInRunning: waitScaleOut polls every 5 s, without limit,
+                # for the PodGroup running with changed fault pods (controller.go:1973-1996).
+                if not inputs.scale_out:
+                    steps.append(
+                        Step(
+                            StepKind.DONE,
+                            strategy,
+                            "training continues scaled in; ClusterD polls every "
+                            f"{int(SCALE_OUT_POLL_S)} s, unbounded, for the fault pods' replacements "
+                            f"({SRC['scale-in-running']}, {SRC['wait-scale-out']})",
+                        )
+                    )
+                    return steps
+                steps.append(
+                    Step(
+                        StepKind.SCALE_OUT_WAIT,
+                        SCALE_OUT,
+                        "the fault pods' replacements run and the PodGroup is Running "
+                        f"({SRC['wait-scale-out']})",
+                        pod_ranks=inputs.faulty_pod_ranks,
+                        duration_s=SCALE_OUT_POLL_S,
+                    )
+                )
+                decision = Decision(
+                    SCALE_OUT,
+                    f"waitScaleOut, not chooseStrategy: changeStrategy {SCALE_OUT} "
+                    f"{SCALE_OUT_EXTRA_PARAMS}, 15 min for its result ({SRC['wait-scale-out']}, "
+                    f"{SRC['scale-out-report']}, {SRC['scale-out-rules']})",
+                )
+                continue
             if strategy != "dump":
                 steps.append(Step(StepKind.DONE, strategy, "training continues"))
                 return steps
@@ -1246,6 +1409,7 @@ def _after_report_timeout(inputs: EngineInput, strategy: str, steps: list[Step])
     rule = {
         "dump": SRC["dump-timeout-rules"],
         "elastic-training": SRC["scale-in-timeout-rules"],
+        SCALE_OUT: SRC["scale-out-timeout-rules"],
     }.get(strategy, SRC["recover-timeout-rules"])
     steps.append(_report_timeout_step(strategy, rule))
     steps.append(Step(StepKind.FAULT_CLEAR, reason=f"reset.json cleared ({SRC['fault-clear']})"))

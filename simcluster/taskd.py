@@ -207,6 +207,9 @@ class AgentScript:
 
     supported: frozenset[str] | None
     results: tuple[bool | int, ...] = ()
+    # ReportStopComplete after stopTrain: 0, NO_REPORT (silent) or 404 ProcessNotReady (D15).
+    stop_report: int = 0
+    strategy_reported: bool = True  # False: silent after globalFault (no ReportRecoverStrategy)
 
 
 class TaskdManagers:
@@ -256,14 +259,19 @@ class TaskdManagers:
         *,
         supported: Iterable[str] | None = None,
         results: Sequence[bool | int] | None = None,
+        stop_report: int = 0,
+        strategy_reported: bool = True,
     ) -> None:
         """Make job ``job_uid``'s agent report ``supported`` (agent words or product names) and, for
         attempt n of a fault event, ``results[n-1]`` (True / 0 success, False default failure, an int
-        = that code; the last entry repeats)."""
+        = that code; the last entry repeats). ``stop_report`` is its ReportStopComplete (0, NO_REPORT =
+        silent, 404 = ProcessNotReady); ``strategy_reported=False`` keeps it silent after globalFault."""
         with self._lock:
             self._scripts[job_uid] = AgentScript(
                 frozenset(agent_words(supported)) if supported is not None else None,
                 tuple(results) if results else (),
+                stop_report,
+                strategy_reported,
             )
 
     def script_for(self, job_uid: str) -> AgentScript | None:

@@ -56,6 +56,12 @@ class FaultSpec:
     # The platform's standing answer before ClusterD writes ProcessConfirmFault; None = the same as
     # ``platform_answer`` (exit or "" there means no standing answer: code 508).
     platform_standing: str | None = None
+    # The agent's stop-complete report (0, engine.NO_REPORT = silent, 404 = ProcessNotReady) and
+    # whether it reports its strategies at all (D15).
+    stop_report: int = 0
+    strategy_reported: bool = True
+    # After a scale-in success the fault pods' replacements come up, so ClusterD scales out again.
+    scale_out: bool = False
     # Other faults flushed in the same event, as (type, global rank, level).
     also: tuple[tuple[str, int, str], ...] = ()
 
@@ -354,6 +360,9 @@ def engine_input(
         release=scenario.release or DEFAULT_RELEASE,
         wait_reschedule_s=scenario.wait_reschedule_s,
         live_in_place=scenario.live_in_place,
+        stop_report=fault.stop_report,
+        strategy_reported=fault.strategy_reported,
+        scale_out=fault.scale_out,
     )
     return inputs, platform_choice, platform_note
 

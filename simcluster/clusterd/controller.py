@@ -157,6 +157,9 @@ class ClusterD:
         self.hub = Hub()
         self.rng = random.Random(seed)
         self.spare_resources = spare_resources
+        # After a scale-in success, whether the fault pods' replacements come up later (capacity back):
+        # ClusterD then sends the scale-out (controller.go:1978-2019). Off: the job stays scaled in.
+        self.regrow_after_scale_in = False
         self.confirm_refusals = 0  # times ProcessConfirmFault could not be written (not cleared)
         self._stop = threading.Event()
         self._lock = threading.RLock()
@@ -711,6 +714,7 @@ class _FaultRun:
             supported=frozenset(),
             faults=rank_faults,
             spare_resources=self.cd.spare_resources,
+            scale_out=self.cd.regrow_after_scale_in,
             restart_budget=self.cd.restart_budget(self.job),
             framework=labels.get(k.LABEL_FRAMEWORK, "pytorch"),
             release=_release(labels),
@@ -738,6 +742,7 @@ class _FaultRun:
         timed_out = False
         table_ready = True
         standing: str | None = None
+        strategy_reported = True
         if admission is not None:
             if kind == "pre-exit":
                 # v26: preExitProcess to the fault pods first; TaskD stops their workers and reports
@@ -765,6 +770,16 @@ class _FaultRun:
                     GracefulExit=0,
                 )
                 self.signal("stopTrain", ["stop_train"], timeout=900)
+                script = self.cd.taskd.script_for(self.uid)
+                stop_report = script.stop_report if script is not None else engine.CODE_OK
+                strategy_reported = script.strategy_reported if script is not None else True
+                if stop_report in (engine.NO_REPORT, engine.CODE_PROCESS_NOT_READY):
+                    # No ReportStopComplete, or code 404: ClusterD never reaches globalFault or the
+                    # platform's ProcessConfirmFault (rules.go:172-175); the plan says what follows.
+                    inputs = replace(
+                        base, platform_choice=standing, platform_standing=standing, stop_report=stop_report
+                    )
+                    return self._execute(engine.plan(inputs, self.outcome), inputs)
                 self.sleep(engine.PHASE_SECONDS["detect"])
                 # The cache by now holds any fault merged since (getAllFaultRanks, controller.go:986-990).
                 with self.cd._lock:
@@ -779,8 +794,8 @@ class _FaultRun:
                         self.sleep(NOT_RELEASE_SLEEP_S)
                     self.signal("globalFault", ["on_global_rank"])
                     support, reasons = self.cd.taskd.agent_report(self.job)
-                    supported = frozenset(support)
-                    if reasons:
+                    supported = frozenset(support) if strategy_reported else frozenset()
+                    if reasons and strategy_reported:
                         self.event(
                             "TaskDStrategies",
                             f"TaskD reports {sorted(supported) or 'nothing'}; " + "; ".join(reasons),
@@ -799,6 +814,7 @@ class _FaultRun:
             platform_choice=platform_choice,
             platform_timed_out=timed_out,
             rank_table_ready=table_ready,
+            strategy_reported=strategy_reported,
         )
         return self._execute(engine.plan(inputs, self.outcome), inputs)
 
@@ -862,7 +878,24 @@ class _FaultRun:
             # The agent stays silent: ClusterD's wait runs its full 15 minutes on the simulated clock
             # (reportTimeoutMinutes, controller.go:36) before ReportTimeoutEvent (code 507).
             self.sleep(step.duration_s)
-            self.event("ReportTimeout", f"{step.strategy}: {step.reason}", warning=True)
+            self.event("ReportTimeout", f"{step.strategy or 'no strategy'}: {step.reason}", warning=True)
+            return
+        if kind == StepKind.RESTART_PODS:
+            # v26 in-place: these pods' faults did not clear within 15 s, so they exit and are
+            # recreated while the other fault pods restart in place (controller.go:1026-1030, 2154-2163).
+            self.sleep(step.duration_s)
+            self.migrate(step.pod_ranks)
+            self.event("PodsRestarted", f"pods {list(step.pod_ranks)}: {step.reason}")
+            return
+        if kind == StepKind.SCALE_OUT_WAIT:
+            # waitScaleOut's 5 s poll sees the PodGroup running with the fault pods replaced
+            # (checkWhetherPodChanged, controller.go:1978-1996, 2050-2068).
+            self.sleep(step.duration_s)
+            self.migrate(step.pod_ranks)
+            self.event("ScaleOutReady", step.reason)
+            return
+        if kind == StepKind.PROCESS_NOT_READY:
+            self.event("ProcessNotReady", f"code {step.code}: {step.reason}", warning=True)
             return
         if kind == StepKind.CHOOSE:
             self.event("StrategyChosen", f"{step.strategy}: {step.reason}")
@@ -934,6 +967,16 @@ class _FaultRun:
 
     def attempt(self, step: Step) -> None:
         assert step.strategy is not None
+        if step.strategy == engine.SCALE_OUT:
+            # waitScaleOut only sends the signal; reset.json is not touched (controller.go:1998-2017).
+            self.signal(
+                step.signal or "changeStrategy",
+                step.actions or ["change_strategy"],
+                change_strategy=step.change_strategy or "",
+                extra_params=step.extra_params,
+            )
+            self.sleep(step.duration_s)
+            return
         retry_time = int(self.reset_state.get("RetryTime", 0)) + 1
         in_place = step.strategy == "recover-in-place"
         self.write_reset(RetryTime=retry_time, RestartFaultProcess=in_place)

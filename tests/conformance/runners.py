@@ -75,6 +75,9 @@ def run_whatif(scenario: Scenario) -> Outcome:
         attempts=scenario.results,
         platform_answer=scenario.platform,
         rank_table_ready=scenario.rank_table == "true",
+        stop_report=scenario.stop_complete,
+        strategy_reported=scenario.strategy_report,
+        scale_out=scenario.regrow,
     )
     rehearsal = whatif.simulate_snapshot(
         policy,
@@ -94,7 +97,7 @@ def run_whatif(scenario: Scenario) -> Outcome:
     )
     result = rehearsal["faults"][0]
     steps = result["steps"]
-    coded = ("failed", "platform-timeout", "report-timeout")
+    coded = ("failed", "platform-timeout", "report-timeout", "process-not-ready")
     codes = tuple(s["code"] for s in steps if s["code"] and s["kind"] in coded)
     outcome = result["outcome"]
     rescheduled = {"job-rescheduled": "job", "pod-rescheduled": "pod", "job-failed": "failed"}.get(outcome)
@@ -155,8 +158,15 @@ def run_builtin(sim: SimCluster, kube: Kube, scenario: Scenario, namespace: str)
     job = create_job(kube, manifest)
     uid = job["metadata"]["uid"]
     record = wait_for(lambda: cd.init_record(uid), what=f"{name}: Init")
-    cd.taskd.script(uid, supported=scenario.agent, results=scenario.results)
+    cd.taskd.script(
+        uid,
+        supported=scenario.agent,
+        results=scenario.results,
+        stop_report=scenario.stop_complete,
+        strategy_reported=scenario.strategy_report,
+    )
     cd.spare_resources = scenario.spare
+    cd.regrow_after_scale_in = scenario.regrow
     if scenario.live:
         pg = podgroup_of(kube, job)
         assert pg is not None
@@ -180,6 +190,7 @@ def run_builtin(sim: SimCluster, kube: Kube, scenario: Scenario, namespace: str)
             platform.stop.set()
             platform.join(2)
         cd.spare_resources = True
+        cd.regrow_after_scale_in = False
     events = sorted(
         kube.list_events(namespace, name), key=lambda e: int(e["metadata"].get("resourceVersion", 0))
     )
@@ -195,6 +206,8 @@ def run_builtin(sim: SimCluster, kube: Kube, scenario: Scenario, namespace: str)
                 codes.extend(int(c) for c in _CODE.findall(message))
         elif reason == "ReportTimeout":
             codes.append(engine.CODE_WAIT_REPORT_TIMEOUT)
+        elif reason == "ProcessNotReady":
+            codes.append(engine.CODE_PROCESS_NOT_READY)
         elif reason == "WaitPlatStrategyTimeout":
             codes.append(engine.WAIT_PLATFORM_STRATEGY_TIMEOUT_CODE)
         elif reason in ("JobRescheduled", "PodRescheduled", "JobFailed"):

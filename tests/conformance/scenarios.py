@@ -55,6 +55,10 @@ class Scenario:
     rank_table: str | None = "true"  # RankTableReady when platform mode answers recover
     spare: bool = True  # enough free resources for rescheduling
     framework: str = "pytorch"
+    # The agent's ReportStopComplete after stopTrain: 0, 404 (ProcessNotReady) or no-report (silent).
+    stop_complete: int = 0
+    strategy_report: bool = True  # no-report: silent after globalFault (no ReportRecoverStrategy)
+    regrow: bool = False  # after a scale-in success the fault pods' replacements run (scale-out)
 
     @property
     def platform_mode(self) -> bool:
@@ -112,6 +116,12 @@ def _scenario(raw: Any, files: dict[str, str], named: dict[str, Fault]) -> Scena
     values.update({key: tuple(values[key]) for key in _TUPLES if key in values})
     if "results" in values:  # the agent's silence is written as a word, not as the engine's -1
         values["results"] = tuple(NO_REPORT if r == "no-report" else r for r in values["results"])
+    if values.get("stop_complete") == "no-report":
+        values["stop_complete"] = NO_REPORT
+    if "strategy_report" in values:
+        if values["strategy_report"] != "no-report":
+            raise TableError(f"{where}: strategy_report: only no-report is meaningful")
+        values["strategy_report"] = False
     return Scenario(**values)
 
 
