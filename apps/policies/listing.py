@@ -71,9 +71,29 @@ def _on_incarnation_saved(sender: type[JobIncarnation], instance: JobIncarnation
     transaction.on_commit(lambda: listing_refresh([job_id]))
 
 
+class _LastFaultRefresh:
+    """One job's pending ``last_fault_refresh``: an ``on_commit`` callback that can be recognised."""
+
+    def __init__(self, job_id: int) -> None:
+        self.job_id = job_id
+
+    def __call__(self) -> None:
+        last_fault_refresh(self.job_id)
+
+
 def _on_incident_saved(sender: type[Incident], instance: Incident, **_: Any) -> None:
+    # One refresh per job per transaction: the ingester saves a job's incident several times in
+    # one (planned, then followed by the event), and each refresh is an UPDATE committed on its own
+    # after the transaction (issue #27). A callback dropped with a rolled-back savepoint is no
+    # longer pending, so the next save registers its own.
     job_id = instance.job_id
-    transaction.on_commit(lambda: last_fault_refresh(job_id))
+    connection = transaction.get_connection()
+    if connection.in_atomic_block and any(
+        isinstance(func, _LastFaultRefresh) and func.job_id == job_id
+        for _, func, _ in connection.run_on_commit
+    ):
+        return
+    transaction.on_commit(_LastFaultRefresh(job_id))
 
 
 def connect_receivers() -> None:
