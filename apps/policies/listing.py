@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Subquery
+from django.db.models import F, Q, Subquery
 from django.db.models.signals import post_save
 
 from apps.events.models import Incident
@@ -60,10 +60,26 @@ def listing_refresh(job_ids: Iterable[int]) -> None:
                 setattr(job, name, value)
 
 
-def last_fault_refresh(job_id: int) -> None:
-    """``last_fault_at`` from the job's incidents, in one UPDATE."""
+def last_fault_refresh(job_id: int) -> int:
+    """``last_fault_at`` from the job's incidents, in one UPDATE that writes only a change.
+
+    Most incident saves leave the newest ``opened_at`` as it was; an UPDATE that matches no row
+    writes no WAL, so its commit waits for no disk flush (about 3 ms each on the bench's disk, two
+    per fault in a storm; issue #27). "Is distinct from", spelled for the ORM: null-safe.
+    """
     newest = Incident.objects.filter(job_id=job_id).order_by("-opened_at").values("opened_at")[:1]
-    TrainingJob.objects.filter(pk=job_id).update(last_fault_at=Subquery(newest))
+    differs = (
+        Q(last_fault_at__isnull=True, newest__isnull=False)
+        | Q(last_fault_at__isnull=False, newest__isnull=True)
+        | Q(last_fault_at__lt=F("newest"))
+        | Q(last_fault_at__gt=F("newest"))
+    )
+    return (
+        TrainingJob.objects.filter(pk=job_id)
+        .alias(newest=Subquery(newest))
+        .filter(differs)
+        .update(last_fault_at=Subquery(newest))
+    )
 
 
 def _on_incarnation_saved(sender: type[JobIncarnation], instance: JobIncarnation, **_: Any) -> None:
