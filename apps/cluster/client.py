@@ -7,6 +7,7 @@ server sent one.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Iterator
@@ -140,7 +141,6 @@ def _translate(exc: Exception, what: str) -> ClusterError:
 
 
 def _status_text(exc: ApiException) -> tuple[str, str]:
-    import json
 
     try:
         body = json.loads(exc.body or "{}")
@@ -158,6 +158,18 @@ def _call(what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         raise
     except Exception as exc:  # every client failure is translated, none escapes raw
         raise _translate(exc, what) from exc
+
+
+def _call_json(what: str, fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    """``_call`` answered as plain JSON: no model objects built (a list of Events is thousands)."""
+    response = _call(what, fn, *args, _preload_content=False, **kwargs)
+    try:
+        body = json.loads(response.data or b"{}")
+    except ValueError as exc:
+        raise ClusterError(f"{what}: the API server sent invalid JSON ({exc})", permanent=False) from exc
+    finally:
+        response.release_conn()
+    return body if isinstance(body, dict) else {}
 
 
 def _custom(ref: ClusterRef) -> k8s.CustomObjectsApi:
@@ -411,7 +423,7 @@ def list_resource(
             kwargs["_continue"] = token
         if field_selector:
             kwargs["field_selector"] = field_selector
-        page = _to_dict(ref, _call(f"list {where}", fn, *args, **kwargs))
+        page = _call_json(f"list {where}", fn, *args, **kwargs)
         items.extend(page.get("items") or [])
         meta = page.get("metadata") or {}
         token = meta.get("continue") or None
@@ -427,7 +439,7 @@ def current_resource_version(ref: ClusterRef, resource: str, *, namespace: str |
     the watch events the cluster wrote before it.
     """
     fn, args = _list_call(ref, resource, namespace)
-    page = _to_dict(ref, _call(f"list {resource}", fn, *args, limit=1))
+    page = _call_json(f"list {resource}", fn, *args, limit=1)
     return str((page.get("metadata") or {}).get("resourceVersion", ""))
 
 
@@ -440,23 +452,45 @@ def watch_resource(
     field_selector: str = "",
     timeout_seconds: int = 60,
 ) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Yield ``(type, object)`` from one watch call, bookmarks included (they only advance the rv)."""
+    """Yield ``(type, object)`` from one watch call, bookmarks included (they only advance the rv).
+
+    The stream's lines are decoded as plain JSON: the client's own ``Watch`` would also build its
+    model objects for core resources (Events, ConfigMaps) and re-encode custom ones, which cost most
+    of a watch thread's CPU in a fault storm (issue #27) for objects used as dicts anyway. An
+    ``ERROR`` line (410 Gone and the like) ends the call as the ``ApiException`` it stands for.
+    """
     fn, args = _list_call(ref, resource, namespace)
-    watcher = k8s_watch.Watch()
     kwargs: dict[str, Any] = {
+        "watch": True,
         "resource_version": resource_version,
         "timeout_seconds": timeout_seconds,
         "allow_watch_bookmarks": True,
+        "_preload_content": False,
+        # Connect within the usual time; the read waits out the server's own timeout.
+        "_request_timeout": (REQUEST_TIMEOUT[0], timeout_seconds + REQUEST_TIMEOUT[1]),
     }
     if field_selector:
         kwargs["field_selector"] = field_selector
+    response: Any = None
     try:
-        for event in watcher.stream(fn, *args, **kwargs):
-            obj = event.get("raw_object") or event.get("object")
-            yield str(event["type"]), obj if isinstance(obj, dict) else _to_dict(ref, obj)
+        response = fn(*args, **kwargs)
+        for line in k8s_watch.watch.iter_resp_lines(response):
+            if not line or line.isspace():
+                continue
+            event = json.loads(line)
+            event_type, obj = str(event.get("type", "")), event.get("object")
+            if event_type == "ERROR":
+                status = obj if isinstance(obj, dict) else {}
+                raise ApiException(
+                    status=int(status.get("code") or 500),
+                    reason=f"{status.get('reason', '')}: {status.get('message', '')}",
+                )
+            yield event_type, obj if isinstance(obj, dict) else {}
     except ClusterError:
         raise
     except Exception as exc:
         raise _translate(exc, f"watch {resource}") from exc
     finally:
-        watcher.stop()
+        if response is not None:
+            response.close()
+            response.release_conn()

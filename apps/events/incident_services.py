@@ -63,8 +63,8 @@ def latest_incident(job: TrainingJob) -> Incident | None:
     return Incident.objects.filter(job=job).order_by("-number").first()
 
 
-def _create(job: TrainingJob, at: datetime) -> Incident:
-    latest = latest_incident(job)
+def _create(job: TrainingJob, at: datetime, latest: Incident | None) -> Incident:
+    """The job's next incident; ``latest`` is its newest one, read under the same job lock."""
     number = (latest.number if latest else 0) + 1
     incident = Incident.objects.create(
         job=job, number=number, first_seq=0, last_seq=0, **fold.new_incident(at)
@@ -130,7 +130,7 @@ def incident_plan(
         )
         if kind == kinds.FAULT_DETECTED and last is not None and _is_late_copy(last, data, at):
             return IncidentPlan(last, kind, "", data, enrich_only=True)
-        current = last if kind in fold.OUTCOME_KINDS and recent else _create(job, at)
+        current = last if kind in fold.OUTCOME_KINDS and recent else _create(job, at, last)
     assert current is not None
     key = source_key
     if kind == kinds.FAULT_DETECTED:
@@ -175,7 +175,7 @@ def incident_follow(event: JobEvent, incident: Incident | None) -> None:
             # ClusterD asks only about a fault it is handling, and ``decide`` (its own process, no
             # reordering hold) often stores the question before the ingester stores the fault:
             # the question opens the incident, and the fault joins it.
-            incident = _create(event.job, event.occurred_at)
+            incident = _create(event.job, event.occurred_at, latest_incident(event.job))
         if incident is None:
             return
     state = _fields(incident)

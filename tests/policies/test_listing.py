@@ -13,6 +13,7 @@ from apps.audit.actors import Actor
 from apps.events.models import Incident
 from apps.jobs.incarnations import incarnation_observe_podgroup
 from apps.jobs.models import TrainingJob
+from apps.policies.listing import last_fault_refresh
 from apps.policies.observed import in_effect_briefs
 from apps.policies.services import policy_revision_create
 from mindcluster import keys as c
@@ -64,3 +65,28 @@ def test_columns_follow_revisions_incarnations_and_incidents(
         )
         Incident.objects.create(job=job, number=2, opened_at=now, first_seq=2, last_seq=2)
     assert columns(job)[2] == now
+
+
+def test_last_fault_refresh_writes_only_a_change_and_once_per_transaction(
+    world: World, django_capture_on_commit_callbacks: Any
+) -> None:
+    job = training_job(world.cluster, "refreshed", uid="uid-r")
+    now = timezone.now()
+    # Two saves of one job's incident in one transaction: one refresh after the commit.
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        incident = Incident.objects.create(job=job, number=1, opened_at=now, first_seq=1, last_seq=1)
+        incident.last_seq = 2
+        incident.save()
+    assert len(callbacks) == 1
+    assert columns(job)[2] == now
+    # Unchanged: the UPDATE matches no row (no write to flush).
+    assert last_fault_refresh(job.pk) == 0
+    assert columns(job)[2] == now
+    # Null-safe both ways: no incident left clears it; a stale copy is corrected.
+    Incident.objects.filter(job=job).delete()
+    assert last_fault_refresh(job.pk) == 1
+    assert columns(job)[2] is None
+    Incident.objects.create(job=job, number=2, opened_at=now - timedelta(hours=1), first_seq=3, last_seq=3)
+    TrainingJob.objects.filter(pk=job.pk).update(last_fault_at=now)
+    assert last_fault_refresh(job.pk) == 1
+    assert columns(job)[2] == now - timedelta(hours=1)

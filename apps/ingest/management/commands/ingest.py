@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 import time
 from typing import Any
@@ -14,6 +15,11 @@ from apps.core.metrics import serve_metrics
 from apps.ingest.runner import ProcessIngesters
 from apps.jobs.clusters import cluster_register_default
 from apps.jobs.models import Cluster
+
+# The applier waits on the database a dozen times per item and each time needs the GIL back from
+# the watch threads; at Python's default 5 ms interval that wait, not the work, paced a fault storm
+# (issue #27; the decider sets the same for the same reason).
+SWITCH_INTERVAL_S = 0.0005
 
 
 class Command(BaseCommand):
@@ -31,6 +37,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         names: list[str] = options["cluster"]
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
         cluster_register_default()  # like demo_setup: $KUBECONFIG becomes the default cluster
         known = set(Cluster.objects.values_list("name", flat=True))
         unknown = sorted(set(names) - known)
