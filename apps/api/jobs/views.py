@@ -30,6 +30,7 @@ from apps.api.jobs.serializers import (
 )
 from apps.core.api_errors import ApiError, ErrorResponseSerializer, field_error, forbidden
 from apps.core.api_inputs import valid_input
+from apps.core.compiled import AroundSubquery
 from apps.core.numbers import is_ascii_digits
 from apps.jobs.models import Cluster, TrainingJob
 from apps.jobs.services import JobAlreadyRegistered, job_register
@@ -162,8 +163,8 @@ class _PageOfRows:
 
     A page's ids come from the index alone (OFFSET skips index entries, not rows), and only those
     rows are read, with their cluster name, revision number and advice figure joined in: one query,
-    the ids a subquery of it (bench/profile_api.py: a round trip and a query compile less than
-    reading the ids first).
+    the ids a subquery of it (a round trip less than reading the ids first), its outer part compiled
+    once per order.
     """
 
     def __init__(self, queryset: QuerySet[TrainingJob], order: tuple[Any, ...]) -> None:
@@ -174,9 +175,15 @@ class _PageOfRows:
         return self.queryset.count()
 
     def __getitem__(self, page: slice) -> list[dict[str, Any]]:
-        ids = self.queryset.values("pk")[page]
-        rows = TrainingJob.objects.filter(pk__in=ids).order_by(*self.order).values(*JOB_LIST_COLUMNS)
-        return list(rows)
+        return _PAGE_ROWS(self.order, self.queryset.values("pk")[page])
+
+
+def _rows_of(order: tuple[Any, ...], ids: Any) -> QuerySet[TrainingJob, dict[str, Any]]:
+    return TrainingJob.objects.filter(pk__in=ids).order_by(*order).values(*JOB_LIST_COLUMNS)
+
+
+# The rows' query is compiled once per order (apps/core/compiled.py); the page's ids every time.
+_PAGE_ROWS: AroundSubquery[dict[str, Any]] = AroundSubquery(_rows_of)
 
 
 def _visible_cluster(request: Request, ref: str) -> Cluster:
