@@ -12,7 +12,7 @@ from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
 from apps.accounts.models import ApiToken
-from apps.core.cache import sliding_window_hit
+from apps.core.cache import sliding_window_hits
 
 if TYPE_CHECKING:
     from rest_framework.views import APIView
@@ -26,9 +26,16 @@ def _configured_rate(scope: str) -> str | None:
     return None if rate is None else str(rate)
 
 
+# Where the first shared throttle of a request leaves every shared throttle's verdict (scope ->
+# (counted, window end)), so the others answer without a round trip of their own.
+_VERDICTS = "_shared_throttle_verdicts"
+
+
 class _SharedCountThrottle(SimpleRateThrottle):
     """Counts in the shared Redis cache (``CACHES``); when Redis cannot be reached the request is let
     through (and logged): a cache outage must not turn every API call into a 500."""
+
+    scope: str  # each one has a scope: the key of its verdict
 
     def allow_request(self, request: Request, view: APIView) -> bool:
         try:
@@ -37,18 +44,45 @@ class _SharedCountThrottle(SimpleRateThrottle):
             log.warning("throttle %s: the shared cache is unreachable (%s); not counting", self.scope, exc)
             return True
 
-    def _allow(self, request: Request, view: APIView) -> bool:
-        # Two counters (apps/core/cache.py: one O(1) round trip) instead of DRF's list of every
-        # timestamp in the window, read and written back on each request.
+    def bucket(self, request: Request, view: APIView) -> tuple[str, int, int] | None:
+        """This throttle's ``(key, seconds, allowed)`` for ``request``; None = not limited."""
+        # The rate is read at call time (not class creation) so settings overrides are honoured.
+        self.rate = self.get_rate()
         if self.rate is None:
-            return True
+            return None
         allowed, duration = self.parse_rate(self.rate)
         key = self.get_cache_key(request, view)
         if key is None or allowed is None or not duration:
-            return True
-        self.now = self.timer()
-        self.window_ends = (int(self.now) // duration + 1) * duration
-        return sliding_window_hit(key, duration, allowed, self.now)
+            return None
+        return key, duration, allowed
+
+    def _allow(self, request: Request, view: APIView) -> bool:
+        # Two counters per bucket (apps/core/cache.py) instead of DRF's list of every timestamp in
+        # the window; and the view's shared throttles all in the first one's round trip.
+        verdicts: dict[str, tuple[bool, float]] = getattr(request, _VERDICTS, {})
+        if self.scope not in verdicts:
+            verdicts = self._decide_all(request, view)
+            setattr(request, _VERDICTS, verdicts)
+        # Taken, not read: a second check of the same request counts again, as DRF's throttles do.
+        counted, self.window_ends = verdicts.pop(self.scope)
+        return counted
+
+    def _decide_all(self, request: Request, view: APIView) -> dict[str, tuple[bool, float]]:
+        others = [t for t in view.get_throttles() if isinstance(t, _SharedCountThrottle)]
+        throttles = [self, *(t for t in others if t.scope != self.scope)]
+        now = self.timer()
+        limited: list[tuple[str, float, tuple[str, int, int]]] = []
+        verdicts: dict[str, tuple[bool, float]] = {}
+        for throttle in throttles:
+            bucket = throttle.bucket(request, view)
+            if bucket is None:
+                verdicts[throttle.scope] = (True, now)
+            else:
+                limited.append((throttle.scope, (int(now) // bucket[1] + 1) * bucket[1], bucket))
+        counted = sliding_window_hits([bucket for _, _, bucket in limited], now)
+        for (scope, window_ends, _), ok in zip(limited, counted, strict=True):
+            verdicts[scope] = (ok, window_ends)
+        return verdicts
 
     def wait(self) -> float | None:
         return max(1.0, self.window_ends - self.timer())
@@ -84,13 +118,6 @@ class UserRateThrottle(_SharedCountThrottle):
 
     def get_rate(self) -> str | None:
         return _configured_rate(self.scope)
-
-    def _allow(self, request: Request, view: APIView) -> bool:
-        self.rate = self.get_rate()
-        if self.rate is None:
-            return True
-        self.num_requests, self.duration = self.parse_rate(self.rate)
-        return super()._allow(request, view)
 
     def get_cache_key(self, request: Request, view: APIView) -> str | None:
         if request.user is None or not request.user.is_authenticated:

@@ -10,6 +10,7 @@ make four commands (bench/profile_api.py: 0.15 ms of CPU per request).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.core.cache.backends.redis import RedisCache, RedisCacheClient
@@ -65,19 +66,48 @@ def sliding_window_hit(key: str, seconds: int, allowed: int, now: float) -> bool
     list of timestamps twice per request (at 1,200/min, 10 KB of pickle per bucket and request). A
     refused hit is taken back, as DRF does not count refused requests.
     """
+    return sliding_window_hits([(key, seconds, allowed)], now)[0]
+
+
+def sliding_window_hits(buckets: Sequence[tuple[str, int, int]], now: float) -> list[bool]:
+    """``sliding_window_hit`` for several ``(key, seconds, allowed)`` buckets in one round trip.
+
+    Each bucket is decided on its own, as if hit alone (one refusing does not stop another from
+    counting, as DRF checks every throttle); the refused ones are taken back in a second round trip,
+    which only a refused request pays. The API's two throttles (per token, per user) share one
+    pipeline this way (bench/profile_api.py: ~0.2 ms of CPU per request less than two).
+    """
     from django.core.cache import cache
 
-    started = int(now) // seconds * seconds
-    current = cache.make_and_validate_key(f"{key}:{started}")
-    previous = cache.make_and_validate_key(f"{key}:{started - seconds}")
-    client = cache._cache.get_client(current, write=True)  # type: ignore[attr-defined]
-    pipe = client.pipeline(transaction=False)
-    pipe.incr(current)
-    pipe.expire(current, 2 * seconds + 1, nx=True)
-    pipe.get(previous)
-    count, _, before = pipe.execute()
-    overlap = 1.0 - (now - started) / seconds
-    if int(count) + int(before or 0) * overlap <= allowed:
-        return True
-    client.decr(current)
-    return False
+    if not buckets:
+        return []
+    keys: list[tuple[str, float]] = []
+    client = None
+    pipe = None
+    for key, seconds, _ in buckets:
+        started = int(now) // seconds * seconds
+        current = cache.make_and_validate_key(f"{key}:{started}")
+        previous = cache.make_and_validate_key(f"{key}:{started - seconds}")
+        if pipe is None:
+            client = cache._cache.get_client(current, write=True)  # type: ignore[attr-defined]
+            pipe = client.pipeline(transaction=False)
+        pipe.incr(current)
+        pipe.expire(current, 2 * seconds + 1, nx=True)
+        pipe.get(previous)
+        keys.append((current, 1.0 - (now - started) / seconds))
+    assert pipe is not None and client is not None
+    replies = pipe.execute()
+    verdicts: list[bool] = []
+    refused: list[str] = []
+    for index, ((current, overlap), (_, _, allowed)) in enumerate(zip(keys, buckets, strict=True)):
+        count, _, before = replies[3 * index : 3 * index + 3]
+        counted = int(count) + int(before or 0) * overlap <= allowed
+        verdicts.append(counted)
+        if not counted:
+            refused.append(current)
+    if refused:
+        undo = client.pipeline(transaction=False)
+        for current in refused:
+            undo.decr(current)
+        undo.execute()
+    return verdicts

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any, Generic, TypeVar
 
 from django.db import connections
 from django.db.models import QuerySet
+from django.db.models.expressions import RawSQL
 
 R = TypeVar("R")  # what a row becomes: a model instance, or a values_list tuple
 
@@ -55,16 +56,7 @@ class CompiledQuery(Generic[R]):
         params = list(constants)
         for position, argument in slots:
             params[position] = args[argument]
-        compiler = copy.copy(compiler_template)
-        compiler.connection = connection  # this thread's connection, not the compiling thread's
-        compiler.as_sql = lambda *_, **__: (sql, tuple(params))
-        query = copy.copy(compiler.query)
-        query.get_compiler = lambda *_, **__: compiler  # ModelIterable asks the query for its compiler
-        run: QuerySet[Any, R] = queryset._chain()
-        iterable = run._iterable_class
-        run.query = query  # the setter would make a values_list query yield dicts: keep its iterable
-        run._iterable_class = iterable
-        return list(run)
+        return _run(queryset, compiler_template, sql, params)
 
     def _compile(self) -> Any:
         """The template, or False when the arguments do not go into the parameters unchanged: two
@@ -92,3 +84,62 @@ class CompiledQuery(Generic[R]):
         if {argument for _, argument in slots} != set(range(len(markers))):
             return False
         return queryset, compiler, sql, slots, params
+
+
+def _run(queryset: Any, compiler_template: Any, sql: str, params: list[Any]) -> list[R]:
+    """``queryset`` evaluated with ``sql`` and ``params`` in place of compiling it (``compiler_template``:
+    its compiler after compiling, so the selected columns and their converters are known)."""
+    compiler = copy.copy(compiler_template)
+    compiler.connection = connections["default"]  # this thread's connection, not the compiling thread's
+    compiler.as_sql = lambda *_, **__: (sql, tuple(params))
+    query = copy.copy(compiler.query)
+    query.get_compiler = lambda *_, **__: compiler  # ModelIterable asks the query for its compiler
+    run: QuerySet[Any, R] = queryset._chain()
+    iterable = run._iterable_class
+    run.query = query  # the setter would make a values_list query yield dicts: keep its iterable
+    run._iterable_class = iterable
+    return list(run)
+
+
+# Stands for the subquery in an ``AroundSubquery`` template: a literal no real query contains.
+_SUBQUERY_SENTINEL = "SELECT '\x00compiled-subquery\x00'"
+
+
+class AroundSubquery(Generic[R]):
+    """``build(shape, subquery)`` evaluated as a list, compiled once per ``shape`` but for the subquery.
+
+    For a query whose variable part is one subquery (the jobs list: its page's rows, ``pk__in`` the
+    page's ids under any filter and visibility): the outer query, with its joins and columns, is
+    compiled once per shape (bench/profile_api.py: ~0.7 ms a page), the subquery every time. A
+    shape whose outer query has parameters of its own is compiled every time (their places among
+    the subquery's are not known).
+    """
+
+    def __init__(self, build: Callable[[Any, Any], QuerySet[Any, R]]) -> None:
+        self._build = build
+        self._lock = threading.Lock()
+        self._compiled: dict[tuple[str, Hashable], Any] = {}
+
+    def __call__(self, shape: Hashable, subquery: QuerySet[Any, Any]) -> list[R]:
+        connection = connections["default"]
+        key = (connection.vendor, shape)
+        template = self._compiled.get(key)
+        if template is None:
+            with self._lock:
+                template = self._compiled.setdefault(key, self._compile(shape))
+        if template is False:
+            return list(self._build(shape, subquery))
+        queryset, compiler_template, before, after = template
+        inner_sql, inner_params = subquery.query.sql_with_params()
+        return _run(queryset, compiler_template, f"{before}{inner_sql}{after}", list(inner_params))
+
+    def _compile(self, shape: Hashable) -> Any:
+        queryset = self._build(shape, RawSQL(_SUBQUERY_SENTINEL, ()))
+        if queryset.db != "default":
+            return False
+        compiler = queryset.query.get_compiler(using=queryset.db)
+        sql, params = compiler.as_sql()
+        if params or sql.count(_SUBQUERY_SENTINEL) != 1:
+            return False
+        before, after = sql.split(_SUBQUERY_SENTINEL)
+        return queryset, compiler, before, after

@@ -178,3 +178,25 @@ def test_sync_of_a_job_never_pushed_is_a_404(world: World) -> None:
     PolicySync.objects.all().delete()
     response = world.client("owner").get(f"/api/v1/jobs/{world.job.pk}/sync/")
     assert response.status_code == 404 and "never been pushed" in response.json()["errors"][0]["message"]
+
+
+def test_the_warnings_kept_per_revision_are_the_validators_for_the_jobs_facts_now(world: World) -> None:
+    from apps.api.policies.bodies import revision_warnings
+
+    job = world.job
+    revision = job.current_revision
+    assert revision is not None
+
+    def validator(spec: object) -> list[dict[str, object]]:
+        return [issue.to_dict() for issue in validate_policy(spec, job_context(job)).warnings]
+
+    first = revision_warnings(job, revision)
+    assert first == validator(revision.spec)
+    first.append({"code": "scribbled"})  # a caller's change to its copy is not kept
+    assert revision_warnings(job, revision) == validator(revision.spec)
+    # Other facts (a Worker count the policy's rules may not fit): validated again, not the kept ones.
+    job.replicas = {**job.replicas, "Worker": 7}
+    assert revision_warnings(job, revision) == validator(revision.spec)
+    response = world.client("teammate").get(policy_url(world))
+    job.refresh_from_db()
+    assert response.json()["warnings"] == validator(revision.spec)

@@ -11,11 +11,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from django.db import connection, connections
+from django.db.models import QuerySet
 from django.test.utils import CaptureQueriesContext
 
 from apps.accounts.models import ApiToken
 from apps.accounts.selectors import grant_rows, grants_of
-from apps.core.compiled import CompiledQuery
+from apps.core.compiled import AroundSubquery, CompiledQuery
 from apps.jobs.models import TrainingJob
 from tests.support.world import World, training_job
 
@@ -84,3 +85,34 @@ def test_threads_each_get_their_own_rows(world: World) -> None:
 
     with ThreadPoolExecutor(8) as pool:
         assert list(pool.map(read, jobs * 4)) == [job.pk for job in jobs * 4]
+
+
+def _rows_by(order: tuple[str, ...], ids: object) -> QuerySet[TrainingJob, dict[str, object]]:
+    return (
+        TrainingJob.objects.filter(pk__in=ids)
+        .order_by(*order)
+        .values("id", "name", "cluster__name", "replicas")
+    )
+
+
+PAGE = AroundSubquery(_rows_by)
+
+
+def test_rows_around_a_subquery_are_the_orms_for_each_shape_and_subquery(world: World) -> None:
+    for i in range(5):
+        training_job(world.cluster, f"paged-{i}")
+    jobs = TrainingJob.objects.order_by("name", "id")
+    for order in (("name", "id"), ("-name", "id"), ("-id",)):
+        for ids in (jobs.values("pk")[1:4], jobs.filter(name__startswith="paged-").values("pk")[:2]):
+            with CaptureQueriesContext(connection) as queries:
+                rows = PAGE(order, ids)
+            assert rows == list(_rows_by(order, ids))
+            assert len(queries) == 1  # the subquery went into the one query
+    assert PAGE(("id",), jobs.filter(name="no-such-job").values("pk")) == []
+
+
+def test_an_outer_query_with_parameters_of_its_own_is_compiled_every_time(world: World) -> None:
+    by_name = AroundSubquery(lambda name, ids: TrainingJob.objects.filter(pk__in=ids, name=name).values("id"))
+    all_ids = TrainingJob.objects.values("pk")
+    assert by_name(world.job.name, all_ids) == [{"id": world.job.pk}]
+    assert by_name("no-such-job", all_ids) == []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
@@ -30,6 +30,7 @@ from apps.api.jobs.serializers import (
 )
 from apps.core.api_errors import ApiError, ErrorResponseSerializer, field_error, forbidden
 from apps.core.api_inputs import valid_input
+from apps.core.compiled import AroundSubquery
 from apps.core.numbers import is_ascii_digits
 from apps.jobs.models import Cluster, TrainingJob
 from apps.jobs.services import JobAlreadyRegistered, job_register
@@ -113,14 +114,11 @@ class JobViewSet(
         return super().filter_queryset(queryset)
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        # A page in two steps: its ids from the index alone (OFFSET skips index entries, not rows),
-        # then just those rows with their cluster name, revision number and advice figure joined in.
         order = list_ordering(request)
         queryset = self.filter_queryset(self.get_queryset()).order_by(*order)
-        page_ids = self.paginate_queryset(queryset.values_list("pk", flat=True))
-        assert page_ids is not None  # every list is paginated (DEFAULT_PAGINATION_CLASS)
-        rows = TrainingJob.objects.filter(pk__in=page_ids).order_by(*order).values(*JOB_LIST_COLUMNS)
-        return self.get_paginated_response(job_rows_output(rows))
+        rows = self.paginate_queryset(_PageOfRows(queryset, order))  # type: ignore[arg-type]
+        assert rows is not None  # every list is paginated (DEFAULT_PAGINATION_CLASS)
+        return self.get_paginated_response(job_rows_output(cast(list[dict[str, Any]], rows)))
 
     def get_object(self) -> TrainingJob:
         return job_for_request(self.request, int(self.kwargs["pk"]))
@@ -158,6 +156,34 @@ class JobViewSet(
                 extra={"job": exc.job.pk},
             ) from None
         return Response(job_output(job), status=status.HTTP_201_CREATED)
+
+
+class _PageOfRows:
+    """What the paginator slices: the count of ``queryset``, and a page of it as list rows.
+
+    A page's ids come from the index alone (OFFSET skips index entries, not rows), and only those
+    rows are read, with their cluster name, revision number and advice figure joined in: one query,
+    the ids a subquery of it (a round trip less than reading the ids first), its outer part compiled
+    once per order.
+    """
+
+    def __init__(self, queryset: QuerySet[TrainingJob], order: tuple[Any, ...]) -> None:
+        self.queryset = queryset
+        self.order = order
+
+    def count(self) -> int:
+        return self.queryset.count()
+
+    def __getitem__(self, page: slice) -> list[dict[str, Any]]:
+        return _PAGE_ROWS(self.order, self.queryset.values("pk")[page])
+
+
+def _rows_of(order: tuple[Any, ...], ids: Any) -> QuerySet[TrainingJob, dict[str, Any]]:
+    return TrainingJob.objects.filter(pk__in=ids).order_by(*order).values(*JOB_LIST_COLUMNS)
+
+
+# The rows' query is compiled once per order (apps/core/compiled.py); the page's ids every time.
+_PAGE_ROWS: AroundSubquery[dict[str, Any]] = AroundSubquery(_rows_of)
 
 
 def _visible_cluster(request: Request, ref: str) -> Cluster:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import copy
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from apps.api.policies.serializers import in_effect_output, sync_output
 from apps.core.compiled import CompiledQuery
 from apps.jobs.models import TrainingJob
 from apps.policies.in_effect import in_effect
-from apps.policies.models import PolicySync
-from apps.policies.services import policy_validate_for_job
+from apps.policies.models import PolicyRevision, PolicySync
+from apps.policies.services import job_context, policy_validate_for_job
 
 # Read by every policy GET: compiled once (apps/core/compiled.py), it was a quarter of its CPU.
 _LATEST_SYNC = CompiledQuery(
@@ -22,13 +25,35 @@ def latest_sync(job: TrainingJob) -> PolicySync | None:
     return found[0] if found else None
 
 
+# The validator is a pure function of the spec and the job's facts, and a revision never changes
+# (PolicyRevision is write-once): its warnings are kept per (revision, job facts), most recent last.
+# Re-validating on every policy GET was ~8 % of its CPU (bench/profile_api.py).
+_WARNINGS_KEPT = 4096
+_warnings: OrderedDict[tuple[int, str], list[dict[str, Any]]] = OrderedDict()
+_warnings_lock = threading.Lock()
+
+
+def revision_warnings(job: TrainingJob, revision: PolicyRevision) -> list[dict[str, Any]]:
+    """The validator's warnings on ``revision`` for ``job`` as it is now (a new list each call)."""
+    key = (revision.pk, repr(job_context(job)))  # the facts as the validator gets them (a dataclass)
+    with _warnings_lock:
+        found = _warnings.get(key)
+        if found is not None:
+            _warnings.move_to_end(key)
+    if found is None:
+        found = [issue.to_dict() for issue in policy_validate_for_job(job=job, spec=revision.spec).warnings]
+        with _warnings_lock:
+            _warnings[key] = found
+            while len(_warnings) > _WARNINGS_KEPT:
+                _warnings.popitem(last=False)
+    return copy.deepcopy(found) if found else []
+
+
 def policy_body(job: TrainingJob, warnings: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The current policy of ``job`` with its latest push; warnings re-computed when not given."""
     revision = job.current_revision
     if warnings is None and revision is not None:
-        warnings = [
-            issue.to_dict() for issue in policy_validate_for_job(job=job, spec=revision.spec).warnings
-        ]
+        warnings = revision_warnings(job, revision)
     sync = latest_sync(job)
     return {
         "job": job.pk,
