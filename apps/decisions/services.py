@@ -41,6 +41,7 @@ from apps.audit.actors import Actor
 from apps.audit.services import audit_record
 from apps.cluster import client as kube
 from apps.cluster.errors import ClusterError
+from apps.clusterd import client as clusterd_client
 from apps.core import metrics
 from apps.core.errors import ApplicationError
 from apps.core.queue import enqueue
@@ -54,7 +55,6 @@ from apps.policies.rendering.keys import STANDING_ANSWERS, standing_answer
 from apps.policies.spec import PLATFORM_STRATEGIES, PolicySpec
 from mindcluster import faults as vocab
 from mindcluster import keys as c
-from mindcluster import reset_json
 
 log = logging.getLogger(__name__)
 State = Decision.State
@@ -87,34 +87,52 @@ def _spec(job: TrainingJob) -> PolicySpec | None:
 _CODE_TYPES = {vocab.CODE_HBM_DOUBLE_BIT: "uce", vocab.CODE_HCCL_RETRY: "hccl", vocab.CODE_LINK_DOWN: "hccl"}
 
 
-def _reset_config_facts(job: TrainingJob, ranks: set[int]) -> tuple[set[str], set[str]]:
-    """Fault types and levels of the question's ranks from ``reset-config-<job>`` (reset.json).
+def _device_facts(device_id: str, codes: list[str], level: str, fault_type: str) -> tuple[set[str], set[str]]:
+    """Our rule vocabulary for one reported device fault: a node fault is ``deviceId`` ``"-1"``
+    (``DeviceFaultInfo``, mindcluster.md §6.2); a known code names its type; else ClusterD's type."""
+    types: set[str] = set()
+    for code in codes:
+        if code.upper() in _CODE_TYPES:
+            types.add(_CODE_TYPES[code.upper()])
+    if device_id == "-1":
+        types.add("node")
+    elif not types and fault_type:
+        types.add(fault_type)
+    return types, {level} if level else set()
 
-    ClusterD's question only says "on-chip memory or not"; the RankList it wrote just before
-    carries each rank's error code and handling policy. A rank isolated without a chip error code
-    is a node fault.
+
+def _clusterd_facts(job: TrainingJob) -> tuple[set[str], set[str]]:
+    """Fault types and levels of the job's current faults, asked of ClusterD (``GetFaultMsgSignal``).
+
+    The question only says "on-chip memory or not", and ``reset.json`` carries no more: ClusterD
+    writes each rank as Status ``fault`` with no error code and no policy (``setNewTaskInfo``,
+    ``component/clusterd/pkg/domain/common/utils.go:231-269``; source facts D12). Codes and levels are
+    only in ClusterD's ``fault.Fault`` service (``DeviceFaultInfo{deviceId, faultCodes, faultLevel,
+    faultType}``), the source the ingester follows as a stream; one query here covers a question that
+    comes before the ingester has stored the fault (or with no ingester running).
     """
-    try:
-        cm = kube.get_configmap(cluster_ref(job.cluster), job.namespace, reset_json.configmap_name(job.name))
-    except ClusterError:
+    address = job.cluster.clusterd_address
+    if not address:
         return set(), set()
-    state = reset_json.parse_configmap_data(cm.get("data"))
+    try:
+        signal = clusterd_client.get_faults(address, job_id=job.uid)
+    except clusterd_client.ClusterDError as exc:
+        log.info("job %s: no fault detail from ClusterD: %s", job.name, exc.message)
+        return set(), set()
     types: set[str] = set()
     levels: set[str] = set()
-    for entry in reset_json.rank_entries(state):
-        rank = reset_json.rank_id(entry)
-        if rank is None or (ranks and rank not in ranks):
-            continue
-        code = reset_json.error_code_hex(entry)
-        policy = reset_json.policy(entry)
-        node_fault = policy == vocab.POLICY_ISOLATE and not code
-        if code in _CODE_TYPES:
-            types.add(_CODE_TYPES[code])
-        elif node_fault:
-            types.add("node")
-            levels.add(vocab.SEPARATE_FAULT)
-        if policy in vocab.LEVEL_OF_POLICY and not node_fault:
-            levels.add(vocab.LEVEL_OF_POLICY[policy])
+    if signal.signal_type == "normal":
+        return types, levels
+    for node in signal.nodes:
+        for device in node.devices:
+            found_types, found_levels = _device_facts(
+                device.device_id,
+                list(device.codes),
+                device.level or node.level,
+                device.fault_types[0] if device.fault_types else "",
+            )
+            types |= found_types
+            levels |= found_levels
     return types, levels
 
 
@@ -130,14 +148,14 @@ def _needs_detail(spec: PolicySpec) -> bool:
 
 
 def _facts(job: TrainingJob, faults: list[dict[str, Any]], spec: PolicySpec) -> FaultFacts:
-    """Fault types from the question, enriched with reset.json and what the ingester saw."""
+    """Fault types from the question, enriched with ClusterD's fault service and what the ingester saw."""
     ranks = tuple(int(f["rank"]) for f in faults)
     types = {CONFIRM_TYPE_NAMES.get(str(f["type"]), "normal") for f in faults}
     levels: set[str] = set()
     extra_types: set[str] = set()
     extra_levels: set[str] = set()
     if _needs_detail(spec):
-        extra_types, extra_levels = _reset_config_facts(job, set(ranks))
+        extra_types, extra_levels = _clusterd_facts(job)
     if extra_types:
         # More precise than the question's 0/1: "1" only means "not only on-chip memory".
         types = (types - {"normal"}) | extra_types if "normal" in types else types | extra_types

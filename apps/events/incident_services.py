@@ -135,7 +135,13 @@ def incident_plan(
     key = source_key
     if kind == kinds.FAULT_DETECTED:
         signature = fold.fault_signature(data)
-        if signature in (current.fault.get("signatures") or []):
+        # ClusterD's reset.json fault list names ranks only, never a code or a node (setNewTaskInfo,
+        # component/clusterd/pkg/domain/common/utils.go:231-269; facts D12): it is the ranks of the
+        # fault the open incident already holds, not a fault of its own.
+        ranks_only = not data.get("code") and "node" not in data and bool(data.get("ranks"))
+        if signature in (current.fault.get("signatures") or []) or (
+            ranks_only and current.fault.get("signatures")
+        ):
             return IncidentPlan(current, kind, "", data, enrich_only=True)
         ids = fold.fault_ids(data)
         # Keyed by the fault's id where it has one, so the unique (job, key) constraint holds it to

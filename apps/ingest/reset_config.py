@@ -1,8 +1,11 @@
 """ConfigMap ``reset-config-<job>`` (key ``reset.json``): faulty ranks and ClusterD's fault flushing.
 
 mindcluster.md §6.3: ``RankList[{RankId, LogicId, Status, Policy, ErrorCode, ErrorCodeHex}]``,
-``FaultFlushing``, ``RestartFaultProcess``, ``RestartType``, ``RetryTime``. A rank that becomes
-``unrecovered`` is a detected fault; ``FaultFlushing`` turning on means training was stopped.
+``FaultFlushing``, ``RestartFaultProcess``, ``RetryTime``. A rank that becomes ``fault`` (ClusterD's
+fault list: Status ``fault``, no code and no policy, ``setNewTaskInfo``,
+``component/clusterd/pkg/domain/common/utils.go:231-269``; source facts D12) or ``unrecovered`` (the
+device plugin's hot-reset document, with code and policy) is a detected fault; ``FaultFlushing``
+turning on means training was stopped (notifyFaultFlushing writes no ranks, so that stop names none).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from mindcluster import reset_json
 SOURCE = "reset-config"
 RESET_KEY = reset_json.DATA_KEY
 UNRECOVERED = reset_json.STATUS_UNRECOVERED
+FAULTY = (reset_json.STATUS_FAULT, UNRECOVERED)
 
 
 def is_reset_configmap(obj: dict[str, Any]) -> bool:
@@ -56,7 +60,7 @@ def reset_observations(
         if not isinstance(entry, dict):
             continue
         rank = str(entry.get("RankId", ""))
-        if entry.get("Status") == UNRECOVERED and before.get(rank) != UNRECOVERED:
+        if entry.get("Status") in FAULTY and before.get(rank) not in FAULTY:
             by_code.setdefault(str(entry.get("ErrorCodeHex") or "").upper(), []).append(entry)
 
     def observed(kind: str, message: str, data: dict[str, Any], key: str) -> Observation:
@@ -80,7 +84,7 @@ def reset_observations(
         message = f"ranks {ranks} unrecovered (code {code or '-'}, policy {policy or '-'})"
         found.append(observed(kinds.FAULT_DETECTED, message, {**fault, "policy": policy}, f"fault:{code}"))
     if state["flushing"] and not previous.get("flushing", False):
-        ranks = sorted(_int(r) for r, status in state["ranks"].items() if status == UNRECOVERED)
+        ranks = sorted(_int(r) for r, status in state["ranks"].items() if status in FAULTY)
         message = f"ClusterD stopped training to flush the fault (ranks {ranks})"
         stopped = {"ranks": ranks, "restart_type": str(doc.get("RestartType", ""))}
         found.append(observed(kinds.TRAINING_STOPPED, message, stopped, "flushing"))

@@ -535,21 +535,32 @@ class _FaultRun:
         except Exception as exc:  # the PodGroup may be gone (deleted by a test); ClusterD logs and moves on
             log.warning("cannot patch PodGroup %s: %s", self.pg_name, exc)
 
-    def write_reset(self, **changes: Any) -> None:
-        self.reset_state.update(changes)
-        self.kube.upsert_configmap(
-            self.namespace,
-            reset_json.configmap_name(self.name),
-            # The check code the agent verifies: sha256 of the document (MakeDataHash, utils.go:215-227).
-            {
-                reset_json.DATA_KEY: reset_json.dumps(self.reset_state),
-                reset_json.CHECK_CODE_KEY: reset_json.check_code(self.reset_state),
-            },
+    def write_reset(self, operation: str, *, restart_fault_process: bool = False) -> None:
+        """One ClusterD write of reset.json: setNewTaskInfo's fresh document for ``operation``
+        (component/clusterd/pkg/domain/common/utils.go:231-269; source facts D12), with its check code
+        (MakeDataHash, util.go:49-71; WriteResetInfoToCM, utils.go:215-227). Only ``fault`` writes ranks,
+        as Status ``fault`` with no code or policy: codes and levels travel in the fault.Fault stream.
+        A hot-reset rank left in the document refuses the write, and ClusterD logs and goes on."""
+        ranks = (
+            [f.rank for a in self.actives for f in (a.rank_fault,)]
+            if operation == reset_json.OP_FAULT
+            else []
         )
-
-    def set_rank_status(self, status: str) -> None:
-        ranks = [dict(r, Status=status) for r in self.reset_state.get("RankList", [])]
-        self.write_reset(RankList=ranks)
+        try:
+            doc = reset_json.set_new_task_info(
+                self.reset_state,
+                operation,
+                fault_ranks=sorted(set(ranks)),
+                restart_fault_process=restart_fault_process,
+                now=int(self.clock.now().timestamp()),
+            )
+        except reset_json.ResetWriteRefused as exc:
+            self.event("ResetConfigRefused", f"{operation}: {exc}", warning=True)
+            return
+        self.reset_state = doc
+        self.kube.upsert_configmap(
+            self.namespace, reset_json.configmap_name(self.name), reset_json.configmap_data(doc)
+        )
 
     def signal(
         self,
@@ -692,19 +703,6 @@ class _FaultRun:
         self.event("FaultMerged", f"fault {ids} joins the recovery in progress of {self.spec.id}")
         return True
 
-    def _fault_list(self) -> list[dict[str, Any]]:
-        return [
-            reset_json.rank_entry(
-                f.rank,
-                a.spec.device,
-                reset_json.STATUS_UNRECOVERED,
-                vocab.POLICY_OF_LEVEL.get(f.level, vocab.POLICY_RESTART),
-                f.code,
-            )
-            for a in self.actives
-            for f in (a.rank_fault,)
-        ]
-
     def _recover(self, rank_faults: tuple[RankFault, ...]) -> list[Step]:
         policy = self.snapshot_policy()
         labels = (self.job.get("metadata") or {}).get("labels") or {}
@@ -757,18 +755,12 @@ class _FaultRun:
                     # DumpForFaultEvent: straight to saveAndExit with the fault list in reset.json; no
                     # FaultFlushing, stopTrain, globalFault, ProcessConfirmFault or strategy report
                     # (controller.go:676-681, 716-747; rules.go:155-156).
-                    self.write_reset(RankList=self._fault_list(), FaultFlushing=False, RetryTime=0)
+                    self.write_reset(reset_json.OP_FAULT)  # the fault list (controller.go:737-738)
                     inputs = replace(base, platform_choice=standing, platform_standing=standing)
                     steps = engine.plan(inputs, self.outcome)
                     return self._execute(steps, inputs)
-                self.write_reset(
-                    RankList=self._fault_list(),
-                    FaultFlushing=True,
-                    RestartFaultProcess=False,
-                    RestartType="podReschedule",
-                    RetryTime=0,
-                    GracefulExit=0,
-                )
+                # FaultOccur: notifyFaultFlushing, no ranks yet (controller.go:682-683).
+                self.write_reset(reset_json.OP_FAULT_FLUSHING)
                 self.signal("stopTrain", ["stop_train"], timeout=900)
                 script = self.cd.taskd.script_for(self.uid)
                 stop_report = script.stop_report if script is not None else engine.CODE_OK
@@ -792,6 +784,8 @@ class _FaultRun:
                         # Normal faults: v26 always sleeps NotReleaseSleepTime (10 s) before the
                         # fault list goes out (controller.go:1018-1022; constants.go:283-287; facts D13).
                         self.sleep(NOT_RELEASE_SLEEP_S)
+                    # globalFault: the fault list first (controller.go:963-966; facts D13).
+                    self.write_reset(reset_json.OP_FAULT)
                     self.signal("globalFault", ["on_global_rank"])
                     support, reasons = self.cd.taskd.agent_report(self.job)
                     supported = frozenset(support) if strategy_reported else frozenset()
@@ -907,23 +901,21 @@ class _FaultRun:
             if step.recover_status:
                 self.patch_podgroup(annotations={k.ANNOTATION_RECOVER_STATUS: step.recover_status})
             status = step.recover_status or "no ProcessRecoverStatus"
+            # No reset.json write for a result: ClusterD has no per-rank status operation (const.go:124-130).
             if kind == StepKind.SUCCEEDED:
-                self.set_rank_status(reset_json.STATUS_RECOVERED)
                 self.event("RecoverSucceeded", f"{step.strategy} succeeded ({status})")
             else:
-                self.set_rank_status(reset_json.STATUS_FAILED)
                 self.event(
                     "RecoverFailed", f"{step.strategy} failed ({status}, code {step.code})", warning=True
                 )
         elif kind == StepKind.REFLUSH:
-            self.write_reset(FaultFlushing=True)
+            self.write_reset(reset_json.OP_FAULT)  # the fault list again (controller.go:963-966)
             self.signal("globalFault", ["on_global_rank"])
         elif kind == StepKind.EXIT:
             self.signal("changeStrategy", step.actions or ["change_strategy"], change_strategy="exit")
             self.sleep(step.duration_s)
             if step.recover_status:
                 self.patch_podgroup(annotations={k.ANNOTATION_RECOVER_STATUS: step.recover_status})
-            self.write_reset(GracefulExit=1)
             self.event("ProcessExited", "training processes stopped (no status written); " + step.reason)
         elif kind == StepKind.DUMP_EXIT:
             self.signal(
@@ -933,17 +925,16 @@ class _FaultRun:
                 extra_params=step.extra_params,
             )
             self.sleep(step.duration_s)
-            self.write_reset(GracefulExit=1)
             self.event("ProcessExited", "training processes stopped (dump-exit); " + step.reason)
         elif kind == StepKind.LISTEN_SCHEDULE:
             self.sleep(step.duration_s)
             self.event("ScheduleTimeout", step.reason)
         elif kind == StepKind.RESTART_ALL_PROCESS:
-            # restartAllProcess adds 1 to RetryTime and keeps the rest (utils.go:231-269, facts D12).
-            self.write_reset(RetryTime=int(self.reset_state.get("RetryTime", 0)) + 1)
+            # restartAllProcess adds 1 to RetryTime (controller.go:1829-1831; utils.go:231-269, facts D12).
+            self.write_reset(reset_json.OP_RESTART_ALL_PROCESS)
             self.event("RestartAllProcess", step.reason)
         elif kind == StepKind.FAULT_CLEAR:
-            self.write_reset(RankList=[], FaultFlushing=False)  # ClearOperation empties RankList (D12)
+            self.write_reset(reset_json.OP_CLEAR)  # handleFaultClear (controller.go:692-694)
             self.event("FaultClear", step.reason)
         elif kind == StepKind.KILL_MASTER:
             self.sleep(step.duration_s)
@@ -977,9 +968,9 @@ class _FaultRun:
             )
             self.sleep(step.duration_s)
             return
-        retry_time = int(self.reset_state.get("RetryTime", 0)) + 1
-        in_place = step.strategy == "recover-in-place"
-        self.write_reset(RetryTime=retry_time, RestartFaultProcess=in_place)
+        if step.strategy == "recover-in-place":
+            # handleRestartFaultProcess: the fault list with RestartFaultProcess (controller.go:1296-1301).
+            self.write_reset(reset_json.OP_FAULT, restart_fault_process=True)
         self.signal(
             step.signal or "changeStrategy",
             step.actions or ["change_strategy"],
@@ -1112,7 +1103,7 @@ class _FaultRun:
     def finish(self) -> None:
         with self.cd._lock:
             self.closed = True  # handleFinish → reset (controller.go:659-662): a later fault is its own
-        self.write_reset(FaultFlushing=False, RestartFaultProcess=False)
+        self.write_reset(reset_json.OP_CLEAR)  # reset(): ClearOperation (controller.go:221-227)
         with self.cd._lock:
             remaining = [
                 f for f in self.cd._faults.get(self.uid, []) if all(f is not a for a in self.actives)

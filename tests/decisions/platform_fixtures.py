@@ -57,7 +57,13 @@ def _job_maker(sim: SimCluster) -> Callable[..., TrainingJob]:
     """Jobs created in ``sim`` from the rendered platform-mode policy (``POLICY`` unless given), on a
     Cluster row of their own, returned once they run."""
     api = k8s_config.new_client_from_config(config_file=sim.kubeconfig_path)
-    cluster = Cluster.objects.create(name=f"sim-{uuid.uuid4().hex[:6]}", kubeconfig_path=sim.kubeconfig_path)
+    # ClusterD's gRPC address: the decider asks ClusterD's fault service for codes and levels, which
+    # reset.json does not carry (utils.go:231-269, facts D12).
+    cluster = Cluster.objects.create(
+        name=f"sim-{uuid.uuid4().hex[:6]}",
+        kubeconfig_path=sim.kubeconfig_path,
+        clusterd_address=sim.grpc_address,
+    )
 
     def make(policy: dict[str, Any] | None = None) -> TrainingJob:
         spec_raw = policy or POLICY

@@ -19,6 +19,7 @@ from apps.ingest import (
     reset_config,
 )
 from apps.ingest.observation import best_time, split_uid_suffix
+from mindcluster import reset_json
 
 NOW = datetime(2026, 11, 29, 12, 0, 0, tzinfo=UTC)
 UID = "0b8a1c2d-3e4f-4a5b-8c6d-7e8f9a0b1c2d"
@@ -104,6 +105,32 @@ def test_reset_config_detects_new_unrecovered_ranks_and_training_stop() -> None:
     assert found == []
     _, found = reset_config.reset_observations(state, reset_cm("5", [(8, "unrecovered", "")], True), NOW)
     assert [o.kind for o in found] == [kinds.FAULT_DETECTED, kinds.TRAINING_STOPPED]
+
+
+def _clusterd_cm(rv: str, doc: dict) -> dict:
+    meta = {"name": "reset-config-llama", "namespace": "team-a", "uid": "cm-uid", "resourceVersion": rv}
+    return {"metadata": meta, "data": reset_json.configmap_data(doc)}
+
+
+def test_reset_config_reads_clusterd_s_own_writes() -> None:
+    # ClusterD's sequence (setNewTaskInfo, component/clusterd/pkg/domain/common/utils.go:231-269; facts
+    # D12): notifyFaultFlushing with no ranks (controller.go:682-683), then the fault list as Status
+    # "fault" with no code or policy (controller.go:963-966), then ClearOperation (controller.go:221-227).
+    flushing = reset_json.set_new_task_info({}, reset_json.OP_FAULT_FLUSHING, now=1)
+    state, found = reset_config.reset_observations({}, _clusterd_cm("3", flushing), NOW)
+    assert [o.kind for o in found] == [kinds.TRAINING_STOPPED] and found[0].data["ranks"] == []
+    listed = reset_json.set_new_task_info(flushing, reset_json.OP_FAULT, fault_ranks=[8, 9], now=2)
+    state, found = reset_config.reset_observations(state, _clusterd_cm("4", listed), NOW)
+    assert [o.kind for o in found] == [kinds.FAULT_DETECTED]
+    assert found[0].data == {"ranks": [8, 9], "device": "0", "code": "", "policy": ""}
+    # The same list written again (a re-flush) is no new detection; after a clear the rank is new again.
+    state, found = reset_config.reset_observations(state, _clusterd_cm("5", listed), NOW)
+    assert found == []
+    cleared = reset_json.set_new_task_info(listed, reset_json.OP_CLEAR, now=3)
+    state, found = reset_config.reset_observations(state, _clusterd_cm("6", cleared), NOW)
+    assert found == [] and state == {"ranks": {}, "flushing": False}
+    _, found = reset_config.reset_observations(state, _clusterd_cm("7", listed), NOW)
+    assert [o.kind for o in found] == [kinds.FAULT_DETECTED]
 
 
 def test_reset_config_tolerates_garbage() -> None:

@@ -95,3 +95,44 @@ def test_the_simulated_clusterd_writes_the_check_code(sim: SimCluster, kube: Kub
     assert cm is not None
     doc = rj.parse_configmap_data(cm["data"])
     assert doc and cm["data"][rj.CHECK_CODE_KEY] == rj.check_code(doc)
+
+
+def _writes(sim: SimCluster, monkeypatch: pytest.MonkeyPatch, name: str) -> list[dict]:
+    """Every reset.json document the simulated ClusterD writes for ``name``, in order."""
+    assert sim.clusterd is not None
+    kube = sim.clusterd.kube
+    docs: list[dict] = []
+    upsert = kube.upsert_configmap
+
+    def recording(namespace: str, cm_name: str, data: dict[str, str]) -> None:
+        if cm_name == rj.configmap_name(name):
+            docs.append(json.loads(data[rj.DATA_KEY]))
+        upsert(namespace, cm_name, data)
+
+    monkeypatch.setattr(kube, "upsert_configmap", recording)
+    return docs
+
+
+def test_the_simulated_clusterd_writes_only_what_set_new_task_info_writes(
+    sim: SimCluster, kube: Kube, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A normal fault recovered: FaultOccur → notifyFaultFlushing (controller.go:682-683), globalFault →
+    # the fault list (controller.go:963-966), the end → reset()'s ClearOperation (controller.go:221-227).
+    # Every document is setNewTaskInfo's (utils.go:231-269): ranks as Status "fault" with every other
+    # field zero, no error code and no policy (the codes are in the fault.Fault stream only).
+    create_job(kube, make_job("rj-writes"))
+    docs = _writes(sim, monkeypatch, "rj-writes")
+    sim.inject_fault("default", "rj-writes", rank=1, fault_type="normal", recovers=True)
+    assert sim.wait_idle(20)
+    assert docs, "no reset.json write"
+    for doc in docs:
+        assert list(doc) == list(rj.set_new_task_info({}, rj.OP_CLEAR, now=0))  # the struct's keys, in order
+        assert doc["GracefulExit"] == 0
+        for entry in doc["RankList"]:
+            assert entry == rj.clusterd_rank(entry["RankId"])
+    flushing = [i for i, d in enumerate(docs) if d["FaultFlushing"]]
+    with_ranks = [i for i, d in enumerate(docs) if d["RankList"]]
+    assert flushing and with_ranks and flushing[0] < with_ranks[0]
+    assert all(not docs[i]["RankList"] for i in flushing)  # notifyFaultFlushing writes no ranks
+    assert {e["RankId"] for i in with_ranks for e in docs[i]["RankList"]} <= set(range(0, 64))
+    assert docs[-1]["RankList"] == [] and docs[-1]["FaultFlushing"] is False
