@@ -36,6 +36,14 @@ LABEL_PROCESS_RECOVER_ENABLE = "process-recover-enable"
 PROCESS_RECOVER_PAUSE = "pause"
 LABEL_FAULT_RETRY_TIMES = "fault-retry-times"
 LABEL_SUB_HEALTHY_STRATEGY = "subHealthyStrategy"
+# Elastic scaling (ascend-operator pkg/controllers/scaling/types.go:47-49): a job with the rule label
+# must also carry its group and its job group's ID (controller.go:51-66).
+LABEL_SCALING_RULE = "mind-cluster/scaling-rule"
+LABEL_SCALING_GROUP = "mind-cluster/group-name"
+LABEL_SCALING_JOB_ID = "jobID"
+# 910A5 scale-out network (ascend-operator pkg/api/v1/constants_v2.go:33-37), read upper-cased.
+LABEL_SCALE_OUT_TYPE = "scaleout-type"
+SCALE_OUT_TYPES: Final = ("ROCE", "UBOE")
 
 # --- job annotations ---------------------------------------------------------------------------
 ANNOTATION_RECOVER_STRATEGY = "recover-strategy"

@@ -9,10 +9,14 @@ give other reasons and messages, check a replica type after its containers, refu
 container of any name, and set no condition (only the Event; v7.3.0 ascendjob_controller.go:148-151):
 ``validate_job(..., release=...)`` follows the job's release (``LEGACY_REASON``).
 
-Not modelled: the elastic-scaling check (``r.scaler.ValidJob``, :40-46, ``InvalidScalingConfig``) and
-the 910A5 scale-out label check (:48-54, ``InvalidScaleOutConfig``): the simulated cluster runs no
-elastic or A5 jobs. Go walks ``replicaSpecs`` (a map) in random order, so with two bad replica types
-the real operator may report either; here they are checked in manifest order.
+Two label checks come first (:40-54): the elastic-scaling labels (``r.scaler.ValidJob``,
+scaling/controller.go:51-66, ``InvalidScalingConfig``, before 26.0 ``invalid scaling config`` with
+shorter messages) and, from 26.0 only, the 910A5 ``scaleout-type`` label (utils/job_v2.go:53-63,
+``InvalidScaleOutConfig``). That second check returns without setting the deferred ``err``, so the
+operator records no Event for it, only the condition (``records_event``).
+
+Go walks ``replicaSpecs`` (a map) in random order, so with two bad replica types the real operator
+may report either; here they are checked in manifest order.
 """
 
 from __future__ import annotations
@@ -77,6 +81,8 @@ class ValidationFailure:
     reason: str
     message: str
     sets_condition: bool = True  # v26.0.0+: also the Failed/JobValidFailed condition
+    # False for InvalidScaleOutConfig: :49-54 returns a fresh error, the deferred Event (:34-38) sees nil.
+    records_event: bool = True
 
     @property
     def condition_message(self) -> str:
@@ -96,10 +102,45 @@ def validate_job(
     spec = _mapping(job.get("spec"))
     labels = _mapping(_mapping(job.get("metadata")).get("labels"))
     legacy = not release_at_least(release, NAMED_SINCE)
-    failure = _basic_info(spec, queue_error, legacy) or _spec(labels, spec.get("replicaSpecs"), legacy)
+    name = str(_mapping(job.get("metadata")).get("name") or "")
+    failure = (
+        _scaling(name, labels, legacy)
+        or (None if legacy else _scale_out(labels))
+        or _basic_info(spec, queue_error, legacy)
+        or _spec(labels, spec.get("replicaSpecs"), legacy)
+    )
     if failure is None or not legacy:
         return failure
     return ValidationFailure(LEGACY_REASON[failure.reason], failure.message, sets_condition=False)
+
+
+def _scaling(name: str, labels: Mapping[str, Any], legacy: bool) -> ValidationFailure | None:
+    """scaler.ValidJob (:40-46; scaling/controller.go:51-66, same checks at v7.3.0): with the
+    scaling-rule label, whatever its value, the group-name and jobID labels must exist (any value)."""
+    if k.LABEL_SCALING_RULE not in labels:
+        return None
+    for key, what, value in (
+        (k.LABEL_SCALING_GROUP, "group name", "the group of job"),
+        (k.LABEL_SCALING_JOB_ID, "jobID", "the jobID of job"),
+    ):
+        if key not in labels:
+            hint = "" if legacy else f", please set label of {key}=<{value}>"
+            return ValidationFailure(REASON_INVALID_SCALING_CONFIG, f"job {name} has no {what}{hint}")
+    return None
+
+
+def _scale_out(labels: Mapping[str, Any]) -> ValidationFailure | None:
+    """CheckAcJobScaleOutTypeLabel (:48-54; utils/job_v2.go:17-29, :53-63; v26.0.0+): a non-blank
+    ``scaleout-type``, upper-cased but not trimmed, must be ROCE or UBOE. No Event (see
+    ``records_event``)."""
+    value = str(labels.get(k.LABEL_SCALE_OUT_TYPE) or "").upper()
+    if not value.strip() or value in k.SCALE_OUT_TYPES:
+        return None
+    message = (
+        f"the value of label {k.LABEL_SCALE_OUT_TYPE} is invalid, which should be "
+        f"{' or '.join(k.SCALE_OUT_TYPES)}"
+    )
+    return ValidationFailure(REASON_INVALID_SCALE_OUT_CONFIG, message, records_event=False)
 
 
 def _basic_info(

@@ -542,7 +542,9 @@ class SimOperator:
             # validateJob stops at the first failure: one Warning Event (ascendjob_validate.go:34-38)
             # and, from v26.0.0, JobValidFailed "<reason>: <message>" (ascendjob_controller.go:148-155);
             # before, the Event only (v7.3.0 ascendjob_controller.go:148-151).
-            self.kube.event(job, failure.reason, failure.message, type_="Warning")
+            # InvalidScaleOutConfig skips the Event (ascendjob_validate.go:49-54 leaves the deferred err nil).
+            if failure.records_event:
+                self.kube.event(job, failure.reason, failure.message, type_="Warning")
             if not failure.sets_condition:
                 return
             self.kube.patch_job_status(

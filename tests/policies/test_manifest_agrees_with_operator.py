@@ -69,6 +69,28 @@ BROKEN: list[tuple[str, str, Change, str]] = [
     ("no-ascend-container", "mindspore", lambda j: _ascend(j).update(name="main"), "InvalidContainer"),
     ("leaderless-pytorch", "pytorch", _drop_leader, "InvalidReplicaType"),  # :177-184
     ("leaderless-mindspore-8-npus", "mindspore", _drop_leader, "InvalidReplicaSpec"),  # :185-190
+    # :40-46, scaling/controller.go:51-66
+    (
+        "scaling-without-group",
+        "pytorch",
+        lambda j: j["metadata"]["labels"].update({"mind-cluster/scaling-rule": "r", "jobID": "7"}),
+        "InvalidScalingConfig",
+    ),
+    (
+        "scaling-without-job-id",
+        "mindspore",
+        lambda j: j["metadata"]["labels"].update(
+            {"mind-cluster/scaling-rule": "r", "mind-cluster/group-name": "g"}
+        ),
+        "InvalidScalingConfig",
+    ),
+    # :48-54, utils/job_v2.go:53-63
+    (
+        "bad-scale-out-type",
+        "tensorflow",
+        lambda j: j["metadata"]["labels"].update({"scaleout-type": "IB"}),
+        "InvalidScaleOutConfig",
+    ),
 ]
 
 
@@ -88,4 +110,20 @@ def test_what_the_operator_refuses_the_product_reports(framework: str, change: C
 def test_a_well_formed_job_passes_both(framework: str) -> None:
     job = make_job("agree", framework=framework, workers=2)
     assert validate_job(job) is None
+    assert [issue for issue in validate_manifest(job) if issue.severity == "error"] == []
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [
+        {"mind-cluster/scaling-rule": "r", "mind-cluster/group-name": "g", "jobID": "7"},
+        {"scaleout-type": "roce"},
+        {"scaleout-type": "UBOE"},
+        {"scaleout-type": ""},
+    ],
+)
+def test_valid_scaling_and_scale_out_labels_pass_both(labels: dict[str, str]) -> None:
+    job = make_job("agree")
+    job["metadata"]["labels"].update(labels)
+    assert validate_job(copy.deepcopy(job)) is None
     assert [issue for issue in validate_manifest(job) if issue.severity == "error"] == []

@@ -437,6 +437,14 @@ MANIFEST_ROWS: list[tuple[str, Any, str, str, str]] = [
      "manifest_invalid_success_policy", "manifest:/spec/successPolicy", E),
     ("restart-policy", edit(lambda m: roles(m)["Worker"].update(restartPolicy="never")),
      "manifest_invalid_restart_policy", f"{RS}/Worker/restartPolicy", E),
+    # ascendjob_validate.go:40-46, scaling/controller.go:51-66
+    ("scaling-without-job-id",
+     edit(lambda m: m["metadata"]["labels"].update({"mind-cluster/scaling-rule": "r",
+                                                    "mind-cluster/group-name": "g"})),
+     "manifest_scaling_label_missing", "manifest:/metadata/labels/jobID", E),
+    # ascendjob_validate.go:48-54, utils/job_v2.go:53-63 (26.0+)
+    ("bad-scale-out-type", edit(lambda m: m["metadata"]["labels"].update({"scaleout-type": "roc"})),
+     "manifest_invalid_scale_out_type", "manifest:/metadata/labels/scaleout-type", E),
 ]
 # fmt: on
 

@@ -196,3 +196,26 @@ def test_build_podgroup_queue_defaults() -> None:
     del manifest["spec"]["runPolicy"]["schedulingPolicy"]["queue"]
     assert build_podgroup(manifest)["spec"]["queue"] == "default"
     assert build_podgroup(manifest)["metadata"]["name"] == "queue-u-2"
+
+
+def test_bad_scale_out_type_fails_the_job_without_an_event(kube) -> None:
+    # ascendjob_validate.go:48-54 returns without setting the deferred err (:34-38): the condition
+    # (ascendjob_controller.go:148-155) but no Warning Event.
+    manifest = make_job("op-scaleout", labels={"framework": "pytorch", "scaleout-type": "IB"})
+    create_job(kube, manifest, running=False)
+    job = wait_for(
+        lambda: (lambda j: j if "Failed" in conditions(j) else None)(kube.get_job("default", "op-scaleout"))
+    )
+    failed = job["status"]["conditions"][-1]
+    assert failed["message"].startswith("InvalidScaleOutConfig: the value of label scaleout-type")
+    assert "InvalidScaleOutConfig" not in event_reasons(kube, job)
+    assert podgroup_of(kube, job) is None
+
+
+def test_missing_scaling_group_is_invalid_scaling_config(kube) -> None:
+    labels = {"framework": "pytorch", "mind-cluster/scaling-rule": "r", "jobID": "7"}
+    create_job(kube, make_job("op-scaling", labels=labels), running=False)
+    job = wait_for(
+        lambda: (lambda j: j if "Failed" in conditions(j) else None)(kube.get_job("default", "op-scaling"))
+    )
+    assert "InvalidScalingConfig" in event_reasons(kube, job)

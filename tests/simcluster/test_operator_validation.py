@@ -147,3 +147,70 @@ def test_reasons_are_the_operator_constants_consts_go_146_155() -> None:
         "InvalidReplicaSpec",
         "InvalidContainer",
     )
+
+
+# --- the label checks before validateBasicInfo (:40-54) ------------------------------------------
+SCALING = {"mind-cluster/scaling-rule": "rule-a", "mind-cluster/group-name": "g1", "jobID": "job-7"}
+
+
+def test_a_valid_scaling_config_passes_scaling_controller_go_51_66() -> None:
+    job = _job()
+    job["metadata"]["labels"].update(SCALING)
+    assert v.validate_job(job) is None
+    # Without the rule label the group and jobID labels are not looked at (controller.go:52-55).
+    job = _job()
+    job["metadata"]["labels"]["jobID"] = "job-7"
+    assert v.validate_job(job) is None
+
+
+@pytest.mark.parametrize(
+    ("missing", "message"),
+    [
+        # scaling/controller.go:57-60
+        (
+            "mind-cluster/group-name",
+            "job j has no group name, please set label of mind-cluster/group-name=<the group of job>",
+        ),
+        # scaling/controller.go:62-65
+        ("jobID", "job j has no jobID, please set label of jobID=<the jobID of job>"),
+    ],
+)
+def test_scaling_rule_needs_group_and_job_id_ascendjob_validate_go_40_46(missing: str, message: str) -> None:
+    job = _job()
+    job["metadata"]["labels"].update(SCALING)
+    del job["metadata"]["labels"][missing]
+    job["metadata"]["labels"]["framework"] = "caffe"  # checked first (:40), before the framework (:60)
+    assert v.validate_job(job) == v.ValidationFailure("InvalidScalingConfig", message)
+
+
+def test_an_empty_scaling_rule_still_asks_for_the_group_scaling_controller_go_52_55() -> None:
+    # Go tests the key's presence (`_, ok := job.Labels[...]`), not its value.
+    job = _job()
+    job["metadata"]["labels"]["mind-cluster/scaling-rule"] = ""
+    assert _reason(job) == "InvalidScalingConfig"
+    job["metadata"]["labels"].update({"mind-cluster/group-name": "", "jobID": ""})
+    assert _reason(job) is None
+
+
+@pytest.mark.parametrize("value", ["ROCE", "UBOE", "roce", "UBoE", "", "   "])
+def test_scale_out_type_accepted_values_utils_job_v2_go_53_63(value: str) -> None:
+    # Upper-cased (job_v2.go:17-24); blank or absent means "not set" (:55-57).
+    job = _job()
+    job["metadata"]["labels"]["scaleout-type"] = value
+    assert v.validate_job(job) is None
+
+
+@pytest.mark.parametrize("value", ["IB", " ROCE"])  # not trimmed before the comparison (job_v2.go:58)
+def test_scale_out_type_refused_without_an_event_ascendjob_validate_go_48_54(value: str) -> None:
+    job = _job()
+    job["metadata"]["labels"].update({"scaleout-type": value, "mind-cluster/scaling-rule": "r"})
+    assert _reason(job) == "InvalidScalingConfig"  # the scaling check runs first (:40-46)
+    del job["metadata"]["labels"]["mind-cluster/scaling-rule"]
+    job["spec"]["successPolicy"] = "AnyWorker"  # and the scale-out one before validateBasicInfo (:56)
+    failure = v.validate_job(job)
+    assert failure == v.ValidationFailure(
+        "InvalidScaleOutConfig",
+        "the value of label scaleout-type is invalid, which should be ROCE or UBOE",
+        records_event=False,
+    )
+    assert failure.sets_condition and not failure.records_event

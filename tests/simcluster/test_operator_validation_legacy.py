@@ -116,3 +116,24 @@ def test_the_simulated_operator_writes_the_legacy_event_and_no_condition(sim: Si
     job = kube.get_job("default", "legacy-invalid")
     conditions = ((job or {}).get("status") or {}).get("conditions") or []
     assert not any(c.get("reason") == v.CONDITION_REASON_JOB_VALID_FAILED for c in conditions)
+
+
+def test_legacy_scaling_config_reason_and_short_messages() -> None:
+    # v7.3.0 ascendjob_validate.go:39-45 and scaling/controller.go:57-65: no "please set label" hint.
+    job = _job()
+    job["metadata"]["labels"]["mind-cluster/scaling-rule"] = "rule-a"
+    failure = v.validate_job(job, release=LEGACY)
+    assert failure == v.ValidationFailure("invalid scaling config", "job j has no group name", False)
+    job["metadata"]["labels"]["mind-cluster/group-name"] = "g1"
+    failure = v.validate_job(job, release=LEGACY)
+    assert failure == v.ValidationFailure("invalid scaling config", "job j has no jobID", False)
+    job["metadata"]["labels"]["jobID"] = "job-7"
+    assert v.validate_job(job, release=LEGACY) is None  # a valid scaling config passes
+
+
+def test_legacy_operator_ignores_scale_out_type() -> None:
+    # v7.3.0 validateJob (:24-52) has no scale-out check; it arrived with v26.0.0.
+    job = _job()
+    job["metadata"]["labels"]["scaleout-type"] = "IB"
+    assert v.validate_job(job, release=LEGACY) is None
+    assert v.validate_job(job, release="26.0") is not None

@@ -99,6 +99,8 @@ CODES: dict[str, str] = {
     "manifest_empty_image": "The 'ascend' container has no image.",
     "manifest_invalid_success_policy": "successPolicy must be '' or 'AllWorkers'.",
     "manifest_invalid_restart_policy": "restartPolicy must be Always, OnFailure, Never or ExitCode.",
+    "manifest_scaling_label_missing": "An elastic-scaling job lacks its group-name or jobID label.",
+    "manifest_invalid_scale_out_type": "The scaleout-type label is not ROCE or UBOE.",
 }
 
 

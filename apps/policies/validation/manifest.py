@@ -83,6 +83,7 @@ def _check(manifest: Any, out: IssueCollector) -> None:
     replica_specs = spec.get("replicaSpecs")
     _check_name(metadata.get("name"), replica_specs, out)
     framework = _check_framework(metadata.get("labels"), out)
+    _check_scaling_labels(metadata.get("labels"), out)
     _check_success_policy(spec, out)
     _check_replica_specs(replica_specs, framework, "spec" in manifest, out)
 
@@ -157,6 +158,35 @@ def _check_framework(labels: Any, out: IssueCollector) -> str | None:
         )
         return None
     return str(value)
+
+
+def _check_scaling_labels(labels: Any, out: IssueCollector) -> None:
+    """Elastic-scaling and 910A5 scale-out labels, which the operator checks before anything else."""
+    labels = labels if isinstance(labels, dict) else {}
+    if k.LABEL_SCALING_RULE in labels:
+        for key in (k.LABEL_SCALING_GROUP, k.LABEL_SCALING_JOB_ID):
+            if key not in labels:
+                out.error(
+                    "manifest_scaling_label_missing",
+                    where("metadata", "labels", key),
+                    f"The {k.LABEL_SCALING_RULE} label makes this an elastic-scaling job, which also needs "
+                    f"the {key} label; the operator fails the job otherwise.",
+                )
+    value = labels.get(k.LABEL_SCALE_OUT_TYPE)
+    text = value.upper() if isinstance(value, str) else value
+    if (
+        text is not None
+        and text not in k.SCALE_OUT_TYPES
+        and not (isinstance(text, str) and not text.strip())
+    ):
+        out.error(
+            "manifest_invalid_scale_out_type",
+            where("metadata", "labels", k.LABEL_SCALE_OUT_TYPE),
+            f"The {k.LABEL_SCALE_OUT_TYPE} label is {describe(value)}; from MindCluster 26.0 the operator "
+            f"accepts only {' or '.join(k.SCALE_OUT_TYPES)} (any case) and otherwise fails the job without "
+            f"a Warning Event.{did_you_mean(text, k.SCALE_OUT_TYPES)}",
+            list(k.SCALE_OUT_TYPES),
+        )
 
 
 def _check_success_policy(spec: dict[str, Any], out: IssueCollector) -> None:
