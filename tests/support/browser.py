@@ -160,6 +160,10 @@ class BrowserTestCase(ChannelsLiveServerTestCase):
         self.context = self.browser.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)
         self.page = self.context.new_page()
         self.page.set_default_timeout(10_000)
+        # A page load waits for the live server, which shares two cores with the rest of the suite: its
+        # first request of a class (imports, static files) took over 10 s at load 10. Waits end on the
+        # event, so the longer bound only matters when a page really does not come.
+        self.page.set_default_navigation_timeout(30_000)
         self.page_errors: list[str] = []
         self.page.on("pageerror", lambda error: self.page_errors.append(str(error)))
 
