@@ -55,7 +55,10 @@ def test_fault_endpoint_is_recorded_in_the_kubeconfig(tmp_path: Path) -> None:
     assert control_url_from_kubeconfig(str(config)) == "http://127.0.0.1:39999"
 
 
-@pytest.mark.django_db
+# Committed rows, as for the process it stands for: the command's threads use connections of their
+# own (they must see the registered cluster) and it closes the main thread's between cluster
+# listings, which a test transaction cannot survive.
+@pytest.mark.django_db(transaction=True)
 def test_ingest_registers_the_default_cluster(sim) -> None:
     assert not Cluster.objects.exists()
     with override_settings(KUBECONFIG=sim.kubeconfig_path):
