@@ -2,8 +2,8 @@
 the API answer with the printed token, a fault injected into the simulated cluster reaches the
 API's event list, and Ctrl-C leaves no process behind.
 
-This builds a fresh virtualenv from the pinned requirements (pip's cache is shared to keep it to a
-minute or two), exactly as a new user would.
+This builds a fresh virtualenv from the pinned requirements exactly as a new user would (uv's and
+pip's caches are shared, as a second checkout on the same machine would share them).
 """
 
 from __future__ import annotations
@@ -88,6 +88,7 @@ def test_the_readme_run_command_on_a_clean_checkout(tmp_path: Path) -> None:
         "HOME": str(home),
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "PIP_CACHE_DIR": os.environ.get("PIP_CACHE_DIR", str(Path.home() / ".cache" / "pip")),
+        "UV_CACHE_DIR": os.environ.get("UV_CACHE_DIR", str(Path.home() / ".cache" / "uv")),
         "PYTHONUNBUFFERED": "1",
     }
     command = readme_run_command()
