@@ -61,6 +61,8 @@ def ensure_venv(requirement_files: list[str]) -> None:
 # uv installs the same pinned set as pip (the same versions: compared with `pip freeze`) in seconds
 # instead of a minute or two, in parallel and from its cache (issue #22: the fresh-clone suite time).
 # It comes from PyPI like everything else; where it cannot be had or fails, pip does the install.
+# --system-certs: trust the machine's certificate store as pip does (uv's own bundle refuses a
+# company's TLS-inspecting proxy that the system store trusts).
 UV_VERSION = "0.13.9"
 
 
@@ -70,7 +72,12 @@ def install_into(python: Path, args: list[str]) -> None:
     if not uv.exists():
         subprocess.run([str(python), "-m", "pip", "install", "-q", f"uv=={UV_VERSION}"], check=False)
     if uv.exists():
-        if subprocess.run([str(uv), "pip", "install", "-q", "--python", str(python), *args]).returncode == 0:
+        if (
+            subprocess.run(
+                [str(uv), "pip", "install", "-q", "--system-certs", "--python", str(python), *args]
+            ).returncode
+            == 0
+        ):
             return
         say("uv could not install it; trying pip")
     subprocess.run([str(python), "-m", "pip", "install", "-q", "--upgrade", "pip"], check=True)

@@ -1,7 +1,9 @@
 """``manage.py render_policy``: YAML/JSON output, artifacts, refusals and usage errors, without a database.
 
-Runs the real command in a subprocess whose DATABASE_URL points at a closed port: any ORM access
-would fail, so passing tests prove the command needs no database.
+Runs the command as manage.py does, in this process where pytest-django refuses every database
+connection (``manage_in_process``), and once in a real subprocess with the base settings whose
+DATABASE_URL points at a closed port: any ORM access would fail, so passing tests prove the command
+needs no database.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.support.policies import manage_without_database, seed_job
+from tests.support.policies import manage_in_process, manage_without_database, seed_job
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLES_DIR = REPO_ROOT / "tests" / "fixtures" / "reference" / "samples"
@@ -22,7 +24,7 @@ DUMP_73 = {"mindcluster_version": "7.3", "strategies": ["dump"]}
 
 
 def run(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return manage_without_database("render_policy", *args)
+    return manage_in_process("render_policy", *args)
 
 
 def write(path: Path, data: Any) -> Path:
@@ -38,6 +40,12 @@ def job_file(tmp_path: Path) -> Path:
 @pytest.fixture
 def policy_file(tmp_path: Path) -> Path:
     return write(tmp_path / "policy.json", DUMP_73)
+
+
+def test_the_real_process_with_base_settings_and_no_database(job_file: Path, policy_file: Path) -> None:
+    done = manage_without_database("render_policy", "--manifest", job_file, "--policy", policy_file)
+    assert done.returncode == 0, done.stderr
+    assert [d["kind"] for d in yaml.safe_load_all(done.stdout)] == ["AscendJob", "ConfigMap"]
 
 
 def test_yaml_output_has_the_job_then_its_configmap(job_file: Path, policy_file: Path) -> None:

@@ -1,7 +1,9 @@
 """``manage.py validate_policy``: exit codes, JSON output, manifests, and no database access.
 
-Runs the real command in a subprocess whose DATABASE_URL points at a closed port: any ORM access
-would fail, so passing tests prove the command works without a database.
+Runs the command as manage.py does, in this process where pytest-django refuses every database
+connection (``manage_in_process``), and once in a real subprocess with the base settings whose
+DATABASE_URL points at a closed port: any ORM access would fail, so passing tests prove the command
+works without a database.
 """
 
 from __future__ import annotations
@@ -13,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from tests.support.policies import manage_without_database
+from tests.support.policies import manage_in_process, manage_without_database
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ("reference", "samples")
 
 
 def run(*args: str | Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return manage_without_database("validate_policy", *args, stdin=stdin)
+    return manage_in_process("validate_policy", *args, stdin=stdin)
 
 
 def write_json(path: Path, data: Any) -> Path:
@@ -49,6 +51,15 @@ def test_valid_policy_exits_0_and_prints_the_canonical_spec(tmp_path: Path) -> N
     assert data["valid"] is True and data["errors"] == []
     assert data["spec"]["strategies"] == ["recover", "dump"]
     assert data["spec"]["mindcluster_version"] == "7.3"
+
+
+def test_the_real_process_with_base_settings_and_no_database(tmp_path: Path) -> None:
+    policy = write_json(tmp_path / "policy.json", {"strategies": ["recovery"]})
+    proc = manage_without_database("validate_policy", policy)
+    assert proc.returncode == 1, proc.stderr
+    assert [e["code"] for e in json.loads(proc.stdout)["errors"]] == ["unknown_strategy"]
+    usage = manage_without_database("validate_policy", tmp_path / "missing.json")
+    assert usage.returncode == 2 and usage.stdout == "" and "Traceback" not in usage.stderr
 
 
 def test_invalid_policy_exits_1_with_errors(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ WHOLE_MODULES = frozenset(
         "tests/ingest/test_fault_storm.py",  # one storm, several assertions on it
         "tests/decisions/test_platform_fifty_faults.py",  # one run of fifty faults, read by every test
         "tests/decisions/test_platform_after_exit.py",  # a cluster of its own per module
+        "tests/ship/test_checkov.py",  # one checkov run for every file (its start-up is most of a run)
     }
 )
 
