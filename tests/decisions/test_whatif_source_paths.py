@@ -137,3 +137,18 @@ def test_an_agent_that_never_reports_is_waited_for_15_minutes() -> None:
         assert "attempts" in str(exc.args[0]) or "no-report" in str(exc)
     else:
         raise AssertionError("an unknown attempt value must be refused")
+
+
+def test_the_advice_prices_a_hot_switch_that_never_finishes_as_failing() -> None:
+    # fault-scheduling off: Volcano skips the job (ascend-for-volcano reschedule.go:108-114), ClusterD waits
+    # for the old pod's deletion without a timeout (rules:129-130) after MindIO paused training (hs:151-187).
+    steps = _plan({"subHealthyStrategy": "hotSwitch"}, {}, "SubHealthFault", frozenset({"recover"}))
+    path = path_of(steps)
+    assert path.fails and "never finishes" in path.label
+    grace = _plan(
+        {"subHealthyStrategy": "hotSwitch", "fault-scheduling": "grace"},
+        {},
+        "SubHealthFault",
+        frozenset({"recover"}),
+    )
+    assert not path_of(grace).fails
