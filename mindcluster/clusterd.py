@@ -139,6 +139,7 @@ CODE_RECOVERABLE_RETRY_ERROR: Final = 405  # retry failed, flush faults again (c
 CODE_UNRECOVERABLE_RETRY_ERROR: Final = 406  # retry failed, agent loses "recover" (controller.go:1431)
 CODE_CLIENT_ERROR: Final = 499  # retry failed, agent loses "recover" and "dump" (controller.go:1432-1434)
 WAIT_PLATFORM_STRATEGY_TIMEOUT_CODE: Final = 508  # code.go:75, controller.go:664-674
+CODE_CONFIRM_FAULT_FAILED: Final = 509  # WriteConfirmFaultOrWaitPlatResultFault (code.go:76-77)
 # A failed attempt reported without a code: for retry we take 405 (the agent could not step-retry
 # but the process-level chain is intact); MindIO's real code is not in the public source.
 DEFAULT_FAILURE_CODE: Final = {"retry": CODE_RECOVERABLE_RETRY_ERROR}
@@ -1132,6 +1133,19 @@ def _plan_scaled_in(inputs: EngineInput, admission: Admission, outcome: Outcome)
     inputs = replace(inputs, faults=inputs.scaled_in + inputs.faults)
     if (early := _before_strategy_report(inputs)) is not None:
         return [*steps, *early]
+    if inputs.policy.platform_mode and inputs.platform_timed_out:
+        # No standing-answer wait here, but globalFault's ProcessConfirmFault handshake still runs
+        # (controller.go:933-947): no result, or the first event's confirm never cleared, is code 509 →
+        # FaultRetry (controller.go:815-838, rules.go:184-185) — inferred, not traced further.
+        steps.append(
+            Step(
+                StepKind.PLATFORM_TIMEOUT,
+                reason="platform handshake at globalFault failed (code 509)",
+                code=CODE_CONFIRM_FAULT_FAILED,
+            )
+        )
+        steps.extend(outer_rescheduling(inputs, "fault-retry after code 509", fault_retry=True))
+        return steps
     state = _State(agent=set(inputs.agent))
     decision = _choose_for_recover_fail(
         inputs,

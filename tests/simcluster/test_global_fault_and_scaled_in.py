@@ -102,16 +102,20 @@ def test_a_fault_while_scaled_in_goes_straight_to_stop_train_then_dump_or_exit()
     # No dump configured → exit.
     no_dump = replace(second, policy=policy("recover,elastic-training"))
     assert engine.chosen_strategies(engine.plan(no_dump, lambda s, a: True)) == ["exit"]
-    # Platform mode: no standing-answer wait, so no 508 even without an answer (controller.go:664-674
-    # is skipped); the answer read at globalFault decides dump.
+    # Platform mode: no standing-answer wait (controller.go:664-674 is skipped), so no standing answer
+    # is no 508; the answer read at globalFault decides dump.
     platform = RecoveryPolicy.from_podgroup(
         {"process-recover-enable": "on", "fault-scheduling": "grace"},
         {"recover-strategy": "elastic-training,dump", "ProcessRecoverStrategy": ""},
     )
-    plat = replace(second, policy=platform, platform_timed_out=True, platform_choice="dump")
+    plat = replace(second, policy=platform, platform_standing="", platform_choice="dump")
     steps = engine.plan(plat, lambda s, a: True)
     assert StepKind.PLATFORM_TIMEOUT not in [s.kind for s in steps]
     assert engine.chosen_strategies(steps) == ["dump"]
+    # Without the platform's result the handshake at globalFault fails: 509, FaultRetry (rules.go:184-185).
+    failed = engine.plan(replace(plat, platform_timed_out=True), lambda s, a: True)
+    assert [s.code for s in failed if s.kind == StepKind.PLATFORM_TIMEOUT] == [509]
+    assert engine.chosen_strategies(failed) == []
 
 
 def test_hot_switch_with_fault_scheduling_off_never_finishes() -> None:
