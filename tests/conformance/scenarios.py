@@ -120,9 +120,10 @@ def _scenario(raw: Any, files: dict[str, str], named: dict[str, Fault]) -> Scena
         if value not in (True, False, "none"):
             raise TableError(f"{where}: expected: restart_fault_process: true, false or none, not {value!r}")
         expected["restart_fault_process"] = {True: "true", False: "false"}.get(value, "none")
-    values["expected"] = Outcome(
-        **{key: tuple(value) if isinstance(value, list) else value for key, value in expected.items()}
-    )
+    outcome: dict[str, Any] = {
+        key: tuple(value) if isinstance(value, list) else value for key, value in expected.items()
+    }
+    values["expected"] = Outcome(**outcome)
     values.update({key: tuple(values[key]) for key in _TUPLES if key in values})
     if "results" in values:  # the agent's silence is written as a word, not as the engine's -1
         values["results"] = tuple(NO_REPORT if r == "no-report" else r for r in values["results"])
