@@ -139,6 +139,7 @@ CODE_RECOVERABLE_RETRY_ERROR: Final = 405  # retry failed, flush faults again (c
 CODE_UNRECOVERABLE_RETRY_ERROR: Final = 406  # retry failed, agent loses "recover" (controller.go:1431)
 CODE_CLIENT_ERROR: Final = 499  # retry failed, agent loses "recover" and "dump" (controller.go:1432-1434)
 WAIT_PLATFORM_STRATEGY_TIMEOUT_CODE: Final = 508  # code.go:75, controller.go:664-674
+CODE_CONFIRM_FAULT_FAILED: Final = 509  # WriteConfirmFaultOrWaitPlatResultFault (code.go:76-77)
 # A failed attempt reported without a code: for retry we take 405 (the agent could not step-retry
 # but the process-level chain is intact); MindIO's real code is not in the public source.
 DEFAULT_FAILURE_CODE: Final = {"retry": CODE_RECOVERABLE_RETRY_ERROR}
@@ -239,6 +240,19 @@ SRC: Final = {
     "scale-out-timeout-rules": "component/clusterd/pkg/application/recover/rules.go:317-318",
     "strategy-wait": "component/clusterd/pkg/application/recover/controller.go:1604-1627",
     "strategy-timeout-rules": "component/clusterd/pkg/application/recover/rules.go:189-190",
+    "global-fault": "component/clusterd/pkg/application/recover/controller.go:1001-1031",
+    "global-fault-list": "component/clusterd/pkg/application/recover/controller.go:933-983",
+    "retry-global-fault": "component/clusterd/pkg/application/recover/controller.go:870-886",
+    "restart-fault-process": "component/clusterd/pkg/application/recover/controller.go:2102-2152",
+    "in-place-live-gate": "component/clusterd/pkg/application/recover/controller.go:2102-2121",
+    "scale-in-running-fault": "component/clusterd/pkg/application/recover/rules.go:322-323",
+    "stop-train-handler": "component/clusterd/pkg/application/recover/controller.go:703-714",
+    "choose-after-result": "component/clusterd/pkg/application/recover/controller.go:1183-1188",
+    "controller-reset": "component/clusterd/pkg/application/recover/controller.go:286-290",
+    "order-mix": "component/clusterd/pkg/application/recover/controller.go:474-479",
+    "volcano-off": "component/ascend-for-volcano/internal/rescheduling/reschedule.go:108-114",
+    "volcano-hot-switch-delete": "component/ascend-for-volcano/internal/rescheduling/task.go:57-72",
+    "wait-old-pod-deleted": "component/clusterd/pkg/application/recover/rules.go:129-130",
 }
 
 
@@ -277,6 +291,9 @@ class StepKind:
     REPORT_TIMEOUT = "report-timeout"  # no agent report within 15 min (controller.go:36), code 507
     RESTART_PODS = "restart-pods"  # v26 in-place: fault pods that cannot restart in place are recreated
     SCALE_OUT_WAIT = "scale-out-wait"  # ScaleInRunning: the fault pods' replacements run again
+    # hotSwitch with fault-scheduling off: Volcano never deletes the pod annotated needVolcanoOpe=delete,
+    # so ClusterD waits in WaitOldPodDeletedState, which has no timeout (rules.go:129-130).
+    HOT_SWITCH_STUCK = "hot-switch-stuck"
     PROCESS_NOT_READY = "process-not-ready"  # stop-complete report with code 404 (controller.go:767-768)
 
 
@@ -435,6 +452,10 @@ class EngineInput:
     # After a scale-in success: the fault pods' replacements come up and the PodGroup runs again, so
     # ClusterD sends the scale-out (controller.go:1978-2019). False: it polls on, unbounded.
     scale_out: bool = False
+    # The faults of a scale-in the job still runs without (ClusterD in ScaleInRunningState, no
+    # scale-out yet): this event's FaultOccurEvent goes straight to stopTrain (rules.go:322-323) and
+    # the scale-in's faults are still in the cache (controller.go:204-219, cleared only by reset).
+    scaled_in: tuple[RankFault, ...] = ()
 
     @property
     def agent(self) -> frozenset[str]:
@@ -838,6 +859,64 @@ def usable_strategies(inputs: EngineInput) -> tuple[str, ...]:
     return tuple(found)
 
 
+def _live_in_place(inputs: EngineInput) -> bool:
+    """JudgeRestartProcessByJobKey on the live PodGroup (pg_util.go:94-118); unknown = as snapshot."""
+    if inputs.live_in_place is not None:
+        return inputs.live_in_place
+    return inputs.policy.process_recovery_on and "recover-in-place" in inputs.policy.configured
+
+
+def global_fault_restart_fault_process(inputs: EngineInput, *, reflush: bool = False) -> bool | None:
+    """``RestartFaultProcess`` of the fault list ClusterD writes to reset.json at globalFault, or None
+    when it writes no list there (or never reaches globalFault).
+
+    handleNotifyGlobalFault (controller.go:1001-1031): retry-type faults take notifyFaultForRetryFaultCase,
+    which writes no list (controller.go:870-886; in platform mode it writes one only when the platform's
+    result adds non-retry faults, controller.go:888-924, not modelled). Otherwise updateRestartFaultProcess
+    (controller.go:2138-2152) makes ``restartFaultProcess`` true when a fault pod can restart in place, and
+    false when only software faults hit more than one pod; pods enter that list only while the live
+    PodGroup has the label ``on`` and ``recover-in-place`` (JudgeRestartProcessByJobKey,
+    controller.go:2102-2121, pg_util.go:94-118). notifyFaultForNormalFaultCase then writes the list with
+    that value (controller.go:960-966, v26.0.0+). v7.2.RC1-v7.3.x write the list only when the value is
+    false (v7.3.0 controller.go:994-1013): true writes none. ``reflush``: the globalFault after a retry
+    failed with 405, whose faults now go the normal way (takeRetryFault2NormalFault, controller.go:840-861).
+    Which hardware levels can restart in place is ``in_place_pods``'s inference."""
+    policy = inputs.policy
+    if not policy.init_accepted:
+        return None
+    admission = admit(inputs)
+    if admission.kind in ("ignore", "hot-switch"):
+        return None
+    inputs = admission.inputs
+    if not inputs.scaled_in:
+        standing_missing = (
+            inputs.platform_standing is not None and inputs.platform_standing not in PLATFORM_STANDING_ANSWERS
+        )
+        if policy.platform_mode and (inputs.platform_timed_out or standing_missing):
+            return None  # 508: FaultRetry, no globalFault
+        if dump_for_fault(inputs):
+            return None  # saveAndExit writes its list with false, but there is no globalFault
+    if inputs.stop_report in (NO_REPORT, CODE_PROCESS_NOT_READY):
+        return None  # the machine never reaches globalFault (rules.go:172-175)
+    faults = inputs.scaled_in + inputs.faults
+    retry_standing = "retry" in policy.configured and (
+        not policy.platform_mode or inputs.standing_answer == "retry"
+    )
+    if not reflush and not inputs.scaled_in and retry_standing and _only_retry_faults(faults):
+        return None
+    value = _live_in_place(inputs) and in_place_condition(faults, inputs.release)
+    release = inputs.release if inputs.release in RELEASES else DEFAULT_RELEASE
+    if value and not release_at_least(release, PER_POD_IN_PLACE_RELEASE):
+        return None
+    return value
+
+
+def ends_scaled_in(steps: list[Step]) -> bool:
+    """The event ended with the job running scaled in and no scale-out: ClusterD stays in
+    ScaleInRunningState (controller.go:1973-1996), so the next fault is handled as ``scaled_in``."""
+    return bool(steps) and steps[-1].kind == StepKind.DONE and steps[-1].strategy == "elastic-training"
+
+
 def _attempt_step(inputs: EngineInput, strategy: str, attempt: int) -> Step:
     duration = PHASE_SECONDS[strategy]
     if strategy == "retry" and any(f.fault_type == FAULT_HCCL for f in inputs.faults):
@@ -982,7 +1061,19 @@ def plan(inputs: EngineInput, outcome: Outcome) -> list[Step]:
     if admission.kind == "ignore":
         return [Step(StepKind.IGNORED, reason=admission.reason)]
     if admission.kind == "hot-switch":
+        if inputs.scaled_in:
+            # BeginHotSwitchEvent has a rule only from InitState (rules.go:94-95): "order mix", dropped
+            # (controller.go:474-479).
+            return [
+                Step(
+                    StepKind.IGNORED,
+                    reason=f"hotSwitch cannot start while the job runs scaled in: BeginHotSwitchEvent "
+                    f"dropped ({SRC['order-mix']})",
+                )
+            ]
         return hot_switch(inputs, outcome)
+    if inputs.scaled_in:
+        return _plan_scaled_in(inputs, admission, outcome)
     steps: list[Step] = []
     if admission.kind == "pre-exit":
         steps.append(
@@ -1014,6 +1105,56 @@ def plan(inputs: EngineInput, outcome: Outcome) -> list[Step]:
     if (early := _before_strategy_report(inputs)) is not None:
         return [*steps, *early]
     return _run(inputs, state, steps, first_choice(inputs, state), outcome)
+
+
+def _plan_scaled_in(inputs: EngineInput, admission: Admission, outcome: Outcome) -> list[Step]:
+    """A fault while the job runs scaled in (ScaleInRunningState): FaultOccurEvent goes straight to
+    stopTrain (rules.go:322-323, handleNotifyStopTrain controller.go:703-714), skipping
+    handleNotifyWaitFaultFlushing: no wait for the platform's standing answer (so no 508), no
+    dump-for-fault check, no FaultFlushing write (controller.go:664-690). The scale-in's faults are still
+    in the cache (saveCacheFault appends, controller.go:204-219; only reset empties it,
+    controller.go:286-290), so they are in stopTrain, globalFault and every later signal. So is the
+    scale-in's result: chooseStrategy sees latestRecoverResult's last entry, strategy ``downgrade``, and
+    chooses as after a failed scale-in — dump, else exit (controller.go:1183-1188, 1153-1158); retry,
+    recover-in-place, recover and a second scale-in are never chosen. The v26 preExitProcess step and the
+    rest of the flow are the normal ones. Platform mode: ``platStrategy`` keeps the first event's answer
+    and the ProcessConfirmFault handshake happens at globalFault as usual — inferred, not traced
+    further."""
+    steps: list[Step] = []
+    if admission.kind == "pre-exit":
+        steps.append(
+            Step(
+                StepKind.PRE_EXIT,
+                reason=admission.reason,
+                signal="preExitProcess",
+                pod_ranks=inputs.faulty_pod_ranks,
+            )
+        )
+    inputs = replace(inputs, faults=inputs.scaled_in + inputs.faults)
+    if (early := _before_strategy_report(inputs)) is not None:
+        return [*steps, *early]
+    if inputs.policy.platform_mode and inputs.platform_timed_out:
+        # No standing-answer wait here, but globalFault's ProcessConfirmFault handshake still runs
+        # (controller.go:933-947): no result, or the first event's confirm never cleared, is code 509 →
+        # FaultRetry (controller.go:815-838, rules.go:184-185) — inferred, not traced further.
+        steps.append(
+            Step(
+                StepKind.PLATFORM_TIMEOUT,
+                reason="platform handshake at globalFault failed (code 509)",
+                code=CODE_CONFIRM_FAULT_FAILED,
+            )
+        )
+        steps.extend(outer_rescheduling(inputs, "fault-retry after code 509", fault_retry=True))
+        return steps
+    state = _State(agent=set(inputs.agent))
+    decision = _choose_for_recover_fail(
+        inputs,
+        state,
+        f"fault while running scaled in: straight to stopTrain ({SRC['scale-in-running-fault']}); "
+        f"the scale-in's result is still the last one "
+        f"({SRC['choose-after-result']}, {SRC['controller-reset']})",
+    )
+    return _run(inputs, state, steps, decision, outcome)
 
 
 def _before_strategy_report(inputs: EngineInput) -> list[Step] | None:
@@ -1117,6 +1258,11 @@ def hot_switch(inputs: EngineInput, outcome: Outcome) -> list[Step]:
         ),
         ignore,
     ]
+    volcano_deletes = inputs.policy.job_rescheduling
+    if not volcano_deletes:
+        # Only Volcano deletes a pod annotated needVolcanoOpe=delete, and it skips a job whose
+        # fault-scheduling label is off or absent (reschedule.go:108-114, task.go:59-70).
+        stop_job = [stop_job[0], stop_job[2]]
     if not inputs.agent:
         return [*steps, *stop_job]
     steps.append(
@@ -1127,6 +1273,17 @@ def hot_switch(inputs: EngineInput, outcome: Outcome) -> list[Step]:
             pod_ranks=(pod,),
         )
     )
+    if not volcano_deletes:
+        steps.append(
+            Step(
+                StepKind.HOT_SWITCH_STUCK,
+                reason=f"fault-scheduling is off: Volcano never deletes the old pod ({SRC['volcano-off']}, "
+                f"{SRC['volcano-hot-switch-delete']}), and ClusterD waits for OldPodDeletedEvent without a "
+                f"timeout ({SRC['wait-old-pod-deleted']}): the switch never finishes, no migration",
+                pod_ranks=(pod,),
+            )
+        )
+        return steps
     steps.append(
         Step(StepKind.CHOOSE, CHANGE_STRATEGY_MIGRATION, f"old pod deleted ({SRC['hot-switch-migration']})")
     )

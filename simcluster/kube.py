@@ -167,6 +167,9 @@ class Kube:
         items: list[dict[str, Any]] = listed.get("items") or []
         return sorted(items, key=lambda p: int(p["metadata"].get("annotations", {}).get("hccl/rankIndex", 0)))
 
+    def get_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self._get("pods", namespace, name)
+
     def create_pod(self, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
         """Create the pod; returns it as stored (with its uid)."""
         return _json_object(self.request("POST", resource_path("pods", namespace), body))

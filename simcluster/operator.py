@@ -18,6 +18,7 @@ import copy
 import logging
 import re
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -663,6 +664,114 @@ class SimOperator:
                 raise
         self.kube.patch_podgroup_status(namespace, body["metadata"]["name"], {"phase": phase})
 
+    # --- hotSwitch --------------------------------------------------------------------------------------
+    # The real operator reacts to pod updates and deletions through its pod watch; the simulated ClusterD
+    # and Volcano call these at the moment they patch or delete a pod (the simulator has no pod watch).
+    def on_pod_annotated(self, job: dict[str, Any], pod_name: str, *, schedulable: bool = True) -> str | None:
+        """A pod update: ``needOperatorOpe=create`` → create its backup pod (handleHotSwitch,
+        pod.go:474-487); ``needOperatorOpe=delete`` → delete the pod (ascendjob_controller.go:688-691).
+        Returns the backup pod's name when one was created. ``schedulable`` False: the backup pod is
+        created but stays Pending (no free node)."""
+        namespace = job["metadata"].get("namespace", "default")
+        pod = self.kube.get_pod(namespace, pod_name)
+        if pod is None:
+            return None
+        annotations = pod["metadata"].get("annotations") or {}
+        if annotations.get(ANNOTATION_NEED_OPERATOR_OPE) == OPE_DELETE:
+            self.kube.delete_pod(namespace, pod_name)
+            self.nodes.release(f"{namespace}/{pod_name}")
+            self.on_pod_deleted(job, pod)
+            return None
+        if annotations.get(ANNOTATION_NEED_OPERATOR_OPE) != OPE_CREATE:
+            return None
+        return self.create_hot_switch_pod(job, pod, schedulable=schedulable)
+
+    def create_hot_switch_pod(
+        self, job: dict[str, Any], old_pod: dict[str, Any], *, schedulable: bool = True
+    ) -> str:
+        """createHotSwitchPod (pod.go:489-525): a copy of the old pod's replica pod named
+        ``<old>-hot-NNNN``, annotated inHotSwitchFlow=true, podType=backup, backupSourcePodName=<old>; then
+        the old pod loses needOperatorOpe and gets backupNewPodName=<new>."""
+        namespace = job["metadata"].get("namespace", "default")
+        old_meta = old_pod["metadata"]
+        rank = int((old_meta.get("annotations") or {}).get(ANNOTATION_RANK_INDEX, 0))
+        slot = next(s for s in pod_slots(job) if s.rank == rank)
+        name = hot_switch_pod_name(old_meta["name"], time.time_ns())
+        version = int((old_meta.get("labels") or {}).get(LABEL_VERSION, 0))
+        node = self.nodes.place(f"{namespace}/{name}", npus_per_pod(job, slot.role))
+        body = build_pod(job, slot, node=node, version=version, clusterd_ip=self.clusterd_ip)
+        body["metadata"]["name"] = name
+        body["metadata"]["annotations"].update(
+            {
+                ANNOTATION_IN_HOT_SWITCH_FLOW: "true",
+                ANNOTATION_POD_TYPE: POD_TYPE_BACKUP,
+                ANNOTATION_BACKUP_SOURCE_POD_NAME: old_meta["name"],
+            }
+        )
+        created = self.kube.create_pod(namespace, body)
+        if schedulable:
+            self.kube.patch_pod_status(
+                namespace,
+                name,
+                {
+                    "phase": "Running",
+                    "podIP": self.nodes.ip(),
+                    "hostIP": self.nodes.ip(),
+                    "startTime": rfc3339(),
+                    "conditions": [{"type": "Ready", "status": "True"}],
+                },
+            )
+            self._pod_started_events(job, body, node, created["metadata"].get("uid"))
+        else:
+            self.kube.patch_pod_status(namespace, name, {"phase": "Pending"})
+        self.kube.patch_pod(
+            namespace,
+            old_meta["name"],
+            {
+                "metadata": {
+                    "annotations": {ANNOTATION_NEED_OPERATOR_OPE: None, ANNOTATION_BACKUP_NEW_POD_NAME: name}
+                }
+            },
+        )
+        return name
+
+    def on_pod_deleted(self, job: dict[str, Any], pod: dict[str, Any]) -> None:
+        """handleHotswitchPodDelete (ascendjob_controller.go:453-464): a deleted backup pod clears the old
+        pod's inHotSwitchFlow and backupNewPodName (:499-525); a deleted old pod in the flow hands the rank
+        to the backup pod, which loses podType and backupSourcePodName (:466-497)."""
+        namespace = job["metadata"].get("namespace", "default")
+        annotations = pod["metadata"].get("annotations") or {}
+        if annotations.get(ANNOTATION_POD_TYPE) == POD_TYPE_BACKUP:
+            source = annotations.get(ANNOTATION_BACKUP_SOURCE_POD_NAME, "")
+            if source and self.kube.get_pod(namespace, source) is not None:
+                self.kube.patch_pod(
+                    namespace,
+                    source,
+                    {
+                        "metadata": {
+                            "annotations": {
+                                ANNOTATION_IN_HOT_SWITCH_FLOW: None,
+                                ANNOTATION_BACKUP_NEW_POD_NAME: None,
+                            }
+                        }
+                    },
+                )
+        elif annotations.get(ANNOTATION_IN_HOT_SWITCH_FLOW) == "true":
+            backup = annotations.get(ANNOTATION_BACKUP_NEW_POD_NAME, "")
+            if backup and self.kube.get_pod(namespace, backup) is not None:
+                self.kube.patch_pod(
+                    namespace,
+                    backup,
+                    {
+                        "metadata": {
+                            "annotations": {
+                                ANNOTATION_POD_TYPE: None,
+                                ANNOTATION_BACKUP_SOURCE_POD_NAME: None,
+                            }
+                        }
+                    },
+                )
+
     def _teardown(self, job: dict[str, Any]) -> None:
         meta = job["metadata"]
         namespace = meta.get("namespace", "default")
@@ -672,6 +781,24 @@ class SimOperator:
             self.kube.delete_pod(namespace, pod["metadata"]["name"])
             self.nodes.release(f"{namespace}/{pod['metadata']['name']}")
         self.kube.delete_podgroup(namespace, podgroup_name(job))
+
+
+# --- hotSwitch: the backup pod (ascend-operator pod.go:474-525, ascendjob_controller.go:453-529, 680-691;
+# the names are ascend-common/api/consts.go:67-85) --------------------------------------------------------
+ANNOTATION_IN_HOT_SWITCH_FLOW: Final = "inHotSwitchFlow"
+ANNOTATION_NEED_OPERATOR_OPE: Final = "needOperatorOpe"
+ANNOTATION_NEED_VOLCANO_OPE: Final = "needVolcanoOpe"
+ANNOTATION_BACKUP_NEW_POD_NAME: Final = "backupNewPodName"
+ANNOTATION_BACKUP_SOURCE_POD_NAME: Final = "backupSourcePodName"
+ANNOTATION_POD_TYPE: Final = "podType"
+POD_TYPE_BACKUP: Final = "backup"
+OPE_CREATE: Final = "create"
+OPE_DELETE: Final = "delete"
+
+
+def hot_switch_pod_name(old_pod: str, now_ns: int) -> str:
+    """``<old pod>-hot-<last 4 digits of the creation time in ns>`` (createHotSwitchPod, pod.go:494-497)."""
+    return f"{old_pod}-hot-{str(now_ns)[-4:]}"
 
 
 def _has_condition(job: Mapping[str, Any], type_: str) -> bool:

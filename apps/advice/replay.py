@@ -81,6 +81,13 @@ def path_of(steps: list[engine.Step]) -> Path:
             fails = True
         elif step.kind == StepKind.IGNORED:
             labels.append(_LABEL[step.kind])
+        elif step.kind == StepKind.HOT_SWITCH_STUCK:
+            # fault-scheduling off: Volcano never deletes the old pod and ClusterD waits without a timeout
+            # (reschedule.go:108-114, rules.go:129-130). MindIO reported "train pause" before
+            # (hot_switch_controller.go:151-187) and nothing resumes it: counted as failing the job —
+            # inferred, not observed.
+            labels.append("hot switch never finishes (fault-scheduling off)")
+            fails = True
         elif step.kind == StepKind.ATTEMPT and step.strategy == engine.CHANGE_STRATEGY_MIGRATION:
             labels.append("hot switch (migration)")  # no published figure and no model duration priced
     return Path(" → ".join(labels) or "nothing", tuple(priced), rescheduled and not dump_saved, fails)

@@ -271,14 +271,22 @@ def _simulate(
     budget = Budget(reschedules_left=limit, in_container_left=max_restarts)
     results = []
     job_state = "running"
+    # The faults of a scale-in the job still runs without: ClusterD stays in ScaleInRunningState and
+    # handles the next fault from there (rules.go:322-323; engine._plan_scaled_in).
+    scaled_in: tuple[engine.RankFault, ...] = ()
     for index, fault in enumerate(scenario.faults):
         if job_state == "failed":
             results.append({"fault": index, "skipped": "the job has already failed"})
             continue
         inputs, platform_choice, platform_note = engine_input(
-            policy, fault, index, scenario, supported, budget.reschedules_left, spec
+            policy, fault, index, scenario, supported, budget.reschedules_left, spec, scaled_in=scaled_in
         )
         steps = engine.plan(inputs, oracle(fault))
+        while_scaled_in = bool(scaled_in)
+        if engine.ends_scaled_in(steps):
+            scaled_in = inputs.faults
+        elif not all(step.kind == engine.StepKind.IGNORED for step in steps):
+            scaled_in = ()
         consumed = {"reschedules": 0, "in_container_restarts": 0}
         for step in steps:
             if step.budget_change:
@@ -301,6 +309,10 @@ def _simulate(
                 if policy.platform_mode
                 else None,
                 "strategies": engine.chosen_strategies(steps),
+                "while_scaled_in": while_scaled_in,
+                # reset.json at globalFault: RestartFaultProcess of the fault list, None = no list
+                # (controller.go:870-886, 960-966, 2138-2152).
+                "restart_fault_process": engine.global_fault_restart_fault_process(inputs),
                 "steps": [_step_dict(step) for step in steps],
                 "budget_consumed": consumed,
                 "outcome": _outcome(steps),
@@ -327,9 +339,12 @@ def engine_input(
     supported: frozenset[str],
     restart_budget: int | None,
     spec: PolicySpec | None,
+    *,
+    scaled_in: tuple[engine.RankFault, ...] = (),
 ) -> tuple[engine.EngineInput, str | None, str | None]:
     """The engine's input for fault number ``index`` of ``scenario``, and the platform's answer (and
-    why) when the snapshot is in platform mode."""
+    why) when the snapshot is in platform mode. ``scaled_in``: the faults of the scale-in the job still
+    runs without, when the previous fault ended scaled in."""
     rank_faults = tuple(
         engine.RankFault(
             rank=r,
@@ -363,6 +378,7 @@ def engine_input(
         stop_report=fault.stop_report,
         strategy_reported=fault.strategy_reported,
         scale_out=fault.scale_out,
+        scaled_in=scaled_in,
     )
     return inputs, platform_choice, platform_note
 
@@ -435,6 +451,8 @@ def _outcome(steps: list[engine.Step]) -> str:
         return "pod-rescheduled"
     if engine.StepKind.IGNORED in kinds:
         return "ignored"
+    if engine.StepKind.HOT_SWITCH_STUCK in kinds:
+        return "hot-switch-stuck"
     for step in reversed(steps):
         if step.kind == engine.StepKind.SUCCEEDED:
             return f"recovered-by-{step.strategy}"

@@ -42,8 +42,16 @@ from simcluster.hub import Hub
 from simcluster.injector import FaultSpec, UnknownJobError
 from simcluster.kube import Informer, Kube, rfc3339
 from simcluster.operator import (
+    ANNOTATION_BACKUP_NEW_POD_NAME,
+    ANNOTATION_IN_HOT_SWITCH_FLOW,
+    ANNOTATION_NEED_OPERATOR_OPE,
+    ANNOTATION_NEED_VOLCANO_OPE,
+    ANNOTATION_POD_TYPE,
     ANNOTATION_RANK_INDEX,
     LABEL_VERSION,
+    OPE_CREATE,
+    OPE_DELETE,
+    POD_TYPE_BACKUP,
     SimOperator,
     backoff_limit_at_creation,
     condition,
@@ -175,6 +183,9 @@ class ClusterD:
         self._informer: Informer | None = None
         self._pg_informer: Informer | None = None
         self._inits: dict[str, InitRecord] = {}  # job uid → what its Init read (the snapshot)
+        # job uid → the faults of the scale-in it still runs without: ClusterD stays in
+        # ScaleInRunningState until a scale-out or the PodGroup goes (controller.go:1973-1996).
+        self._scaled_in: dict[str, tuple[RankFault, ...]] = {}
         self.history: list[tuple[str, list[Step]]] = []  # (fault id, steps) for tests and what-if
 
     # --- lifecycle ----------------------------------------------------------------------------------
@@ -211,6 +222,7 @@ class ClusterD:
         if event_type == "DELETED":
             with self._lock:
                 record = self.jobs.pop(uid, None)
+                self._scaled_in.pop(uid, None)
             if record:
                 self.hub.publish(TOPIC_JOB, self.summary(record, "delete"))
             return
@@ -509,6 +521,8 @@ class _FaultRun:
         self.actives: list[ActiveFault] = []
         self.per_pod = 1
         self.closed = False  # the recovery has ended: a new fault starts its own
+        self.scaled_in: tuple[RankFault, ...] = ()  # the scale-in's faults, still in ClusterD's cache
+        self.hot_switch_pod = ""  # the fault pod a hot switch is moving off
 
     # --- helpers ------------------------------------------------------------------------------------
     def event(self, reason: str, message: str, warning: bool = False) -> None:
@@ -542,7 +556,7 @@ class _FaultRun:
         as Status ``fault`` with no code or policy: codes and levels travel in the fault.Fault stream.
         A hot-reset rank left in the document refuses the write, and ClusterD logs and goes on."""
         ranks = (
-            [f.rank for a in self.actives for f in (a.rank_fault,)]
+            [*(f.rank for f in self.scaled_in), *(a.rank_fault.rank for a in self.actives)]
             if operation == reset_json.OP_FAULT
             else []
         )
@@ -561,6 +575,25 @@ class _FaultRun:
         self.kube.upsert_configmap(
             self.namespace, reset_json.configmap_name(self.name), reset_json.configmap_data(doc)
         )
+
+    def global_fault_list(
+        self, inputs: EngineInput, *, reflush: bool = False, announce: bool = False
+    ) -> None:
+        """reset.json at globalFault: the fault list with ``RestartFaultProcess`` as ClusterD computes it,
+        or no write (``engine.global_fault_restart_fault_process``). ``announce``: a GlobalFault Event
+        says which, for readers of the simulated cluster."""
+        value = engine.global_fault_restart_fault_process(inputs, reflush=reflush)
+        if value is not None:
+            self.write_reset(reset_json.OP_FAULT, restart_fault_process=value)
+        if announce:
+            what = (
+                f"fault list written, RestartFaultProcess={'true' if value else 'false'}"
+                if value is not None
+                else "no fault list written"
+            )
+            self.event(
+                "GlobalFault", f"{what} ({engine.SRC['global-fault']}, {engine.SRC['global-fault-list']})"
+            )
 
     def signal(
         self,
@@ -705,6 +738,10 @@ class _FaultRun:
 
     def _recover(self, rank_faults: tuple[RankFault, ...]) -> list[Step]:
         policy = self.snapshot_policy()
+        with self.cd._lock:
+            # A fault while the job runs scaled in leaves ScaleInRunningState (rules.go:322-323).
+            scaled_in = self.cd._scaled_in.pop(self.uid, ())
+        self.scaled_in = scaled_in
         labels = (self.job.get("metadata") or {}).get("labels") or {}
         pg_meta = (self.podgroup() or {}).get("metadata") or {}
         base = EngineInput(
@@ -724,6 +761,7 @@ class _FaultRun:
             live_in_place=engine.live_in_place_allowed(
                 pg_meta.get("labels") or {}, pg_meta.get("annotations") or {}
             ),
+            scaled_in=scaled_in,
         )
         admission = engine.admit(base) if policy.init_accepted else None
         kind = admission.kind if admission is not None else "refused"
@@ -748,10 +786,14 @@ class _FaultRun:
                 self.signal("preExitProcess", ["pre_exit_process"])
                 self.event("PreExitProcess", admission.reason)
             handshake = platform.start(self) if policy.platform_mode else None  # platform.py: the real order
-            # The standing answer is awaited before anything is stopped (controller.go:664-674).
-            if handshake is None or handshake.wait_standing():
+            # The standing answer is awaited before anything is stopped (controller.go:664-674); a fault
+            # while the job runs scaled in skips that handler: no wait, no dump-for-fault check, no
+            # FaultFlushing write, straight to stopTrain (rules.go:322-323, controller.go:703-714).
+            if scaled_in or handshake is None or handshake.wait_standing():
                 standing = handshake.standing if handshake is not None else None
-                if engine.dump_for_fault(replace(admission.inputs, platform_standing=standing)):
+                if not scaled_in and engine.dump_for_fault(
+                    replace(admission.inputs, platform_standing=standing)
+                ):
                     # DumpForFaultEvent: straight to saveAndExit with the fault list in reset.json; no
                     # FaultFlushing, stopTrain, globalFault, ProcessConfirmFault or strategy report
                     # (controller.go:676-681, 716-747; rules.go:155-156).
@@ -759,8 +801,9 @@ class _FaultRun:
                     inputs = replace(base, platform_choice=standing, platform_standing=standing)
                     steps = engine.plan(inputs, self.outcome)
                     return self._execute(steps, inputs)
-                # FaultOccur: notifyFaultFlushing, no ranks yet (controller.go:682-683).
-                self.write_reset(reset_json.OP_FAULT_FLUSHING)
+                if not scaled_in:
+                    # FaultOccur: notifyFaultFlushing, no ranks yet (controller.go:682-683).
+                    self.write_reset(reset_json.OP_FAULT_FLUSHING)
                 self.signal("stopTrain", ["stop_train"], timeout=900)
                 script = self.cd.taskd.script_for(self.uid)
                 stop_report = script.stop_report if script is not None else engine.CODE_OK
@@ -784,8 +827,11 @@ class _FaultRun:
                         # Normal faults: v26 always sleeps NotReleaseSleepTime (10 s) before the
                         # fault list goes out (controller.go:1018-1022; constants.go:283-287; facts D13).
                         self.sleep(NOT_RELEASE_SLEEP_S)
-                    # globalFault: the fault list first (controller.go:963-966; facts D13).
-                    self.write_reset(reset_json.OP_FAULT)
+                    # globalFault: the fault list first, with RestartFaultProcess, or none at all
+                    # (retry faults; v7.x with in-place possible) (controller.go:870-886, 960-966; D13).
+                    self.global_fault_list(
+                        replace(base, faults=rank_faults, platform_standing=standing), announce=True
+                    )
                     self.signal("globalFault", ["on_global_rank"])
                     support, reasons = self.cd.taskd.agent_report(self.job)
                     supported = frozenset(support) if strategy_reported else frozenset()
@@ -849,7 +895,7 @@ class _FaultRun:
         if kind in (StepKind.PLATFORM_TIMEOUT, StepKind.PRE_EXIT):
             return  # already done before the plan: the handshake's event, the preExitProcess signal
         if kind in _HOT_SWITCH_KINDS:
-            self.hot_switch_step(step)
+            self.hot_switch_step(step, inputs)
             return
         if kind == StepKind.FAULT_NODES_EXIT:
             self.signal("faultNodesExit", step.actions or ["fault_nodes_exit"])
@@ -909,7 +955,8 @@ class _FaultRun:
                     "RecoverFailed", f"{step.strategy} failed ({status}, code {step.code})", warning=True
                 )
         elif kind == StepKind.REFLUSH:
-            self.write_reset(reset_json.OP_FAULT)  # the fault list again (controller.go:963-966)
+            # The fault list again, the retry faults now normal ones (controller.go:840-861, 960-966).
+            self.global_fault_list(inputs, reflush=True)
             self.signal("globalFault", ["on_global_rank"])
         elif kind == StepKind.EXIT:
             self.signal("changeStrategy", step.actions or ["change_strategy"], change_strategy="exit")
@@ -954,7 +1001,7 @@ class _FaultRun:
             self.event("JobFailed", step.reason, warning=True)
             self.finish()
         elif kind == StepKind.DONE:
-            self.finish()
+            self.finish(scaled_in=inputs.faults if step.strategy == "elastic-training" else None)
 
     def attempt(self, step: Step) -> None:
         assert step.strategy is not None
@@ -983,19 +1030,46 @@ class _FaultRun:
             self.migrate(step.pod_ranks)
         self.sleep(step.duration_s)
 
-    def hot_switch_step(self, step: Step) -> None:
-        """The hotSwitch machine's pod operations (hot_switch_controller.go:20-275). The operator's
-        backup pod is not created here: on a successful migration the old pod is recreated (new UID,
-        same name), which is what the job looks like once the backup pod has taken its place."""
+    def rank_pod(self, rank: int) -> str:
+        """The pod that holds process rank ``rank`` now: after a hot switch it is the backup pod
+        ``<pod>-hot-NNNN``, so look it up by its rank index, not by the slot's name; a backup pod still
+        waiting to take over (podType=backup) does not hold it yet."""
+        for pod in self.kube.list_job_pods(self.namespace, self.name):
+            annotations = pod["metadata"].get("annotations") or {}
+            if annotations.get(ANNOTATION_RANK_INDEX) == str(rank) and (
+                annotations.get(ANNOTATION_POD_TYPE) != POD_TYPE_BACKUP
+            ):
+                return str(pod["metadata"]["name"])
+        return next(s.pod_name(self.name) for s in pod_slots(self.job) if s.rank == rank)
+
+    def hot_switch_step(self, step: Step, inputs: EngineInput) -> None:
+        """The hotSwitch machine's pod operations (hot_switch_controller.go:20-275) and what the operator
+        and Volcano do with them: the operator creates the backup pod ``<pod>-hot-NNNN`` for a pod
+        annotated needOperatorOpe=create (pod.go:474-525), Volcano deletes a pod annotated
+        needVolcanoOpe=delete unless fault-scheduling is off (reschedule.go:108-114, task.go:57-72), the
+        operator then hands the rank to the backup pod (ascendjob_controller.go:466-497), and a failed
+        switch has the backup pod deleted (needOperatorOpe=delete, hot_switch_controller.go:217-257,
+        ascendjob_controller.go:688-691)."""
         kind = step.kind
-        slots = {slot.rank: slot for slot in pod_slots(self.job)}
         if kind == StepKind.HOT_SWITCH:
             self.signal("hotSwitch", ["hot_switch"])
             for rank in step.pod_ranks:
+                self.hot_switch_pod = self.rank_pod(rank)
                 self.kube.patch_pod(
                     self.namespace,
-                    slots[rank].pod_name(self.name),
-                    {"metadata": {"annotations": {"inHotSwitchFlow": "true", "needOperatorOpe": "create"}}},
+                    self.hot_switch_pod,
+                    {
+                        "metadata": {
+                            "annotations": {
+                                ANNOTATION_IN_HOT_SWITCH_FLOW: "true",
+                                ANNOTATION_NEED_OPERATOR_OPE: OPE_CREATE,
+                            }
+                        }
+                    },
+                )
+                # Without a free node the backup pod stays Pending (the engine's stop-switch path).
+                self.cd.operator.on_pod_annotated(
+                    self.job, self.hot_switch_pod, schedulable=self.cd.spare_resources
                 )
             self.event("HotSwitch", step.reason)
         elif kind == StepKind.HOT_SWITCH_STOP:
@@ -1006,34 +1080,80 @@ class _FaultRun:
             self.signal("hotSwitch", ["new_pod_running"])
             self.event("HotSwitchNewPodRunning", step.reason)
         elif kind in (StepKind.DELETE_OLD_POD, StepKind.STOP_JOB):
-            ranks = step.pod_ranks if kind == StepKind.DELETE_OLD_POD else (0,)
-            for rank in ranks:
-                self.kube.patch_pod(
-                    self.namespace,
-                    slots[rank].pod_name(self.name),
-                    {
-                        "metadata": {
-                            "annotations": {"needVolcanoOpe": "delete"},
-                            "labels": {"fault-type": "SubHealth"},
-                        }
-                    },
-                )
-            if kind == StepKind.DELETE_OLD_POD:
-                # Volcano deletes the old pod and the backup pod takes its place (OldPodDeletedEvent,
-                # fault_recover_service.go:106-118): here the pod comes back on another node.
-                self.migrate(step.pod_ranks)
+            target = self.hot_switch_pod if kind == StepKind.DELETE_OLD_POD else self.rank_pod(0)
+            self.kube.patch_pod(
+                self.namespace,
+                target,
+                {
+                    "metadata": {
+                        "annotations": {ANNOTATION_NEED_VOLCANO_OPE: OPE_DELETE},
+                        "labels": {"fault-type": "SubHealth"},
+                    }
+                },
+            )
+            if kind == StepKind.DELETE_OLD_POD and inputs.policy.job_rescheduling:
+                # Volcano deletes the old pod (OldPodDeletedEvent, fault_recover_service.go:106-118) and the
+                # operator hands its rank to the backup pod. With fault-scheduling off nothing happens.
+                old = self.kube.get_pod(self.namespace, target)
+                self.kube.delete_pod(self.namespace, target)
+                self.cd.operator.nodes.release(f"{self.namespace}/{target}")
+                if old is not None:
+                    self.cd.operator.on_pod_deleted(self.job, old)
             self.event("HotSwitchDeletePod", step.reason)
+        elif kind == StepKind.HOT_SWITCH_STUCK:
+            self.event("HotSwitchStuck", step.reason, warning=True)
         elif kind == StepKind.SUB_HEALTH_IGNORE:
+            self.clean_hot_switch()
             self.cd.ignore_sub_health(self.uid)
             self.event("SubHealthyStrategyIgnore", step.reason, warning=True)
+
+    def clean_hot_switch(self) -> None:
+        """cleanStateWhenFailed (hot_switch_controller.go:217-257): the fault pod, if it still exists and
+        is in the flow, loses inHotSwitchFlow, backupNewPodName and needOperatorOpe; its backup pod is
+        annotated needOperatorOpe=delete, which the operator deletes (ascendjob_controller.go:688-691)."""
+        if not self.hot_switch_pod:
+            return
+        pod = self.kube.get_pod(self.namespace, self.hot_switch_pod)
+        annotations = (pod or {}).get("metadata", {}).get("annotations") or {}
+        if ANNOTATION_IN_HOT_SWITCH_FLOW not in annotations:
+            return
+        self.kube.patch_pod(
+            self.namespace,
+            self.hot_switch_pod,
+            {
+                "metadata": {
+                    "annotations": {
+                        ANNOTATION_IN_HOT_SWITCH_FLOW: None,
+                        ANNOTATION_BACKUP_NEW_POD_NAME: None,
+                        ANNOTATION_NEED_OPERATOR_OPE: None,
+                    }
+                }
+            },
+        )
+        backup = annotations.get(ANNOTATION_BACKUP_NEW_POD_NAME)
+        if backup and self.kube.get_pod(self.namespace, backup) is not None:
+            self.kube.patch_pod(
+                self.namespace,
+                backup,
+                {"metadata": {"annotations": {ANNOTATION_NEED_OPERATOR_OPE: OPE_DELETE}}},
+            )
+            self.cd.operator.on_pod_annotated(self.job, backup)
 
     def migrate(self, pod_ranks: tuple[int, ...]) -> None:
         """recover: the faulty pods are deleted and started again on healthy nodes (same version)."""
         version = self.current_version()
-        for slot in pod_slots(self.job):
-            if slot.rank in pod_ranks:
-                self.kube.delete_pod(self.namespace, slot.pod_name(self.name))
+        self.delete_rank_pods(set(pod_ranks))
         self.cd.operator.create_pods(self.job, version=version, only_ranks=set(pod_ranks))
+
+    def delete_rank_pods(self, ranks: set[int]) -> None:
+        """Delete every pod of these ranks, whatever its name (a hot switch's backup pod included)."""
+        slot_names = {s.pod_name(self.name) for s in pod_slots(self.job)}
+        for pod in self.kube.list_job_pods(self.namespace, self.name):
+            meta = pod["metadata"]
+            if int((meta.get("annotations") or {}).get(ANNOTATION_RANK_INDEX, -1)) in ranks:
+                self.kube.delete_pod(self.namespace, meta["name"])
+                if meta["name"] not in slot_names:  # the slot's own name is placed again when recreated
+                    self.cd.operator.nodes.release(f"{self.namespace}/{meta['name']}")
 
     def current_version(self) -> int:
         pods = self.kube.list_job_pods(self.namespace, self.name)
@@ -1046,9 +1166,7 @@ class _FaultRun:
         ranks = set(step.pod_ranks) if pod_level else {s.rank for s in slots}
         version = self.current_version() + 1
         pods_before = {p["metadata"]["name"]: p for p in self.kube.list_job_pods(self.namespace, self.name)}
-        for slot in slots:
-            if slot.rank in ranks:
-                self.kube.delete_pod(self.namespace, slot.pod_name(self.name))
+        self.delete_rank_pods(ranks)
         self.sleep(step.duration_s)
         self.cd.consume_budget(self.job)
         self.record_reschedule([s for s in slots if s.rank in ranks], pods_before)
@@ -1100,10 +1218,16 @@ class _FaultRun:
             {KEY_RESCHEDULE_RECORDS: json.dumps(records, sort_keys=True)},
         )
 
-    def finish(self) -> None:
+    def finish(self, scaled_in: tuple[RankFault, ...] | None = None) -> None:
+        """The event is over. ``scaled_in``: the job runs on scaled in, ClusterD stays in
+        ScaleInRunningState with its fault cache and results (no reset, controller.go:1973-1996), and
+        the next fault of the job is handled from there (rules.go:322-323)."""
         with self.cd._lock:
             self.closed = True  # handleFinish → reset (controller.go:659-662): a later fault is its own
-        self.write_reset(reset_json.OP_CLEAR)  # reset(): ClearOperation (controller.go:221-227)
+            if scaled_in is not None:
+                self.cd._scaled_in[self.uid] = tuple(scaled_in)
+        if scaled_in is None:
+            self.write_reset(reset_json.OP_CLEAR)  # reset(): ClearOperation (controller.go:221-227)
         with self.cd._lock:
             remaining = [
                 f for f in self.cd._faults.get(self.uid, []) if all(f is not a for a in self.actives)
@@ -1119,6 +1243,7 @@ _HOT_SWITCH_KINDS: Final = frozenset(
         StepKind.DELETE_OLD_POD,
         StepKind.STOP_JOB,
         StepKind.SUB_HEALTH_IGNORE,
+        StepKind.HOT_SWITCH_STUCK,
     }
 )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
+from dataclasses import replace
 from typing import Any
 
 from apps.decisions import whatif
@@ -65,24 +66,27 @@ def run_whatif(scenario: Scenario) -> Outcome:
     if not scenario.faults:
         code = engine.CODE_OK if policy.init_accepted else engine.CODE_PROCESS_RECOVER_ENABLE_OFF
         return Outcome((), (), (), code, None)
-    first = scenario.faults[0]
-    fault = whatif.FaultSpec(
-        fault_type=first.type,
-        ranks=(first.pod * NPUS,),
-        level=first.level or "",
-        also=tuple((f.type, f.pod * NPUS, f.level or "") for f in scenario.faults[1:]),
-        platform_standing=scenario.platform,
-        attempts=scenario.results,
-        platform_answer=scenario.platform,
-        rank_table_ready=scenario.rank_table == "true",
-        stop_report=scenario.stop_complete,
-        strategy_reported=scenario.strategy_report,
-        scale_out=scenario.regrow,
-    )
+    events = [scenario.faults, *([scenario.then] if scenario.then else [])]
+    specs = [
+        whatif.FaultSpec(
+            fault_type=event[0].type,
+            ranks=(event[0].pod * NPUS,),
+            level=event[0].level or "",
+            also=tuple((f.type, f.pod * NPUS, f.level or "") for f in event[1:]),
+            platform_standing=scenario.platform,
+            attempts=scenario.results,
+            platform_answer=scenario.platform,
+            rank_table_ready=scenario.rank_table == "true",
+            stop_report=scenario.stop_complete,
+            strategy_reported=scenario.strategy_report,
+            scale_out=scenario.regrow,
+        )
+        for event in events
+    ]
     rehearsal = whatif.simulate_snapshot(
         policy,
         whatif.Scenario(
-            faults=[fault],
+            faults=specs,
             npus_per_pod=NPUS,
             pods=2,
             spare_resources=scenario.spare,
@@ -95,19 +99,35 @@ def run_whatif(scenario: Scenario) -> Outcome:
             live_in_place=engine.live_in_place_allowed(labels_now, annotations_now),
         ),
     )
-    result = rehearsal["faults"][0]
-    steps = result["steps"]
+    results = rehearsal["faults"]
+    steps = [s for result in results for s in result.get("steps", [])]
     coded = ("failed", "platform-timeout", "report-timeout", "process-not-ready")
     codes = tuple(s["code"] for s in steps if s["code"] and s["kind"] in coded)
-    outcome = result["outcome"]
-    rescheduled = {"job-rescheduled": "job", "pod-rescheduled": "pod", "job-failed": "failed"}.get(outcome)
-    return Outcome(
-        tuple(result["strategies"]),
-        tuple(s["recover_status"] for s in steps if s["recover_status"]),
-        codes,
-        engine.CODE_OK if policy.init_accepted else engine.CODE_PROCESS_RECOVER_ENABLE_OFF,
-        rescheduled,
+    rescheduled = None
+    for result in results:
+        outcome = result.get("outcome")
+        rescheduled = {"job-rescheduled": "job", "pod-rescheduled": "pod", "job-failed": "failed"}.get(
+            outcome or "", rescheduled
+        )
+    restart = results[0].get("restart_fault_process")
+    return _checked(
+        scenario,
+        Outcome(
+            tuple(s for result in results for s in result.get("strategies", [])),
+            tuple(s["recover_status"] for s in steps if s["recover_status"]),
+            codes,
+            engine.CODE_OK if policy.init_accepted else engine.CODE_PROCESS_RECOVER_ENABLE_OFF,
+            rescheduled,
+            "none" if restart is None else "true" if restart else "false",
+        ),
     )
+
+
+def _checked(scenario: Scenario, observed: Outcome) -> Outcome:
+    """The observation, without what the scenario does not check (RestartFaultProcess)."""
+    if scenario.expected.restart_fault_process is None:
+        return replace(observed, restart_fault_process=None)
+    return observed
 
 
 def _set(target: dict[str, str], key: str, value: str | None) -> None:
@@ -151,6 +171,7 @@ def run_builtin(sim: SimCluster, kube: Kube, scenario: Scenario, namespace: str)
     """Create the job through the emulator, let the operator and the agent's Init happen, change the
     live keys, inject the faults, and read what ClusterD wrote."""
     cd = sim.clusterd
+    assert cd is not None
     name = f"cf-{scenario.id}"[:50].rstrip("-.")
     manifest = _job_manifest(scenario, name, namespace)
     if scenario.rank_table is None:
@@ -185,6 +206,17 @@ def run_builtin(sim: SimCluster, kube: Kube, scenario: Scenario, namespace: str)
             ]
             cd.inject(*specs)
             assert sim.wait_idle(30), f"{name}: ClusterD still busy"
+        if scenario.then:
+            # A second event once the first is over (e.g. while the job runs scaled in).
+            cd.inject(
+                *(
+                    FaultSpec(
+                        namespace=namespace, job=name, rank=f.pod, kind=f.type, level=f.level, recovers=True
+                    )
+                    for f in scenario.then
+                )
+            )
+            assert sim.wait_idle(30), f"{name}: ClusterD still busy after the second event"
     finally:
         if platform is not None:
             platform.stop.set()
@@ -194,11 +226,22 @@ def run_builtin(sim: SimCluster, kube: Kube, scenario: Scenario, namespace: str)
     events = sorted(
         kube.list_events(namespace, name), key=lambda e: int(e["metadata"].get("resourceVersion", 0))
     )
-    strategies, statuses, codes = [], [], []
+    strategies: list[str] = []
+    statuses: list[str] = []
+    codes: list[int] = []
     rescheduled = None
+    restart: str | None = None
     for event in events:
         reason, message = event["reason"], event.get("message", "")
-        if reason == "StrategyChosen":
+        if reason == "GlobalFault" and restart is None:
+            restart = (
+                "none"
+                if message.startswith("no fault list")
+                else "true"
+                if "RestartFaultProcess=true" in message
+                else "false"
+            )
+        elif reason == "StrategyChosen":
             strategies.append(message.split(":", 1)[0])
         elif reason in ("RecoverSucceeded", "RecoverFailed", "ProcessExited"):
             statuses.extend(_STATUS.findall(message.split(";", 1)[0]))
@@ -225,4 +268,9 @@ def run_builtin(sim: SimCluster, kube: Kube, scenario: Scenario, namespace: str)
         k.ASCENDJOB_GROUP, k.ASCENDJOB_VERSION, namespace, k.ASCENDJOB_PLURAL, name
     )
     final_init = cd.init_record(uid) or record  # a refused Init is retried (D6)
-    return Outcome(tuple(strategies), tuple(statuses), tuple(codes), final_init.code, rescheduled)
+    return _checked(
+        scenario,
+        Outcome(
+            tuple(strategies), tuple(statuses), tuple(codes), final_init.code, rescheduled, restart or "none"
+        ),
+    )

@@ -35,6 +35,9 @@ class Outcome:
     codes: tuple[int, ...] = ()
     init: int = 0  # the Init code
     rescheduled: str | None = None  # job / pod / failed / None (training continues)
+    # RestartFaultProcess of the fault list written to reset.json at the first globalFault: "true",
+    # "false", or "none" (no list written there); None = the scenario does not check it.
+    restart_fault_process: str | None = None
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,7 @@ class Scenario:
     stop_complete: int = 0
     strategy_report: bool = True  # no-report: silent after globalFault (no ReportRecoverStrategy)
     regrow: bool = False  # after a scale-in success the fault pods' replacements run (scale-out)
+    then: tuple[Fault, ...] = ()  # the faults of a second event, injected once the first is over
 
     @property
     def platform_mode(self) -> bool:
@@ -109,10 +113,17 @@ def _scenario(raw: Any, files: dict[str, str], named: dict[str, Fault]) -> Scena
     values = dict(_keys(raw, _KEYS, where, _REQUIRED))
     values["src"] = tuple(_cite(src, files, where) for src in values["src"])
     values["faults"] = tuple(_fault(fault, named, where) for fault in values["faults"])
-    expected = _keys(values["expected"], _OUTCOME_KEYS, f"{where}: expected")
-    values["expected"] = Outcome(
-        **{key: tuple(value) if isinstance(value, list) else value for key, value in expected.items()}
-    )
+    values["then"] = tuple(_fault(fault, named, where) for fault in values.get("then", ()))
+    expected = dict(_keys(values["expected"], _OUTCOME_KEYS, f"{where}: expected"))
+    if "restart_fault_process" in expected:
+        value = expected["restart_fault_process"]
+        if value not in (True, False, "none"):
+            raise TableError(f"{where}: expected: restart_fault_process: true, false or none, not {value!r}")
+        expected["restart_fault_process"] = {True: "true", False: "false"}.get(value, "none")
+    outcome: dict[str, Any] = {
+        key: tuple(value) if isinstance(value, list) else value for key, value in expected.items()
+    }
+    values["expected"] = Outcome(**outcome)
     values.update({key: tuple(values[key]) for key in _TUPLES if key in values})
     if "results" in values:  # the agent's silence is written as a word, not as the engine's -1
         values["results"] = tuple(NO_REPORT if r == "no-report" else r for r in values["results"])

@@ -34,8 +34,22 @@ def test_a_row_reads_into_a_scenario_with_the_cited_path_expanded(tmp_path: Path
         (ROW.replace("controller.go:10-20", "rules.go:1") + "}", "scenario 'one': src: 'rules.go:1'"),
         (ROW.replace("[UCE]", "[HCCL]") + "}", "scenario 'one': faults: 'HCCL'"),
         (ROW.replace("{init: 403}", "{inits: 403}") + "}", "scenario 'one': expected: unknown key"),
+        (
+            ROW.replace("{init: 403}", "{restart_fault_process: maybe}") + "}",
+            "scenario 'one': expected: restart_fault_process: true, false or none",
+        ),
+        (ROW + ", then: [HCCL]}", "scenario 'one': faults: 'HCCL'"),
     ],
 )
 def test_a_malformed_row_is_refused_by_name(tmp_path: Path, row: str, message: str) -> None:
     with pytest.raises(TableError, match=message):
         load(table(tmp_path, row))
+
+
+def test_then_and_restart_fault_process_read(tmp_path: Path) -> None:
+    row = ROW.replace("{init: 403}", '{restart_fault_process: "none"}') + ", then: [UCE, {pod: 0}]}"
+    (scenario,) = load(table(tmp_path, row))
+    assert scenario.then == (Fault(1, "uce", "RestartBusiness"), Fault(0))
+    assert scenario.expected.restart_fault_process == "none"
+    (flag,) = load(table(tmp_path, ROW.replace("{init: 403}", "{restart_fault_process: true}") + "}"))
+    assert flag.expected.restart_fault_process == "true"

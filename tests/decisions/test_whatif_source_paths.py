@@ -50,11 +50,19 @@ def test_sub_health_under_grace_exit_with_dump_first_dumps_straight_away() -> No
 
 def test_sub_health_under_hot_switch_migrates_one_pod() -> None:
     # BeginHotSwitchEvent (svc:157-174) → hotSwitch machine (rules:92-144): migration (hs:139-149).
-    result = _run({"subHealthyStrategy": "hotSwitch"}, {}, "SubHealthFault", supported=frozenset({"recover"}))
+    # Volcano deletes the old pod only with fault-scheduling on (ascend-for-volcano
+    # internal/rescheduling/reschedule.go:108-114).
+    hot = {"subHealthyStrategy": "hotSwitch", "fault-scheduling": "grace"}
+    result = _run(hot, {}, "SubHealthFault", supported=frozenset({"recover"}))
     assert result["strategies"] == ["migration"]
     kinds = [s["kind"] for s in result["steps"]]
     assert kinds[:3] == ["hot-switch", "hot-switch-new-pod", "delete-old-pod"]
     assert all(s["recover_status"] is None for s in result["steps"])
+    # Without the label the old pod is never deleted and ClusterD waits for it with no timeout
+    # (rules:129-130): no migration, the switch never finishes.
+    stuck = _run({"subHealthyStrategy": "hotSwitch"}, {}, "SubHealthFault", supported=frozenset({"recover"}))
+    assert stuck["strategies"] == [] and stuck["outcome"] == "hot-switch-stuck"
+    assert [s["kind"] for s in stuck["steps"]][-1] == "hot-switch-stuck"
     # No backup pod within a minute: stop switch and the snapshot turns ignore (hs:61-95, 217-257).
     stopped = _run({"subHealthyStrategy": "hotSwitch"}, {}, "SubHealthFault", spare_resources=False)
     assert [s["kind"] for s in stopped["steps"]] == ["hot-switch", "hot-switch-stop", "sub-health-ignore"]
@@ -129,3 +137,18 @@ def test_an_agent_that_never_reports_is_waited_for_15_minutes() -> None:
         assert "attempts" in str(exc.args[0]) or "no-report" in str(exc)
     else:
         raise AssertionError("an unknown attempt value must be refused")
+
+
+def test_the_advice_prices_a_hot_switch_that_never_finishes_as_failing() -> None:
+    # fault-scheduling off: Volcano skips the job (ascend-for-volcano reschedule.go:108-114), ClusterD waits
+    # for the old pod's deletion without a timeout (rules:129-130) after MindIO paused training (hs:151-187).
+    steps = _plan({"subHealthyStrategy": "hotSwitch"}, {}, "SubHealthFault", frozenset({"recover"}))
+    path = path_of(steps)
+    assert path.fails and "never finishes" in path.label
+    grace = _plan(
+        {"subHealthyStrategy": "hotSwitch", "fault-scheduling": "grace"},
+        {},
+        "SubHealthFault",
+        frozenset({"recover"}),
+    )
+    assert not path_of(grace).fails

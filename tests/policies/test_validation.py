@@ -208,6 +208,10 @@ POLICY_ROWS: list[tuple[str, Any, JobContext | None, str, str, str]] = [
      "hot_switch_unsupported_framework", "/sub_healthy_strategy", E),
     ("hot-switch-7.1", {"mindcluster_version": "7.1", "sub_healthy_strategy": "hotSwitch"}, None,
      "hot_switch_needs_7_2", "/sub_healthy_strategy", E),
+    # Volcano deletes the old pod only for jobs with fault-scheduling on (ascend-for-volcano
+    # internal/rescheduling/reschedule.go:108-114); ClusterD waits for it without a timeout (rules.go:129-130)
+    ("hot-switch-scheduling-off", {"sub_healthy_strategy": "hotSwitch", "fault_scheduling": "off"}, None,
+     "hot_switch_needs_fault_scheduling", "/fault_scheduling", W),
     # --- platform mode
     ("platform-empty", {"platform_mode": True}, None, "platform_mode_without_strategies", "/platform_mode",
      E),

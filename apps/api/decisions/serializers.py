@@ -116,6 +116,10 @@ class SimulatedFaultSerializer(serializers.Serializer):
     ranks = serializers.ListField(child=serializers.IntegerField(), required=False)
     platform = serializers.DictField(allow_null=True, required=False)
     strategies = serializers.ListField(child=serializers.CharField(), required=False)
+    # The fault came while the job ran scaled in: straight to stopTrain, then dump or exit (rules.go:322-323).
+    while_scaled_in = serializers.BooleanField(required=False)
+    # RestartFaultProcess of the reset.json fault list at globalFault; null = no list written there.
+    restart_fault_process = serializers.BooleanField(allow_null=True, required=False)
     steps = StepSerializer(many=True, required=False)
     budget_consumed = serializers.DictField(child=serializers.IntegerField(), required=False)
     outcome = serializers.CharField(required=False)

@@ -59,6 +59,7 @@ CODES: dict[str, str] = {
     "grace_exit_needs_dump_first": "graceExit acts only when dump is the first configured strategy.",
     "hot_switch_unsupported_framework": "hotSwitch works only for PyTorch and MindSpore jobs.",
     "hot_switch_needs_7_2": "hotSwitch exists from MindCluster 7.2.",
+    "hot_switch_needs_fault_scheduling": "hotSwitch with fault_scheduling off never finishes (Volcano).",
     # --- platform mode ---------------------------------------------------------------------------
     "platform_mode_without_strategies": "platform_mode needs at least one strategy to choose from.",
     "decision_rules_without_platform_mode": "decision_rules only run in platform_mode.",

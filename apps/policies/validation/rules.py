@@ -238,6 +238,20 @@ def _check_rescheduling(draft: Draft, job: JobContext | None, out: IssueCollecto
             "release notes recommend keeping Job-level rescheduling as the backstop.",
             ["grace", "force"],
         )
+    sub_healthy = draft.values["sub_healthy_strategy"] if draft.usable("sub_healthy_strategy") else None
+    if scheduling == "off" and sub_healthy == "hotSwitch":
+        # The hot switch needs Volcano to delete the old pod (ClusterD annotates it needVolcanoOpe=delete,
+        # hot_switch_controller.go:109-123), and Volcano skips a job whose fault-scheduling is off
+        # (ascend-for-volcano internal/rescheduling/reschedule.go:108-114, task.go:57-72); ClusterD waits
+        # for the deletion without a timeout (rules.go:129-130).
+        out.warn(
+            "hot_switch_needs_fault_scheduling",
+            pointer("fault_scheduling"),
+            "hotSwitch needs Volcano to delete the old pod once the backup pod runs, and Volcano ignores "
+            "jobs with fault_scheduling off: the switch would never finish (ClusterD waits for the "
+            "deletion without a timeout). Use grace or force.",
+            ["grace", "force"],
+        )
     if scheduling == "off" and draft.usable("pod_rescheduling") and draft.values["pod_rescheduling"] is True:
         out.warn(
             "pod_rescheduling_without_job_rescheduling",
