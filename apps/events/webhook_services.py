@@ -92,14 +92,17 @@ def webhook_create(*, actor: Actor, values: dict[str, Any]) -> Webhook:
 
 
 def webhook_update(*, hook: Webhook, actor: Actor, values: dict[str, Any]) -> Webhook:
-    """Change the given fields of ``hook`` (checked values), audited; a new secret as "(changed)"."""
+    """Change the given fields of ``hook`` (checked values), audited; a new secret as "(changed)".
+    No field given: nothing is written, nothing audited."""
+    given = [name for name in EDITABLE if name in values]
+    if not given:
+        return hook
     with transaction.atomic():
         before = webhook_snapshot(hook)
         old_secret = hook.secret
-        for name in EDITABLE:
-            if name in values:
-                setattr(hook, name, values[name])
-        hook.save()
+        for name in given:
+            setattr(hook, name, values[name])
+        hook.save(update_fields=given)  # only these columns: a concurrent change to another is kept
         after = webhook_snapshot(hook)
         if hook.secret != old_secret:
             after["secret"] = "(changed)"

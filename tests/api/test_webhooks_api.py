@@ -91,6 +91,20 @@ def test_admin_creates_reads_changes_and_deletes_a_webhook_and_each_write_is_aud
     assert delete.before["url"] == BODY["url"] and delete.after is None
 
 
+def test_a_patch_changes_only_the_fields_given_and_an_empty_one_writes_nothing(world: World) -> None:
+    hook = _hook(world, events=["incident.opened"])
+    client = world.client("admin")
+    assert client.patch(f"/api/v1/webhooks/{hook.pk}/", {}, format="json").json()["name"] == "existing"
+    assert not AuditEntry.objects.filter(object_type="events.webhook").exists()
+    changed = client.patch(f"/api/v1/webhooks/{hook.pk}/", {"events": []}, format="json").json()
+    assert (changed["events"], changed["name"], changed["active"]) == ([], "existing", True)
+    stored = Webhook.objects.get(pk=hook.pk)
+    assert (stored.events, stored.url, stored.secret) == ([], "https://hooks.example.com/x", SECRET)
+    entry = AuditEntry.objects.get(action="webhook.update")
+    assert (entry.before["events"], entry.after["events"]) == (["incident.opened"], [])
+    assert entry.after["secret"] == "(set)"  # unchanged: not "(changed)"
+
+
 def test_the_secret_is_never_in_a_response(world: World, superuser_client: APIClient) -> None:
     client = world.client("admin")
     hook = client.post("/api/v1/webhooks/", BODY, format="json").json()
