@@ -74,6 +74,7 @@ urlpatterns = [
     path("", include("apps.api.admission.urls")),
     path("", include("apps.api.advice")),
     path("", include("apps.api.fleet")),
+    path("", include("apps.api.webhooks.urls")),
 ]
 if settings.BENCH_ENDPOINTS:
     urlpatterns.append(path("_bench/constant/", BenchConstantApi.as_view(), name="bench-constant"))

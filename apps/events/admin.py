@@ -10,7 +10,7 @@ from django.http import HttpRequest
 
 from apps.audit.admin_hooks import AuditedAdmin
 from apps.events.models import Incident, IngestCursor, JobEvent, RestartBudget, Webhook, WebhookDelivery
-from apps.events.webhook_urls import allow_private, webhook_url_problem
+from apps.events.webhook_urls import webhook_url_save_problem
 
 
 class RecordedAdmin(admin.ModelAdmin):
@@ -68,7 +68,7 @@ class WebhookForm(forms.ModelForm):
 
     def clean_url(self) -> str:
         url = self.cleaned_data["url"]
-        problem = webhook_url_problem(url, allow_private=allow_private())
+        problem = webhook_url_save_problem(url)
         if problem:
             raise forms.ValidationError(f"This URL cannot be a webhook target: {problem}.")
         return url

@@ -8,6 +8,9 @@ private network). The check runs when the URL is saved and again before every se
 address the name resolves to then (so a name later pointed elsewhere is caught; a resolver that
 changes its answer between our check and the connection a moment later is not). Redirects are not
 followed: a 3xx is a failed delivery that says so.
+
+A saved URL may not carry credentials either (``user:password@host``): they would be shown in the
+admin and the API, and sent with every message; the receiver authenticates us by the signature.
 """
 
 from __future__ import annotations
@@ -70,6 +73,20 @@ def webhook_url_problem(url: str, *, allow_private: bool) -> str | None:
                 "addresses (set WEBHOOK_ALLOW_PRIVATE_TARGETS=true for a receiver on a private network)"
             )
     return None
+
+
+def webhook_url_save_problem(url: str) -> str | None:
+    """Why ``url`` may not be saved as a webhook target (the admin and the API), or None when it may:
+    ``webhook_url_problem``, and no credentials in it."""
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:
+        return f"not a valid URL ({exc})"
+    if parts.username is not None or parts.password is not None:
+        return (
+            "the URL carries credentials (user:password@); the receiver checks the X-Signature header instead"
+        )
+    return webhook_url_problem(url, allow_private=allow_private())
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):

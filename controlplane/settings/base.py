@@ -429,6 +429,8 @@ SPECTACULAR_SETTINGS = {
         "IssueSeverityEnum": ["error", "warning"],
         "PlatformStrategyEnum": "apps.policies.spec.PLATFORM_STRATEGIES",
         "DecisionActionEnum": "apps.policies.spec.DECISION_ACTIONS",
+        "WebhookKindEnum": "apps.events.models.Webhook.Kind",
+        "WebhookDeliveryStateEnum": "apps.events.models.WebhookDelivery.State",
     },
 }
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from apps.accounts.services import token_issue
+from apps.events.models import Webhook
 from apps.policies.models import Preset
 from tests.support.world import MANIFEST, NAMESPACE, PERSONAS, World
 
@@ -57,6 +58,22 @@ def namespace_preset(world: World, persona: str) -> str:
         name=f"ns-{persona}", cluster=world.cluster, namespace=NAMESPACE, spec={"strategies": []}
     )
     return f"/api/v1/clusters/{world.cluster.name}/namespaces/{NAMESPACE}/presets/{preset.name}/"
+
+
+def team_webhook(world: World, persona: str) -> str:
+    """A webhook for team-a of cluster sim: its admins (and superusers) manage it, nobody else sees it."""
+    hook = Webhook.objects.create(
+        name=f"hook-{persona}",
+        cluster=world.cluster,
+        namespace=NAMESPACE,
+        url="https://hooks.example.com/x",
+        secret="0123456789abcdef",
+    )
+    return f"/api/v1/webhooks/{hook.pk}/"
+
+
+def admin_only(ok: int) -> dict[str, int]:
+    return {"owner": 403, "teammate": 403, "outsider": 403, "admin": ok}
 
 
 def own_token(world: World, persona: str) -> str:
@@ -182,6 +199,27 @@ CASES = [
         lambda w, p: "/api/v1/audit/",
         {"owner": 403, "teammate": 403, "outsider": 403, "admin": 200},
     ),
+    # Webhooks: administrators of the webhook's whole scope only, reads included (the URL may hold
+    # the receiver's key); apps/events/webhook_services.py.
+    Case("webhooks list", "get", lambda w, p: "/api/v1/webhooks/", admin_only(200)),
+    Case(
+        "webhook create",
+        "post",
+        lambda w, p: "/api/v1/webhooks/",
+        admin_only(201),
+        body=lambda w, p: {
+            "name": f"hook-{p}",
+            "cluster": w.cluster.name,
+            "namespace": NAMESPACE,
+            "url": "https://hooks.example.com/x",
+            "secret": "0123456789abcdef",
+        },
+    ),
+    Case("webhook detail", "get", team_webhook, admin_only(200)),
+    Case("webhook update", "patch", team_webhook, admin_only(200), body=lambda w, p: {"active": False}),
+    Case("webhook delete", "delete", team_webhook, admin_only(204)),
+    Case("webhook deliveries", "get", lambda w, p: team_webhook(w, p) + "deliveries/", admin_only(200)),
+    Case("webhook test", "post", lambda w, p: team_webhook(w, p) + "test/", admin_only(202)),
     Case("tokens list", "get", lambda w, p: "/api/v1/tokens/", everyone(200)),
     Case(
         "token create",

@@ -17,6 +17,7 @@ from apps.accounts.models import NamespaceGrant, Role
 from apps.accounts.services import token_issue
 from apps.audit.actors import Actor
 from apps.audit.services import audit_record
+from apps.events.models import Webhook, WebhookDelivery
 from apps.events.services import event_record
 from apps.jobs.incarnations import incarnation_observe_podgroup
 from apps.jobs.models import Cluster, TrainingJob
@@ -73,6 +74,28 @@ def add_tokens(world: World, n: int) -> None:
             token_issue(world.users["admin"], f"t{i}")
 
 
+def _team_webhook(world: World) -> Webhook:
+    """A webhook for the admin persona's namespace (team-a of cluster sim)."""
+    return Webhook.objects.get_or_create(
+        name="team-a", cluster=world.cluster, namespace=world.job.namespace, defaults={"secret": "k" * 16}
+    )[0]
+
+
+def add_webhooks(world: World, n: int) -> None:
+    for _ in range(n):
+        Webhook.objects.create(
+            name=f"w-{next(_serial)}", cluster=world.cluster, namespace=world.job.namespace, secret="k" * 16
+        )
+
+
+def add_deliveries(world: World, n: int) -> None:
+    hook = _team_webhook(world)
+    for _ in range(n):
+        WebhookDelivery.objects.create(
+            webhook=hook, delivery_id=uuid.uuid4(), kind="incident.opened", payload={}
+        )
+
+
 LISTS: list[tuple[str, Callable[[World], str], Callable[[World, int], None]]] = [
     ("jobs", lambda w: "/api/v1/jobs/", add_jobs),
     ("clusters", lambda w: "/api/v1/clusters/", add_clusters),
@@ -82,6 +105,8 @@ LISTS: list[tuple[str, Callable[[World], str], Callable[[World, int], None]]] = 
     ("presets", lambda w: "/api/v1/presets/", add_presets),
     ("audit", lambda w: "/api/v1/audit/", add_audit),
     ("tokens", lambda w: "/api/v1/tokens/", add_tokens),
+    ("webhooks", lambda w: "/api/v1/webhooks/", add_webhooks),
+    ("webhook deliveries", lambda w: f"/api/v1/webhooks/{_team_webhook(w).pk}/deliveries/", add_deliveries),
 ]
 
 

@@ -26,6 +26,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from apps.accounts.services import token_issue
+from apps.events.models import Webhook
 from tests.support.world import World
 
 pytestmark = [pytest.mark.slow(seconds=15), pytest.mark.django_db, pytest.mark.timeout(600)]
@@ -80,6 +81,13 @@ def _aim_at_real_objects(case: Any, world: World) -> None:
         params["cluster"], params["namespace"] = world.cluster.name, world.job.namespace  # issue 15 defaults
     if case.path.endswith("/recreate/") and isinstance(case.body, dict) and len(case.body) % 2 == 0:
         case.body["confirm"] = world.job.name
+    if case.path.startswith("/api/v1/webhooks/{"):
+        key = "id" if "id" in params else "webhook_id"
+        if str(params.get(key, "")).isdigit() and int(params[key]) % 2 == 0:
+            hook = Webhook.objects.filter(name="fuzz-target").first() or Webhook.objects.create(
+                name="fuzz-target", url="https://hooks.example.com/x", secret="0123456789abcdef"
+            )
+            params[key] = hook.pk if isinstance(params[key], int) else str(hook.pk)
     if "name" in params and isinstance(params["name"], str) and len(params["name"]) % 2 == 0:
         params["name"] = world.owner_preset.name if case.method.upper() != "DELETE" else "retry-first"
 

@@ -15,7 +15,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from apps.events.models import Webhook, WebhookDelivery
-from apps.events.webhook_urls import webhook_url_problem
+from apps.events.webhook_urls import webhook_url_problem, webhook_url_save_problem
 from apps.events.webhooks import delivery_attempt
 
 pytestmark = pytest.mark.django_db
@@ -45,6 +45,34 @@ def test_public_addresses_are_allowed_and_private_ones_when_configured() -> None
     assert webhook_url_problem("https://93.184.216.34/hook", allow_private=False) is None
     assert webhook_url_problem("http://127.0.0.1:9/hook", allow_private=True) is None
     assert webhook_url_problem("ftp://127.0.0.1/hook", allow_private=True) is not None  # scheme still
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["https://user:pw@hooks.example.com/x", "https://user@hooks.example.com/x", "https://:pw@h.example/x"],
+)
+def test_a_saved_url_may_not_carry_credentials(url: str, settings: Any) -> None:
+    settings.WEBHOOK_ALLOW_PRIVATE_TARGETS = True  # refused even where private targets are allowed
+    assert "credentials" in (webhook_url_save_problem(url) or "")
+    assert webhook_url_save_problem("https://hooks.example.com/x") is None
+
+
+def test_the_admin_form_refuses_a_url_with_credentials() -> None:
+    root = User.objects.create_superuser("root", password="pw")
+    client = Client()
+    client.force_login(root)
+    response = client.post(
+        "/admin/events/webhook/add/",
+        {
+            "name": "x",
+            "namespace": "*",
+            "url": "https://u:p@hooks.example.com/",
+            "secret": "k",
+            "events": "[]",
+        },
+    )
+    assert response.status_code == 200 and Webhook.objects.count() == 0
+    assert b"credentials" in response.content
 
 
 def test_the_admin_form_refuses_a_loopback_url(settings: Any) -> None:
