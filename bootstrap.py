@@ -356,7 +356,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         started = time.monotonic()
         beside = run_beside(checks, env)
         say(f"tests: {' '.join(tests)}")
-        beside.results["tests"] = subprocess.run(tests, cwd=ROOT, env=env).returncode
+        beside.results["tests"] = run_in_own_group(tests, env)
         for thread in beside.threads:
             thread.join()
         failed = [(name, code) for name, code in beside.results.items() if code != 0]
@@ -367,6 +367,21 @@ def cmd_test(args: argparse.Namespace) -> int:
         return 0
     finally:
         children.stop()
+
+
+def run_in_own_group(cmd: list[str], env: dict[str, str]) -> int:
+    """Run ``cmd`` in a process group of its own and, when it ends, kill whatever it left in that
+    group: a test that fails before its cleanup must not leave a server holding its test database
+    for the next run (a leftover ingester once made the next run's database creation fail)."""
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, start_new_session=True)
+    try:
+        return proc.wait()
+    except KeyboardInterrupt:
+        os.killpg(proc.pid, signal.SIGINT)  # the group is not the terminal's: pass Ctrl-C on
+        return proc.wait()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 class Beside:

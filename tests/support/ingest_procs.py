@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import subprocess
@@ -18,6 +19,18 @@ from tests.support.processes import server_env, stop_process, test_database_url
 from tests.support.sim import create_job, make_job
 
 INGEST_APP_NAME = "ingest-under-test"
+
+# Every process started here, so none outlives the test process: a test that fails before its own
+# cleanup (a start that timed out on a loaded machine) once left an ingester holding its test
+# database, and the next run could not recreate that database.
+_STARTED: list[subprocess.Popen[bytes]] = []
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    for proc in _STARTED:
+        if proc.poll() is None:
+            proc.kill()
 
 
 def cluster_args(clusters: list[str]) -> list[str]:
@@ -49,6 +62,7 @@ class ManageProcess:
             stdout=self.log.open("ab"),
             stderr=subprocess.STDOUT,
         )
+        _STARTED.append(self.proc)
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -84,7 +98,11 @@ class IngestProcess(ManageProcess):
 
     def start(self) -> None:
         super().start()
-        wait_for(lambda: "ingesting" in self.output(), 30, "ingester started")
+        try:
+            wait_for(lambda: "ingesting" in self.output(), 30, "ingester started")
+        except BaseException:
+            self.stop()
+            raise
 
 
 def cluster_with_jobs(sim: SimCluster, prefix: str, count: int) -> tuple[Cluster, str, list[str]]:
