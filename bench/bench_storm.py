@@ -19,7 +19,8 @@ incidents (every 0.25 s) first found it there.
   ``--minutes``. Reported: lag p50/p99 (as above), lost (in no incident ``--settle`` s after the
   last fault), duplicated (in more than one incident, or stored as ``fault.detected`` twice); goal
   lag p99 ≤ 2 s, 0 lost, 0 duplicated. Also the injection pace reached and the simulators' CPU
-  per fault.
+  per fault; and what each ingester spent per fault (its CPU, and from its /metrics the items,
+  transactions and SQL statements its applier stored and issued, and the wall time storing them).
 
 Every process it starts is stopped whatever happens (``_common.spawn``); the load average is
 recorded beside the figures, since the machine may be shared.
@@ -250,10 +251,59 @@ def figures(sims: list[tuple[Sim, Any]], since: Any) -> dict[str, Any]:
     }
 
 
-def start_ingester(cluster: Any, env: dict[str, str], workdir: Path) -> Any:
+@dataclass
+class Ingester:
+    """One ``manage.py ingest`` process and its metrics port."""
+
+    proc: Any
+    metrics_port: int
+
+    def cost(self) -> dict[str, float]:
+        """What it has spent so far: CPU seconds, and from its /metrics the applier's items, SQL
+        statements and wall seconds storing them."""
+        from prometheus_client.parser import text_string_to_metric_families
+
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            text = answer.read().decode()
+        wanted = {
+            "controlplane_ingest_items_total": "items",
+            "controlplane_ingest_queries_total": "queries",
+            "controlplane_ingest_apply_seconds_sum": "apply_s",
+            "controlplane_ingest_apply_seconds_count": "transactions",
+        }
+        found = {"cpu_s": _cpu_seconds(self.proc.pid)}
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name in wanted:
+                    found[wanted[sample.name]] = found.get(wanted[sample.name], 0.0) + sample.value
+        return found
+
+
+def cost_per_fault(before: dict[str, float], after: dict[str, float], faults: int) -> dict[str, Any]:
+    """The ingester's spending between two ``Ingester.cost()`` readings, per fault."""
+    if not faults:
+        return {}
+    spent = {key: after.get(key, 0.0) - before.get(key, 0.0) for key in after}
+    return {
+        "items": round(spent.get("items", 0.0) / faults, 2),
+        "transactions": round(spent.get("transactions", 0.0) / faults, 2),
+        "queries": round(spent.get("queries", 0.0) / faults, 1),
+        "apply_wall_ms": round(spent.get("apply_s", 0.0) / faults * 1000, 1),
+        "cpu_ms": round(spent.get("cpu_s", 0.0) / faults * 1000, 1),
+        "queries_per_item": round(spent.get("queries", 0.0) / max(1.0, spent.get("items", 0.0)), 1),
+        "apply_wall_ms_per_item": round(
+            spent.get("apply_s", 0.0) / max(1.0, spent.get("items", 0.0)) * 1000, 2
+        ),
+    }
+
+
+def start_ingester(cluster: Any, env: dict[str, str], workdir: Path) -> Ingester:
     log = (workdir / f"ingest-{cluster.name}.log").open("wb")
     argv = [sys.executable, "manage.py", "ingest", "--cluster", cluster.name]
-    return _common.spawn(argv, cwd=REPO, env=env, stdout=log, stderr=log)
+    port = free_port()
+    env = {**env, "METRICS_PORT": str(port), "METRICS_ADDR": "127.0.0.1"}
+    return Ingester(_common.spawn(argv, cwd=REPO, env=env, stdout=log, stderr=log), port)
 
 
 def wait_adopted(cluster: Any, jobs: int, seconds: float = 300) -> None:
@@ -286,7 +336,7 @@ def storm(args: argparse.Namespace, env: dict[str, str], workdir: Path) -> dict[
 
     sim = start_sim(f"storm-{uuid.uuid4().hex[:4]}", args, env, workdir)
     cluster = register(sim)
-    start_ingester(cluster, env, workdir)
+    ingester = start_ingester(cluster, env, workdir)
     wait_adopted(cluster, args.jobs)
     stop, ready = threading.Event(), threading.Event()
     threading.Thread(target=bare_watch, args=(sim, stop, ready), daemon=True).start()
@@ -302,6 +352,7 @@ def storm(args: argparse.Namespace, env: dict[str, str], workdir: Path) -> dict[
     for item in faults:
         item["recovers"] = True
     cpu = _cpu_seconds(sim.proc.pid)
+    spent = ingester.cost()
     at = time.time()
     run = sim.post("/scenarios", json.dumps({"faults": faults}).encode(), "application/yaml")
     # The scenario injects in one thread; the ids come back in the Events (FaultDetected [...]).
@@ -312,7 +363,9 @@ def storm(args: argparse.Namespace, env: dict[str, str], workdir: Path) -> dict[
         sim.injected[ident] = at
     settle([(sim, cluster)], since, args.settle)
     stop.set()
+    spent_after = ingester.cost()
     result = figures([(sim, cluster)], since)
+    result["ingester_per_fault"] = cost_per_fault(spent, spent_after, len(sim.injected))
     result["scenario"] = run.get("id")
     result["faults_injected"] = len(faults)
     result["faults_shown_by_cluster"] = len(sim.seen)
@@ -327,8 +380,7 @@ def sustained(args: argparse.Namespace, env: dict[str, str], workdir: Path) -> d
     tag = uuid.uuid4().hex[:4]
     sims = [start_sim(f"sus-{tag}-{side}", args, env, workdir) for side in ("a", "b")]
     pairs = [(sim, register(sim)) for sim in sims]
-    for _, cluster in pairs:
-        start_ingester(cluster, env, workdir)
+    ingesters = [start_ingester(cluster, env, workdir) for _, cluster in pairs]
     for _, cluster in pairs:
         wait_adopted(cluster, args.jobs)
     stop = threading.Event()
@@ -342,6 +394,7 @@ def sustained(args: argparse.Namespace, env: dict[str, str], workdir: Path) -> d
         sim.poller = IncidentPoller(cluster, since, stop)
         sim.poller.start()
     cpu = {sim.name: _cpu_seconds(sim.proc.pid) for sim in sims}
+    spent = [ingester.cost() for ingester in ingesters]
     seconds = args.minutes * 60
     per_sim_rate = args.rate / len(sims)
     errors: list[str] = []
@@ -385,8 +438,13 @@ def sustained(args: argparse.Namespace, env: dict[str, str], workdir: Path) -> d
     elapsed = time.monotonic() - started
     settle(pairs, since, args.settle)
     stop.set()
+    spent_after = [ingester.cost() for ingester in ingesters]
     result = figures(pairs, since)
     total = sum(len(sim.injected) for sim in sims)
+    result["ingester_per_fault"] = [
+        cost_per_fault(before, after, len(sim.injected))
+        for before, after, sim in zip(spent, spent_after, sims, strict=True)
+    ]
     sim_cpu = sum(_cpu_seconds(sim.proc.pid) - cpu[sim.name] for sim in sims)
     result.update(
         {

@@ -56,6 +56,11 @@ INGEST_LAG_SECONDS = Histogram(
     ["source"],
     buckets=LATENCY_BUCKETS,
 )
+INGEST_APPLY_SECONDS = Histogram(
+    "controlplane_ingest_apply_seconds",
+    "Wall time the ingester's applier spent storing one batch of due items (one transaction)",
+    buckets=LATENCY_BUCKETS,
+)
 BROADCAST_LAG_SECONDS = Histogram(
     "controlplane_broadcast_lag_seconds",
     "Event stored → handed to the channel layer for the live stream",
@@ -73,6 +78,13 @@ WATCH_RESTARTS = Counter(
     "controlplane_watch_restarts",
     "Watches of the cluster started again (410 expired → relist, or an error → backoff), by process",
     ["process", "resource", "reason"],
+)
+INGEST_ITEMS = Counter(
+    "controlplane_ingest_items", "Items the ingester's applier stored (watch events, listed objects, signals)"
+)
+INGEST_QUERIES = Counter(
+    "controlplane_ingest_queries",
+    "SQL statements the ingester's applier issued (storing items, lease checks, cursors; not COMMIT)",
 )
 DECISIONS = Counter("controlplane_decisions", "Platform-mode answers written, by who decided", ["decided_by"])
 

@@ -17,11 +17,13 @@ import logging
 import threading
 import time
 from dataclasses import KW_ONLY, dataclass, field
+from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, close_old_connections, connection
 
 from apps.clusterd.client import FaultSignal
+from apps.core import metrics as core_metrics
 from apps.events import broadcast, metrics
 from apps.ingest.cursors import cursor_save
 from apps.ingest.feed import Feed, SyncGate
@@ -42,6 +44,12 @@ GIVE_UP_AFTER = 5  # failures of one item (not a lost database) before it is log
 def db_unreachable(exc: BaseException) -> bool:
     """A connection-level failure (server down, session killed, pool timeout): waiting helps."""
     return isinstance(exc, OperationalError | InterfaceError)
+
+
+def _count_query(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+    """An execute wrapper of the applier's connection: every statement counted (what a fault costs)."""
+    core_metrics.INGEST_QUERIES.inc()
+    return execute(sql, params, many, context)
 
 
 @dataclass(eq=False)
@@ -66,8 +74,9 @@ class Applier:
     def run(self) -> None:
         close_old_connections()
         try:
-            self._merge_and_apply(IngestStore(self.cluster))
-            self.flush_cursors()
+            with connection.execute_wrapper(_count_query):
+                self._merge_and_apply(IngestStore(self.cluster))
+                self.flush_cursors()
         except LeaseLost:
             # Cursors stay where they were: the new holder replays from them, the store de-duplicates.
             log.warning("cluster %s: the lease is gone; stopped applying", self.cluster.name)
@@ -196,7 +205,8 @@ class Applier:
         delay = 0.2
         while True:
             try:
-                self._store(store, item)
+                with core_metrics.INGEST_APPLY_SECONDS.time():
+                    self._store(store, item)
                 break
             except Exception as exc:
                 metrics.INGEST_ERRORS.labels(source=item.resource).inc()
@@ -237,6 +247,7 @@ class Applier:
                     if self.halt.is_set():
                         return False
         self.applied += 1
+        core_metrics.INGEST_ITEMS.inc()
         if item.resource_version and not item.is_signal:
             self.dirty[item.source] = item.resource_version
         return True
