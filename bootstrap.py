@@ -257,7 +257,7 @@ def postgres_url_or_start(children: Children) -> str:
     return uri
 
 
-def with_db(url: str, db: int) -> str:
+def with_db(url: str, db: int | str) -> str:
     parts = urllib.parse.urlsplit(url)
     return urllib.parse.urlunsplit(parts._replace(path=f"/{db}"))
 
@@ -308,6 +308,7 @@ def ensure_checkov() -> Path | None:
 # Test processes under pytest-xdist (issue #22). The suite mostly waits (on servers, workers, the
 # simulated clock), so one more process than the 2 cores of the reference machine keeps both busy.
 TEST_WORKERS = os.environ.get("TEST_WORKERS", "3")
+SCHEMATHESIS = "tests/api/test_schemathesis.py"
 
 
 def cmd_test(args: argparse.Namespace) -> int:
@@ -332,6 +333,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         env["REDIS_URL"] = redis_url
         env["DJANGO_SETTINGS_MODULE"] = "controlplane.settings.test"
         say(f"database {env['DATABASE_URL']}, redis {redis_url}")
+        own_env: dict[str, dict[str, str]] = {}
         checks = [
             ("lint", [str(PY), "-m", "ruff", "check", "."]),
             ("format", [str(PY), "-m", "ruff", "format", "--check", "."]),
@@ -348,10 +350,21 @@ def cmd_test(args: argparse.Namespace) -> int:
             # server do not share one well with the rest), beside the others: their own test
             # database (test_<name>; xdist's are test_<name>_gw<N>) and Redis keys (no xdist prefix).
             checks.append(("browser tests", [str(PY), "-m", "pytest", "-m", "browser", "tests/browser"]))
+            # The API fuzzing (schemathesis: about 8,000 generated requests) in a process of its own
+            # too: every xdist process would otherwise build its 50 operations' tests at collection
+            # (8 s of CPU each) to run them in one. Its own test database and Redis database.
+            checks.append(("API fuzzing", [str(PY), "-m", "pytest", SCHEMATHESIS]))
+            own_env["browser tests"] = {"TEST_PROCESS_NAME": "browser"}
+            own_env["API fuzzing"] = {
+                "TEST_PROCESS_NAME": "api-fuzzing",
+                "DATABASE_URL": with_db(env["DATABASE_URL"], "schemathesis"),
+                "TEST_REDIS_URL": with_db(redis_url, 14),
+                "REDIS_URL": with_db(redis_url, 14),
+            }
             # The rest in TEST_WORKERS processes, the slowest tests first (tests/conftest.py orders
             # them; xdist hands tests out in that order). Not --dist loadfile/loadgroup: they hand
             # tests out by node id, and schemathesis gives its 38 tests one id, so 37 would not run.
-            rest = ["-m", "not browser", "--ignore=tests/browser"]
+            rest = ["-m", "not browser", "--ignore=tests/browser", f"--ignore={SCHEMATHESIS}"]
             # tests/support/scheduling.py replaces xdist's block hand-out with one test at a time, the next
             # slowest to whichever process is free (the first process used to get every slow test).
             parallel = ["-n", TEST_WORKERS, "--dist", "load", "--durations=15"]
@@ -359,7 +372,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         # The checks (and the browser tests) are independent of the tests and of each other: they run
         # beside the tests (each one's result is shown when it ends), and any failure fails the run.
         started = time.monotonic()
-        beside = run_beside(checks, env)
+        beside = run_beside(checks, env, own_env)
         say(f"tests: {' '.join(tests)}")
         beside.results["tests"] = run_in_own_group(tests, env)
         for thread in beside.threads:
@@ -397,14 +410,18 @@ class Beside:
         self.threads: list[threading.Thread] = []
 
 
-def run_beside(steps: list[tuple[str, list[str]]], env: dict[str, str]) -> Beside:
-    """Start each step in a thread; when one ends, print its name and result (its output if it failed)."""
+def run_beside(
+    steps: list[tuple[str, list[str]]], env: dict[str, str], own_env: dict[str, dict[str, str]]
+) -> Beside:
+    """Start each step in a thread (``own_env[name]`` over ``env``); when one ends, print its name and
+    result (its output if it failed)."""
     beside = Beside()
     lock = threading.Lock()
 
     def run(name: str, cmd: list[str]) -> None:
         begun = time.monotonic()
-        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+        step_env = {**env, **own_env.get(name, {})}
+        proc = subprocess.run(cmd, cwd=ROOT, env=step_env, capture_output=True, text=True)
         with lock:
             took = time.monotonic() - begun
             if proc.returncode == 5 and "pytest" in cmd:  # nothing collected (e.g. -m browser, no Chromium)

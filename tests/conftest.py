@@ -74,7 +74,8 @@ class _DurationLog:
 
     @pytest.hookimpl
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        # TEST_PROCESS_NAME: bootstrap.py names the processes it runs beside xdist's (browser, API fuzzing).
+        worker = os.environ.get("PYTEST_XDIST_WORKER") or os.environ.get("TEST_PROCESS_NAME", "main")
         out = Path(session.config.rootpath) / "var" / "test-durations"
         out.mkdir(parents=True, exist_ok=True)
         rows = [[nodeid, round(self.seconds[nodeid], 3)] for nodeid in self.order]

@@ -54,7 +54,9 @@ PATHS = [
         ["retry"],
         Incident.Outcome.RECOVERED,
         sources=frozenset({"k8s-event", "podgroup"}),
-        fault_sources=frozenset({"clusterd", "k8s-event", "reset-config"}),
+        # No reset.json fault list on the retry path: notifyFaultForRetryFaultCase sends the signal
+        # without writing one (component/clusterd/pkg/application/recover/controller.go:870-886).
+        fault_sources=frozenset({"clusterd", "k8s-event"}),
     ),
     Path(
         "recover-after-retry-fails",

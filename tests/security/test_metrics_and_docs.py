@@ -62,12 +62,16 @@ def test_the_api_schema_and_docs_can_be_public() -> None:
 
 @override_settings(API_DOCS_PUBLIC=True)
 def test_the_schema_is_generated_once_per_process_not_per_request() -> None:
-    """Issue #24 (low): each request regenerated the whole schema (~a second of CPU per request)."""
-    import time
+    """Issue #24 (low): each request regenerated the whole schema (~a second of CPU per request).
+    Counted, not timed: the generator runs at most once (a CPU-time bound failed on a loaded machine
+    once the schema grew, while nothing was regenerated)."""
+    from unittest import mock
+
+    from drf_spectacular.generators import SchemaGenerator
 
     Client().get("/api/schema/")  # generated (or already cached by an earlier test)
-    start = time.process_time()
-    for _ in range(5):
-        again = Client().get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
-        assert again.status_code == 200 and again.json()["openapi"].startswith("3")
-    assert (time.process_time() - start) / 5 < 0.1
+    with mock.patch.object(SchemaGenerator, "get_schema", autospec=True) as generate:
+        for _ in range(5):
+            again = Client().get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+            assert again.status_code == 200 and again.json()["openapi"].startswith("3")
+    assert generate.call_count == 0
