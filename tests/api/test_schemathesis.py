@@ -1,8 +1,10 @@
 """Property-based tests of the whole API against its own live OpenAPI schema (schemathesis 4).
 
-For every operation, at least 100 generated requests (valid and invalid) go through the real WSGI app
-and PostgreSQL: no response may be a 5xx, use an undocumented status or content type, or break the
-documented response schema.
+For every operation, schemathesis's coverage phase (boundary and invalid values of every parameter
+and body field: about 3,600 cases over the 50 operations) and then 50 random generated requests go
+through the real WSGI app and PostgreSQL: no response may be a 5xx, use an undocumented status or
+content type, or break the documented response schema. (With 100 random requests per operation the
+module took 360 s beside the rest of the suite on 2 cores, issue #22.)
 """
 
 from __future__ import annotations
@@ -93,7 +95,7 @@ def _aim_at_real_objects(case: Any, world: World) -> None:
 
 
 @schema.parametrize()
-@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 def test_api_conforms_to_its_schema(case: Any, world: World, root_key: str) -> None:
     _aim_at_real_objects(case, world)
     case.call_and_validate(headers={"Authorization": f"Token {root_key}"}, checks=CHECKS)
