@@ -5,9 +5,10 @@ converged to the newest revision, every webhook delivered at least once. Everyth
 (see the module docstring of bench/soak.py); the full 10-minute run is ``bench/soak.py --minutes 10``.
 
 The settle deadline is 300 s: on 2 cores shared with the whole suite the catch-up took more than
-120 s in some runs, alone it takes about 50 s. 40 s (it was 60, issue #22) still fits every kind of chaos with room between them and leaves each
-count well above its floor below (about 290 faults, 1,100 events, 25 revisions, 580 deliveries);
-the rest of the suite runs beside it (it is the first file handed out under xdist).
+120 s in some runs, alone it takes about 50 s. 40 s (it was 60, issue #22) still fits every kind of
+chaos with room between them and leaves each count well above its floor below (about 290 faults,
+1,100 events, 25 revisions, 580 deliveries); the rest of the suite runs beside it (it is the first
+file handed out under xdist).
 """
 
 from __future__ import annotations
