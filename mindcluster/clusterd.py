@@ -1074,16 +1074,7 @@ def plan(inputs: EngineInput, outcome: Outcome) -> list[Step]:
         return hot_switch(inputs, outcome)
     if inputs.scaled_in:
         return _plan_scaled_in(inputs, admission, outcome)
-    steps: list[Step] = []
-    if admission.kind == "pre-exit":
-        steps.append(
-            Step(
-                StepKind.PRE_EXIT,
-                reason=admission.reason,
-                signal="preExitProcess",
-                pod_ranks=inputs.faulty_pod_ranks,
-            )
-        )
+    steps = _pre_exit_steps(inputs, admission)
     standing_missing = (
         inputs.platform_standing is not None and inputs.platform_standing not in PLATFORM_STANDING_ANSWERS
     )
@@ -1107,6 +1098,20 @@ def plan(inputs: EngineInput, outcome: Outcome) -> list[Step]:
     return _run(inputs, state, steps, first_choice(inputs, state), outcome)
 
 
+def _pre_exit_steps(inputs: EngineInput, admission: Admission) -> list[Step]:
+    """The v26 preExitProcess step that opens a fault's flow when admission asked for it (both flows)."""
+    if admission.kind != "pre-exit":
+        return []
+    return [
+        Step(
+            StepKind.PRE_EXIT,
+            reason=admission.reason,
+            signal="preExitProcess",
+            pod_ranks=inputs.faulty_pod_ranks,
+        )
+    ]
+
+
 def _plan_scaled_in(inputs: EngineInput, admission: Admission, outcome: Outcome) -> list[Step]:
     """A fault while the job runs scaled in (ScaleInRunningState): FaultOccurEvent goes straight to
     stopTrain (rules.go:322-323, handleNotifyStopTrain controller.go:703-714), skipping
@@ -1120,16 +1125,7 @@ def _plan_scaled_in(inputs: EngineInput, admission: Admission, outcome: Outcome)
     rest of the flow are the normal ones. Platform mode: ``platStrategy`` keeps the first event's answer
     and the ProcessConfirmFault handshake happens at globalFault as usual — inferred, not traced
     further."""
-    steps: list[Step] = []
-    if admission.kind == "pre-exit":
-        steps.append(
-            Step(
-                StepKind.PRE_EXIT,
-                reason=admission.reason,
-                signal="preExitProcess",
-                pod_ranks=inputs.faulty_pod_ranks,
-            )
-        )
+    steps = _pre_exit_steps(inputs, admission)
     inputs = replace(inputs, faults=inputs.scaled_in + inputs.faults)
     if (early := _before_strategy_report(inputs)) is not None:
         return [*steps, *early]

@@ -743,34 +743,17 @@ class SimOperator:
         annotations = pod["metadata"].get("annotations") or {}
         if annotations.get(ANNOTATION_POD_TYPE) == POD_TYPE_BACKUP:
             source = annotations.get(ANNOTATION_BACKUP_SOURCE_POD_NAME, "")
-            if source and self.kube.get_pod(namespace, source) is not None:
-                self.kube.patch_pod(
-                    namespace,
-                    source,
-                    {
-                        "metadata": {
-                            "annotations": {
-                                ANNOTATION_IN_HOT_SWITCH_FLOW: None,
-                                ANNOTATION_BACKUP_NEW_POD_NAME: None,
-                            }
-                        }
-                    },
-                )
+            self._drop_annotations(
+                namespace, source, ANNOTATION_IN_HOT_SWITCH_FLOW, ANNOTATION_BACKUP_NEW_POD_NAME
+            )
         elif annotations.get(ANNOTATION_IN_HOT_SWITCH_FLOW) == "true":
             backup = annotations.get(ANNOTATION_BACKUP_NEW_POD_NAME, "")
-            if backup and self.kube.get_pod(namespace, backup) is not None:
-                self.kube.patch_pod(
-                    namespace,
-                    backup,
-                    {
-                        "metadata": {
-                            "annotations": {
-                                ANNOTATION_POD_TYPE: None,
-                                ANNOTATION_BACKUP_SOURCE_POD_NAME: None,
-                            }
-                        }
-                    },
-                )
+            self._drop_annotations(namespace, backup, ANNOTATION_POD_TYPE, ANNOTATION_BACKUP_SOURCE_POD_NAME)
+
+    def _drop_annotations(self, namespace: str, pod_name: str, *keys: str) -> None:
+        """Remove ``keys`` from a pod's annotations (a merge patch with nulls), if the pod exists."""
+        if pod_name and self.kube.get_pod(namespace, pod_name) is not None:
+            self.kube.patch_pod(namespace, pod_name, {"metadata": {"annotations": dict.fromkeys(keys)}})
 
     def _teardown(self, job: dict[str, Any]) -> None:
         meta = job["metadata"]

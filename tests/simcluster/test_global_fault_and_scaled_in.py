@@ -12,20 +12,18 @@ application/recover/ unless a path says otherwise):
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
 import pytest
 
 from mindcluster import clusterd as engine
 from mindcluster import faults as vocab
-from mindcluster import reset_json as rj
 from mindcluster.clusterd import EngineInput, RankFault, RecoveryPolicy, StepKind
 from simcluster.injector import FaultSpec
 from simcluster.kube import Kube
 from simcluster.runtime import SimCluster
 from tests.support import wait_for
-from tests.support.sim import create_job, event_reasons, make_job
+from tests.support.sim import create_job, event_reasons, make_job, reset_json_writes
 
 
 def policy(strategies: str, **labels: str) -> RecoveryPolicy:
@@ -136,29 +134,13 @@ def test_hot_switch_with_fault_scheduling_off_never_finishes() -> None:
     assert StepKind.JOB_RESCHEDULE not in [s.kind for s in steps]
 
 
-def _writes(sim: SimCluster, monkeypatch: pytest.MonkeyPatch, name: str) -> list[dict]:
-    """Every reset.json document the simulated ClusterD writes for ``name``, in order."""
-    assert sim.clusterd is not None
-    kube = sim.clusterd.kube
-    docs: list[dict] = []
-    upsert = kube.upsert_configmap
-
-    def recording(namespace: str, cm_name: str, data: dict[str, str]) -> None:
-        if cm_name == rj.configmap_name(name):
-            docs.append(json.loads(data[rj.DATA_KEY]))
-        upsert(namespace, cm_name, data)
-
-    monkeypatch.setattr(kube, "upsert_configmap", recording)
-    return docs
-
-
 def test_the_simulated_clusterd_writes_restart_fault_process_true_for_in_place(
     sim: SimCluster, kube: Kube, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A software fault on one pod, recover-in-place configured: the globalFault list carries
     # RestartFaultProcess=true (controller.go:960-966, 2138-2152), as does handleRestartFaultProcess's.
     create_job(kube, make_job("rfp-sim", strategies="recover-in-place,recover"))
-    docs = _writes(sim, monkeypatch, "rfp-sim")
+    docs = reset_json_writes(sim, monkeypatch, "rfp-sim")
     assert sim.clusterd is not None
     # A business-process fault (no chip level) goes in as the conformance runner sends it.
     sim.clusterd.inject(
@@ -180,7 +162,7 @@ def test_the_simulated_clusterd_handles_a_fault_while_scaled_in(
     assert sim.clusterd is not None
     sim.inject_fault("default", "si-sim", rank=1, fault_type="normal", level="SeparateNPU", recovers=True)
     assert sim.wait_idle(20)
-    docs = _writes(sim, monkeypatch, "si-sim")
+    docs = reset_json_writes(sim, monkeypatch, "si-sim")
     sim.inject_fault("default", "si-sim", rank=0, fault_type="normal", level="SeparateNPU", recovers=True)
     assert sim.wait_idle(20)
     assert not any(d["FaultFlushing"] for d in docs)

@@ -13,7 +13,7 @@ import pytest
 from mindcluster import reset_json as rj
 from simcluster.kube import Kube
 from simcluster.runtime import SimCluster
-from tests.support.sim import create_job, make_job
+from tests.support.sim import create_job, make_job, reset_json_writes
 
 OLD = {
     "RankList": [rj.rank_entry(3, 1, rj.STATUS_UNRECOVERED, "isolate", "80E01801")],
@@ -97,22 +97,6 @@ def test_the_simulated_clusterd_writes_the_check_code(sim: SimCluster, kube: Kub
     assert doc and cm["data"][rj.CHECK_CODE_KEY] == rj.check_code(doc)
 
 
-def _writes(sim: SimCluster, monkeypatch: pytest.MonkeyPatch, name: str) -> list[dict]:
-    """Every reset.json document the simulated ClusterD writes for ``name``, in order."""
-    assert sim.clusterd is not None
-    kube = sim.clusterd.kube
-    docs: list[dict] = []
-    upsert = kube.upsert_configmap
-
-    def recording(namespace: str, cm_name: str, data: dict[str, str]) -> None:
-        if cm_name == rj.configmap_name(name):
-            docs.append(json.loads(data[rj.DATA_KEY]))
-        upsert(namespace, cm_name, data)
-
-    monkeypatch.setattr(kube, "upsert_configmap", recording)
-    return docs
-
-
 def test_the_simulated_clusterd_writes_only_what_set_new_task_info_writes(
     sim: SimCluster, kube: Kube, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -121,7 +105,7 @@ def test_the_simulated_clusterd_writes_only_what_set_new_task_info_writes(
     # Every document is setNewTaskInfo's (utils.go:231-269): ranks as Status "fault" with every other
     # field zero, no error code and no policy (the codes are in the fault.Fault stream only).
     create_job(kube, make_job("rj-writes"))
-    docs = _writes(sim, monkeypatch, "rj-writes")
+    docs = reset_json_writes(sim, monkeypatch, "rj-writes")
     sim.inject_fault("default", "rj-writes", rank=1, fault_type="normal", recovers=True)
     assert sim.wait_idle(20)
     assert docs, "no reset.json write"

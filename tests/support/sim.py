@@ -7,12 +7,14 @@ module runs at its own ``sim_clock_speed``.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from mindcluster import keys as k
+from mindcluster import reset_json as rj
 from simcluster.fleet import ascend_job
 from simcluster.kube import Kube
 from simcluster.management.commands.sim_fault import Command as SimFault
@@ -81,3 +83,20 @@ def clock_speed(sim: SimCluster, speed: float) -> Iterator[None]:
         yield
     finally:
         sim.clock.set_speed(before)
+
+
+def reset_json_writes(sim: SimCluster, monkeypatch: pytest.MonkeyPatch, name: str) -> list[dict]:
+    """Every reset.json document the simulated ClusterD writes for job ``name`` from now on, in order
+    (the list fills as the test runs)."""
+    assert sim.clusterd is not None
+    kube = sim.clusterd.kube
+    docs: list[dict] = []
+    upsert = kube.upsert_configmap
+
+    def recording(namespace: str, cm_name: str, data: dict[str, str]) -> None:
+        if cm_name == rj.configmap_name(name):
+            docs.append(json.loads(data[rj.DATA_KEY]))
+        upsert(namespace, cm_name, data)
+
+    monkeypatch.setattr(kube, "upsert_configmap", recording)
+    return docs
