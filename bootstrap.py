@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.parse
@@ -323,7 +324,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         # The suite starts well over a hundred Python processes (workers, ingesters, servers, the
         # rehearsal's pods); with PYTHONDONTWRITEBYTECODE set (some machines set it) each one compiled
         # every module it imports from source again: Django's start-up took 3.6 s of CPU instead of
-        # 1.6 s. The tests let Python keep its bytecode caches (__pycache__, ignored by git).
+        # 1.3 s. The tests let Python keep its bytecode caches (__pycache__, ignored by git).
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         if checkov is not None:
             env.setdefault("CHECKOV", str(checkov))
@@ -350,7 +351,7 @@ def cmd_test(args: argparse.Namespace) -> int:
             # server do not share one well with the rest), beside the others: their own test
             # database (test_<name>; xdist's are test_<name>_gw<N>) and Redis keys (no xdist prefix).
             checks.append(("browser tests", [str(PY), "-m", "pytest", "-m", "browser", "tests/browser"]))
-            # The API fuzzing (schemathesis: about 8,000 generated requests) in a process of its own
+            # The API fuzzing (schemathesis: about 6,000 generated requests) in a process of its own
             # too: every xdist process would otherwise build its 50 operations' tests at collection
             # (8 s of CPU each) to run them in one. Its own test database and Redis database.
             checks.append(("API fuzzing", [str(PY), "-m", "pytest", SCHEMATHESIS]))
@@ -374,7 +375,7 @@ def cmd_test(args: argparse.Namespace) -> int:
         started = time.monotonic()
         beside = run_beside(checks, env, own_env)
         say(f"tests: {' '.join(tests)}")
-        beside.results["tests"] = run_in_own_group(tests, env)
+        beside.results["tests"], _ = run_in_own_group(tests, env)
         for thread in beside.threads:
             thread.join()
         failed = [(name, code) for name, code in beside.results.items() if code != 0]
@@ -387,19 +388,28 @@ def cmd_test(args: argparse.Namespace) -> int:
         children.stop()
 
 
-def run_in_own_group(cmd: list[str], env: dict[str, str]) -> int:
+def run_in_own_group(cmd: list[str], env: dict[str, str], capture: bool = False) -> tuple[int, str]:
     """Run ``cmd`` in a process group of its own and, when it ends, kill whatever it left in that
     group: a test that fails before its cleanup must not leave a server holding its test database
-    for the next run (a leftover ingester once made the next run's database creation fail)."""
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, start_new_session=True)
-    try:
-        return proc.wait()
-    except KeyboardInterrupt:
-        os.killpg(proc.pid, signal.SIGINT)  # the group is not the terminal's: pass Ctrl-C on
-        return proc.wait()
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
+    for the next run (a leftover ingester once made the next run's database creation fail). With
+    ``capture``: its exit code and its output (stdout then stderr), through files rather than pipes,
+    so a leftover holding them cannot keep the caller waiting; else the output goes to the console."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        streams: dict[str, Any] = {"stdout": out, "stderr": err} if capture else {}
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=env, start_new_session=True, **streams)
+        try:
+            code = proc.wait()
+        except KeyboardInterrupt:
+            os.killpg(proc.pid, signal.SIGINT)  # the group is not the terminal's: pass Ctrl-C on
+            code = proc.wait()
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        if not capture:
+            return code, ""
+        out.seek(0)
+        err.seek(0)
+        return code, out.read().decode(errors="replace") + err.read().decode(errors="replace")
 
 
 class Beside:
@@ -420,20 +430,19 @@ def run_beside(
 
     def run(name: str, cmd: list[str]) -> None:
         begun = time.monotonic()
-        step_env = {**env, **own_env.get(name, {})}
-        proc = subprocess.run(cmd, cwd=ROOT, env=step_env, capture_output=True, text=True)
+        code, output = run_in_own_group(cmd, {**env, **own_env.get(name, {})}, capture=True)
         with lock:
             took = time.monotonic() - begun
-            if proc.returncode == 5 and "pytest" in cmd:  # nothing collected (e.g. -m browser, no Chromium)
+            if code == 5 and "pytest" in cmd:  # nothing collected (e.g. -m browser, no Chromium)
                 say(f"{name}: none collected: {' '.join(cmd)}")
-                proc.returncode = 0
-            beside.results[name] = proc.returncode
-            if proc.returncode == 0:
-                last = (proc.stdout.strip().splitlines() or [""])[-1].strip("= ")
+                code = 0
+            beside.results[name] = code
+            if code == 0:
+                last = (output.strip().splitlines() or [""])[-1].strip("= ")
                 say(f"{name}: ok ({took:.0f} s; {last}): {' '.join(cmd)}")
             else:
-                say(f"{name} failed (exit {proc.returncode}, {took:.0f} s): {' '.join(cmd)}")
-                print(proc.stdout + proc.stderr, flush=True)
+                say(f"{name} failed (exit {code}, {took:.0f} s): {' '.join(cmd)}")
+                print(output, flush=True)
 
     for name, cmd in steps:
         thread = threading.Thread(target=run, args=(name, cmd), daemon=True)
