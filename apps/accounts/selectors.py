@@ -109,9 +109,10 @@ def grant_rows(user: UserLike) -> list[tuple[int | None, str, str]]:
 
 
 def role_from_grants(
-    rows: list[tuple[int | None, str, str]], *, cluster_id: int, namespace: str
+    rows: list[tuple[int | None, str, str]], *, cluster_id: int | None, namespace: str
 ) -> str | None:
-    """The highest role among ``rows`` that covers (cluster, namespace), or None."""
+    """The highest role among ``rows`` that covers (cluster, namespace), or None (``cluster_id`` None:
+    every cluster, which only grants without a cluster cover)."""
     best: str | None = None
     for grant_cluster, grant_namespace, role in rows:
         if grant_cluster not in (None, cluster_id):

@@ -24,7 +24,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from apps.accounts.models import ALL_NAMESPACES, Role
-from apps.accounts.selectors import UserLike, grant_rows
+from apps.accounts.selectors import UserLike, grant_rows, role_from_grants
 from apps.audit.actors import Actor
 from apps.audit.admin_hooks import admin_snapshot
 from apps.audit.services import audit_record
@@ -65,13 +65,9 @@ def webhook_may_manage(user: UserLike, *, cluster: Cluster | None, namespace: st
     """Whether the user administers the whole scope (``cluster`` None = every cluster)."""
     if _superuser(user):
         return True
-    for grant_cluster, grant_namespace in _admin_grants(user):
-        if grant_cluster is not None and (cluster is None or grant_cluster != cluster.pk):
-            continue
-        if grant_namespace != ALL_NAMESPACES and grant_namespace != namespace:
-            continue
-        return True
-    return False
+    # cluster None: only grants without a cluster cover it; namespace "*": only "*" grants.
+    cluster_id = cluster.pk if cluster is not None else None
+    return role_from_grants(grant_rows(user), cluster_id=cluster_id, namespace=namespace) == Role.ADMIN
 
 
 def webhook_snapshot(hook: Webhook) -> dict[str, Any]:
