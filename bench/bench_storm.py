@@ -1,7 +1,8 @@
 """Fault storms in a fleet-sized built-in cluster, through the real ingester (issue #27).
 
     .venv/bin/python bench/bench_storm.py [--mode storm|sustained|both] [--jobs 200] [--nodes 1000]
-                                          [--minutes 10] [--rate 50] [--clock-speed 1] [--settle 120]
+                                          [--minutes 10] [--rate 50] [--kill-at 300] [--clock-speed 1]
+                                          [--settle 120]
 
 Each simulated cluster runs in its own process (``manage.py simcluster --scenario`` with a
 ``fleet:``: ``--nodes`` nodes x 8 NPUs, ``--jobs`` running AscendJobs of 4 pods); each cluster has
@@ -15,9 +16,13 @@ incidents (every 0.25 s) first found it there.
 
 - ``storm``: every job of one cluster faults at once (one scenario of ``--jobs`` UCE/HCCL faults at
   ``at_s: 0``). Checked: every fault is in exactly one incident; goal added p99 ≤ 1 s.
-- ``sustained``: two clusters, two ingester processes, ``--rate`` faults/s in all (half each) for
-  ``--minutes``. Reported: lag p50/p99 (as above), lost (in no incident ``--settle`` s after the
-  last fault), duplicated (in more than one incident, or stored as ``fault.detected`` twice); goal
+- ``sustained``: two clusters, two ingester processes competing for both clusters' leases as the
+  deployed replicas do (the fair share gives each one cluster), ``--rate`` faults/s in all (half
+  each) for ``--minutes``. With ``--kill-at S``, the holder of the first cluster gets ``kill -9`` S s
+  in: reported are the takeover (kill → the survivor holds that cluster's lease, from its /metrics;
+  goal ≤ 10 s) and the orphaned cluster's faults of the next 15 s (added latency, missing).
+  Reported: lag p50/p99 (as above), lost (in no incident ``--settle`` s after the last fault),
+  duplicated (in more than one incident, or stored as ``fault.detected`` twice); goal
   lag p99 ≤ 2 s, 0 lost, 0 duplicated. Also the injection pace reached and the simulators' CPU
   per fault; and what each ingester spent per fault (its CPU, and from its /metrics the items,
   transactions and SQL statements its applier stored and issued, and the wall time storing them).
@@ -29,8 +34,10 @@ recorded beside the figures, since the machine may be shared.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -45,6 +52,8 @@ from _common import REPO, emit, free_port, fresh_database, product_env, start_re
 
 GOAL_STORM_P99_S = 1.0
 GOAL_SUSTAINED_P99_S = 2.0
+GOAL_TAKEOVER_S = 10.0
+KILL_WINDOW_S = 15.0  # after a kill, the orphaned cluster's faults of this window are reported apart
 NAMESPACE = "fleet"
 INJECT_LANES = 4  # injecting threads per cluster
 
@@ -279,6 +288,21 @@ class Ingester:
                     found[wanted[sample.name]] = found.get(wanted[sample.name], 0.0) + sample.value
         return found
 
+    def leases(self) -> set[str]:
+        """The clusters whose ingest lease it holds, from its /metrics (``controlplane_leases_held``)."""
+        from prometheus_client.parser import text_string_to_metric_families
+
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=10) as answer:
+            text = answer.read().decode()
+        return {
+            sample.labels["cluster"]
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            if sample.name == "controlplane_leases_held"
+            and sample.labels.get("lease") == "ingest"
+            and sample.value
+        }
+
 
 def cost_per_fault(before: dict[str, float], after: dict[str, float], faults: int) -> dict[str, Any]:
     """The ingester's spending between two ``Ingester.cost()`` readings, per fault."""
@@ -298,9 +322,11 @@ def cost_per_fault(before: dict[str, float], after: dict[str, float], faults: in
     }
 
 
-def start_ingester(cluster: Any, env: dict[str, str], workdir: Path) -> Ingester:
-    log = (workdir / f"ingest-{cluster.name}.log").open("wb")
-    argv = [sys.executable, "manage.py", "ingest", "--cluster", cluster.name]
+def start_ingester(cluster: Any, env: dict[str, str], workdir: Path, name: str = "") -> Ingester:
+    """``manage.py ingest`` for ``cluster`` alone, or (``cluster`` None) competing for every cluster's
+    lease with the other ingesters, as the deployed replicas do."""
+    log = (workdir / f"ingest-{name or cluster.name}.log").open("wb")
+    argv = [sys.executable, "manage.py", "ingest", *(["--cluster", cluster.name] if cluster else [])]
     port = free_port()
     env = {**env, "METRICS_PORT": str(port), "METRICS_ADDR": "127.0.0.1"}
     return Ingester(_common.spawn(argv, cwd=REPO, env=env, stdout=log, stderr=log), port)
@@ -374,15 +400,66 @@ def storm(args: argparse.Namespace, env: dict[str, str], workdir: Path) -> dict[
     return result
 
 
+def wait_shared(ingesters: list[Ingester], clusters: list[str], seconds: float = 120) -> dict[str, Ingester]:
+    """Wait until every cluster's ingest lease has exactly one holder and no ingester holds two (the fair
+    share of two clusters among two processes); cluster name → its holder."""
+    deadline = time.monotonic() + seconds
+    while True:
+        held = [(ingester, ingester.leases()) for ingester in ingesters]
+        holders = {name: [i for i, names in held if name in names] for name in clusters}
+        if all(len(found) == 1 for found in holders.values()) and all(len(names) <= 1 for _, names in held):
+            return {name: found[0] for name, found in holders.items()}
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"ingest leases not shared out in {seconds:.0f}s: {holders}")
+        time.sleep(0.2)
+
+
+@dataclass
+class Kill:
+    """``kill -9`` of the ingester holding one cluster, mid-run, and its survivor's takeover."""
+
+    cluster: str
+    victim: Ingester
+    survivor: Ingester
+    at: float = 0.0  # epoch s of the kill
+    takeover_s: float | None = None  # until the survivor held the orphaned cluster's lease
+    victim_cost: dict[str, float] = field(default_factory=dict)  # read just before the kill
+
+    def run(self, after: float, stop: threading.Event) -> None:
+        if stop.wait(after):
+            return
+        self.victim_cost = self.victim.cost()
+        self.at = time.time()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.victim.proc.pid, signal.SIGKILL)
+        while not stop.is_set() and time.time() - self.at < 120:
+            if self.cluster in self.survivor.leases():
+                self.takeover_s = round(time.time() - self.at, 2)
+                return
+            time.sleep(0.1)
+
+
+def after_kill(sim: Sim, cluster: Any, since: Any, kill: Kill, window: float) -> dict[str, Any]:
+    """The orphaned cluster's faults the bare watch saw in ``window`` s after the kill: each one's
+    added latency (the product's first record of it minus the bare watch's), and how many are missing."""
+    first, _ = stored_faults(cluster, since, sim.poller.held if sim.poller else {})
+    due = [ident for ident, seen in sim.seen.items() if kill.at <= seen < kill.at + window]
+    added = [first[ident] - sim.seen[ident] for ident in due if ident in first]
+    return {"faults": len(due), "missing": len(due) - len(added), "added_s": summary(added)}
+
+
 def sustained(args: argparse.Namespace, env: dict[str, str], workdir: Path) -> dict[str, Any]:
+    """Two clusters, two ingesters competing for both leases (fair share: one each), ``--rate`` faults/s
+    for ``--minutes``; with ``--kill-at S``, the holder of the first cluster is killed S s in."""
     from django.utils import timezone
 
     tag = uuid.uuid4().hex[:4]
     sims = [start_sim(f"sus-{tag}-{side}", args, env, workdir) for side in ("a", "b")]
     pairs = [(sim, register(sim)) for sim in sims]
-    ingesters = [start_ingester(cluster, env, workdir) for _, cluster in pairs]
+    ingesters = [start_ingester(None, env, workdir, name=f"sus-{tag}-{n}") for n in range(2)]
     for _, cluster in pairs:
         wait_adopted(cluster, args.jobs)
+    holders = wait_shared(ingesters, [sim.name for sim in sims])
     stop = threading.Event()
     for sim in sims:
         ready = threading.Event()
@@ -425,12 +502,19 @@ def sustained(args: argparse.Namespace, env: dict[str, str], workdir: Path) -> d
                 errors.append(f"{sim.name}: {exc}")
             n += INJECT_LANES
 
+    kill: Kill | None = None
+    victim = holders[sims[0].name]
+    if args.kill_at:
+        survivor = next(ingester for ingester in ingesters if ingester is not victim)
+        kill = Kill(sims[0].name, victim, survivor)
     started = time.monotonic()
     threads = [
         threading.Thread(target=pace, args=(sim, i * 7, lane), daemon=True)
         for i, sim in enumerate(sims)
         for lane in range(INJECT_LANES)
     ]
+    if kill is not None:
+        threads.append(threading.Thread(target=kill.run, args=(args.kill_at, stop), daemon=True))
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -438,18 +522,21 @@ def sustained(args: argparse.Namespace, env: dict[str, str], workdir: Path) -> d
     elapsed = time.monotonic() - started
     settle(pairs, since, args.settle)
     stop.set()
-    spent_after = [ingester.cost() for ingester in ingesters]
+    spent_after = [
+        kill.victim_cost if kill is not None and ingester is kill.victim else ingester.cost()
+        for ingester in ingesters
+    ]
     result = figures(pairs, since)
     total = sum(len(sim.injected) for sim in sims)
-    result["ingester_per_fault"] = [
-        cost_per_fault(before, after, len(sim.injected))
-        for before, after, sim in zip(spent, spent_after, sims, strict=True)
-    ]
+    together = {key: sum(cost.get(key, 0.0) for cost in spent_after) for key in spent[0]}
+    before = {key: sum(cost.get(key, 0.0) for cost in spent) for key in spent[0]}
+    # With a kill, the victim's spending is known only up to the kill: the figure is then a lower bound.
+    result["ingester_per_fault"] = cost_per_fault(before, together, total)
     sim_cpu = sum(_cpu_seconds(sim.proc.pid) - cpu[sim.name] for sim in sims)
     result.update(
         {
             "clusters": len(sims),
-            "ingesters": len(sims),
+            "ingesters": len(ingesters),
             "seconds": round(elapsed, 1),
             "rate_asked": args.rate,
             "rate_injected": round(total / elapsed, 1) if elapsed else 0.0,
@@ -459,6 +546,16 @@ def sustained(args: argparse.Namespace, env: dict[str, str], workdir: Path) -> d
             "goal_lag_p99_s": GOAL_SUSTAINED_P99_S,
         }
     )
+    if kill is not None:
+        result["kill"] = {
+            "cluster": kill.cluster,
+            "at_s": args.kill_at,
+            "takeover_s": kill.takeover_s,
+            "goal_takeover_s": GOAL_TAKEOVER_S,
+            f"next_{KILL_WINDOW_S:.0f}s": after_kill(sims[0], pairs[0][1], since, kill, KILL_WINDOW_S)
+            if kill.at
+            else None,
+        }
     return result
 
 
@@ -470,6 +567,12 @@ def main() -> None:
     parser.add_argument("--minutes", type=float, default=10.0, help="sustained mode's length")
     parser.add_argument("--rate", type=float, default=50.0, help="sustained faults/s, over both clusters")
     parser.add_argument("--clock-speed", type=float, default=1.0, help="the simulators' clock")
+    parser.add_argument(
+        "--kill-at",
+        type=float,
+        default=0.0,
+        help="sustained mode: kill -9 the ingester holding the first cluster this many s in (0: no kill)",
+    )
     parser.add_argument(
         "--settle", type=float, default=120.0, help="seconds after the last fault for everything to be stored"
     )
