@@ -115,6 +115,15 @@ def _fresh_connection_pool_per_module() -> Iterator[None]:
             close_pool()
 
 
+@pytest.fixture(autouse=True)
+def _no_in_effect_views_kept_from_earlier_tests() -> None:
+    """A web process keeps the in-effect views it served (``in_effect_cache.RECENT``); job ids and
+    row versions of a rolled-back test can come back, so each test starts without them."""
+    from apps.policies.in_effect_cache import RECENT
+
+    RECENT.clear()
+
+
 # --- API personas (tests.support.world) ---------------------------------------------------------------
 @pytest.fixture
 def world(db: Any, tmp_path: Path) -> World:

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.core.cache import cache
 from django.db import connection
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
@@ -21,10 +20,10 @@ from apps.events.models import Webhook, WebhookDelivery
 from apps.events.services import event_record
 from apps.jobs.incarnations import incarnation_observe_podgroup
 from apps.jobs.models import Cluster, TrainingJob
-from apps.policies.in_effect_cache import cache_key
 from apps.policies.models import Preset
 from apps.policies.services import policy_revision_create
 from mindcluster import keys as c
+from tests.support.in_effect import forget_in_effect
 from tests.support.world import World, operator_podgroup, training_job
 
 pytestmark = pytest.mark.django_db
@@ -162,7 +161,7 @@ def test_hot_reads_cost_a_pinned_number_of_queries(
     world: World, name: str, url: Callable[[TrainingJob], str], cold: int, warm: int
 ) -> None:
     job = _observed(world)
-    cache.delete(cache_key(job.pk))
+    forget_in_effect(job.pk)
     client = world.client("teammate")
     client.get("/api/v1/tokens/")  # last_used_at recorded once, so the reads below write nothing
     with CaptureQueriesContext(connection) as first:

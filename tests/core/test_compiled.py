@@ -116,3 +116,31 @@ def test_an_outer_query_with_parameters_of_its_own_is_compiled_every_time(world:
     all_ids = TrainingJob.objects.values("pk")
     assert by_name(world.job.name, all_ids) == [{"id": world.job.pk}]
     assert by_name("no-such-job", all_ids) == []
+
+
+def test_converters_are_worked_out_once_and_still_applied(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A template's column converters are found once (its columns never change), yet every run's
+    values still go through them: the JSON spec decoded, the datetime aware, as the ORM gives them."""
+    from django.db.models.sql.compiler import SQLCompiler
+
+    asked: list[int] = []
+    real = SQLCompiler.get_converters
+
+    def counting(self: SQLCompiler, expressions: list[object]) -> dict[int, object]:
+        asked.append(len(expressions))
+        return real(self, expressions)
+
+    monkeypatch.setattr(SQLCompiler, "get_converters", counting)
+    shape = CompiledQuery(
+        lambda pk: TrainingJob.objects.select_related("cluster", "current_revision").filter(pk=pk)[:1], int
+    )
+    for _ in range(3):
+        for job in (world.job, world.other_job):
+            orm = TrainingJob.objects.select_related("cluster", "current_revision").get(pk=job.pk)
+            (compiled,) = shape(job.pk)
+            assert _job_fields(compiled) == _job_fields(orm)
+            assert compiled.created_at.tzinfo is not None
+    orm_runs = 6  # each ORM .get() above asks once
+    assert len(asked) == orm_runs + 1

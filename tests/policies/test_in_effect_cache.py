@@ -25,6 +25,7 @@ from apps.policies.in_effect_cache import cache_key, cached_in_effect
 from apps.policies.models import PolicySync
 from apps.policies.services import policy_revision_create
 from mindcluster import keys as c
+from tests.support.in_effect import forget_in_effect
 from tests.support.world import World, operator_podgroup
 
 ACTOR = Actor(name="test")
@@ -50,7 +51,7 @@ def job(world: World) -> TrainingJob:
     policy_revision_create(
         job=job, spec={"mindcluster_version": "26.1", "strategies": ["dump"]}, actor=ACTOR, push=False
     )
-    cache.delete(cache_key(job.pk))
+    forget_in_effect(job.pk)
     return fresh(job)
 
 
@@ -206,7 +207,7 @@ def test_an_unreachable_cache_computes_the_answer(job: TrainingJob, monkeypatch:
 def test_outside_a_transaction_the_answer_is_computed_in_one_snapshot(world: World) -> None:
     """The API's path (autocommit): the miss is computed under REPEATABLE READ, then served."""
     job = created_with_revision_1(world.job)
-    cache.delete(cache_key(job.pk))
+    forget_in_effect(job.pk)
     calls, compute = counting()
     first = cached_in_effect(fresh(job), compute)
     assert cached_in_effect(fresh(job), compute) == first == in_effect_computed(fresh(job))
@@ -214,3 +215,28 @@ def test_outside_a_transaction_the_answer_is_computed_in_one_snapshot(world: Wor
     _new_revision(fresh(job))
     assert cached_in_effect(fresh(job), compute) == in_effect_computed(fresh(job))
     assert len(calls) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_process_copy_serves_only_the_same_fingerprint(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A view this process served comes back without the shared cache (here: unreachable), as an
+    unshared copy, and never once a row it was derived from has changed."""
+    job = created_with_revision_1(world.job)
+    forget_in_effect(job.pk)
+    calls, compute = counting()
+    first = cached_in_effect(fresh(job), compute)
+
+    def down(*_: Any, **__: Any) -> Any:
+        raise RedisError("connection refused")
+
+    monkeypatch.setattr(cache, "get", down)
+    monkeypatch.setattr(cache, "set", down)
+    again = cached_in_effect(fresh(job), compute)
+    assert again == first and again is not first and calls == [job.pk]
+    again["notes"].append("changed by a caller")
+    assert cached_in_effect(fresh(job), compute) == first  # the caller's change stayed its own
+    _new_revision(fresh(job))
+    assert cached_in_effect(fresh(job), compute) == in_effect_computed(fresh(job))
+    assert calls == [job.pk, job.pk]
