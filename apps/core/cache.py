@@ -61,53 +61,60 @@ def sliding_window_hit(key: str, seconds: int, allowed: int, now: float) -> bool
     """Count a hit of ``key`` unless that would exceed ``allowed`` per ``seconds``; True = counted.
 
     A sliding window estimated from two fixed ones (this window's count plus the previous one's,
-    weighted by how much of it still overlaps the last ``seconds``): one round trip (INCR, EXPIRE,
-    GET in a pipeline) with constant-size values, where DRF's throttle reads and rewrites its whole
+    weighted by how much of it still overlaps the last ``seconds``): one round trip (a script of
+    INCR, EXPIRE, GET) with constant-size values, where DRF's throttle reads and rewrites its whole
     list of timestamps twice per request (at 1,200/min, 10 KB of pickle per bucket and request). A
     refused hit is taken back, as DRF does not count refused requests.
     """
     return sliding_window_hits([(key, seconds, allowed)], now)[0]
 
 
+# Per bucket (KEYS: this window's counter, the previous one's; ARGV: its expiry, its limit, how much
+# of the previous window still overlaps): count the hit, refuse it if the estimate is over the limit,
+# and take a refused hit back at once, as DRF does not count refused requests. One command for all
+# buckets: Redis runs a script without interleaving another client's commands, so a hit taken back is
+# never seen by anyone else.
+_HITS_LUA = """
+local verdicts = {}
+for i = 1, #KEYS / 2 do
+  local current, previous = KEYS[2 * i - 1], KEYS[2 * i]
+  local expiry, allowed, overlap = ARGV[3 * i - 2], tonumber(ARGV[3 * i - 1]), tonumber(ARGV[3 * i])
+  local count = redis.call('INCR', current)
+  redis.call('EXPIRE', current, expiry, 'NX')
+  local before = tonumber(redis.call('GET', previous) or '0')
+  if count + before * overlap <= allowed then
+    verdicts[i] = 1
+  else
+    redis.call('DECR', current)
+    verdicts[i] = 0
+  end
+end
+return verdicts
+"""
+_SCRIPTS: dict[int, Any] = {}  # per redis client (one per pool): its registered script
+
+
 def sliding_window_hits(buckets: Sequence[tuple[str, int, int]], now: float) -> list[bool]:
     """``sliding_window_hit`` for several ``(key, seconds, allowed)`` buckets in one round trip.
 
     Each bucket is decided on its own, as if hit alone (one refusing does not stop another from
-    counting, as DRF checks every throttle); the refused ones are taken back in a second round trip,
-    which only a refused request pays. The API's two throttles (per token, per user) share one
-    pipeline this way (bench/profile_api.py: ~0.2 ms of CPU per request less than two).
+    counting, as DRF checks every throttle). The API's two throttles (per token, per user) share one
+    call this way, a script (``_HITS_LUA``) rather than a pipeline of six commands: redis-py's
+    encoding and decoding of each command was most of a request's throttling CPU (bench/profile_api.py).
     """
     from django.core.cache import cache
 
     if not buckets:
         return []
-    keys: list[tuple[str, float]] = []
-    client = None
-    pipe = None
-    for key, seconds, _ in buckets:
+    keys: list[str] = []
+    args: list[str] = []
+    for key, seconds, allowed in buckets:
         started = int(now) // seconds * seconds
-        current = cache.make_and_validate_key(f"{key}:{started}")
-        previous = cache.make_and_validate_key(f"{key}:{started - seconds}")
-        if pipe is None:
-            client = cache._cache.get_client(current, write=True)  # type: ignore[attr-defined]
-            pipe = client.pipeline(transaction=False)
-        pipe.incr(current)
-        pipe.expire(current, 2 * seconds + 1, nx=True)
-        pipe.get(previous)
-        keys.append((current, 1.0 - (now - started) / seconds))
-    assert pipe is not None and client is not None
-    replies = pipe.execute()
-    verdicts: list[bool] = []
-    refused: list[str] = []
-    for index, ((current, overlap), (_, _, allowed)) in enumerate(zip(keys, buckets, strict=True)):
-        count, _, before = replies[3 * index : 3 * index + 3]
-        counted = int(count) + int(before or 0) * overlap <= allowed
-        verdicts.append(counted)
-        if not counted:
-            refused.append(current)
-    if refused:
-        undo = client.pipeline(transaction=False)
-        for current in refused:
-            undo.decr(current)
-        undo.execute()
-    return verdicts
+        keys.append(cache.make_and_validate_key(f"{key}:{started}"))
+        keys.append(cache.make_and_validate_key(f"{key}:{started - seconds}"))
+        args += [str(2 * seconds + 1), str(allowed), repr(1.0 - (now - started) / seconds)]
+    client = cache._cache.get_client(keys[0], write=True)  # type: ignore[attr-defined]
+    script = _SCRIPTS.get(id(client))
+    if script is None:
+        script = _SCRIPTS.setdefault(id(client), client.register_script(_HITS_LUA))
+    return [bool(verdict) for verdict in script(keys=keys, args=args)]
