@@ -6,13 +6,14 @@ locks it), so two ingesters, a worker and the decisions app serialise per job.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Q, Subquery
 from django.utils import timezone
 
 from apps.core import metrics
@@ -41,15 +42,24 @@ class IncidentPlan:
     enrich_only: bool = False
 
 
+# The incident's fields the fold (``apps.events.incidents``) computes.
+_FOLDED = tuple(fold.new_incident(timezone.now()))
+
+
 def _fields(incident: Incident) -> dict[str, Any]:
-    return {name: getattr(incident, name) for name in fold.new_incident(incident.opened_at)}
+    """The folded fields as a copy the fold may change in place: ``_save`` writes those that differ."""
+    return {name: copy.deepcopy(getattr(incident, name)) for name in _FOLDED}
 
 
-def _save(incident: Incident, state: dict[str, Any]) -> None:
+def _save(incident: Incident, state: dict[str, Any], *also: str) -> None:
+    """Store ``state`` (and the fields named in ``also``, set by the caller): only what changed, so
+    the statement is short and the jobs list's ``last_fault_at`` is refreshed only when ``opened_at``
+    moved (``apps.policies.listing``)."""
     previous_opened_at = incident.opened_at
-    for name, value in state.items():
-        setattr(incident, name, value)
-    incident.save()
+    changed = [name for name, value in state.items() if getattr(incident, name) != value]
+    for name in changed:
+        setattr(incident, name, state[name])
+    incident.save(update_fields=[*changed, *also, "updated_at"])
     if incident.closed_at is not None:
         # Store first: the fleet summary (apps.fleet) follows in this same transaction.
         signals.incident_changed.send(Incident, incident=incident, previous_opened_at=previous_opened_at)
@@ -89,24 +99,34 @@ def _is_late_copy(incident: Incident, data: dict[str, Any], at: datetime) -> boo
     return at <= incident.closed_at + LATE_SKEW
 
 
-def incident_holding(job: TrainingJob, ids: list[str]) -> Incident | None:
-    """The incident a report of one of these fault ids was already folded into (the original), if any.
+@dataclass
+class _Candidates:
+    """The incidents of a job an event may belong to, read in one query under the job's lock."""
 
-    Any incident of the job, not only the latest: a replayed or lagging report may arrive after
+    holding: Incident | None  # the first that holds one of the event's fault ids (the original)
+    open: Incident | None
+    latest: Incident | None
+
+
+def _candidates(job: TrainingJob, ids: list[str]) -> _Candidates:
+    """The job's open and newest incidents, and the first holding one of ``ids``: one query, not three.
+
+    Any incident may hold the ids, not only the latest: a replayed or lagging report may arrive after
     later incidents opened, and it still belongs to the one that holds its fault.
     """
-    if not ids:
-        return None
-    incidents = Incident.objects.filter(job=job)
-    if connection.features.supports_json_field_contains:
-        holds = Q()
+    rows = Incident.objects.filter(job=job)
+    if not ids or connection.features.supports_json_field_contains:
+        newest = Incident.objects.filter(job=job).order_by("-number").values("number")[:1]
+        wanted = Q(closed_at__isnull=True) | Q(number=Subquery(newest))
         for ident in ids:
-            holds |= Q(fault__fault_ids__contains=[ident])
-        return incidents.filter(holds).order_by("number").first()
-    for incident in incidents.order_by("number").iterator():  # SQLite: no JSON containment
-        if set(ids) & set(incident.fault.get("fault_ids") or []):
-            return incident
-    return None
+            wanted |= Q(fault__fault_ids__contains=[ident])
+        rows = rows.filter(wanted)  # else (SQLite: no JSON containment) every incident, matched below
+    found = sorted(rows, key=lambda incident: incident.number)
+    return _Candidates(
+        holding=next((i for i in found if set(ids) & set(i.fault.get("fault_ids") or [])), None),
+        open=next((i for i in found if i.closed_at is None), None),
+        latest=found[-1] if found else None,
+    )
 
 
 def incident_plan(
@@ -114,14 +134,13 @@ def incident_plan(
 ) -> IncidentPlan:
     """Choose the incident for an incident-scoped event and give it a key that two sources share."""
     data = dict(data)
-    if kind == kinds.FAULT_DETECTED:
+    candidates = _candidates(job, fold.fault_ids(data) if kind == kinds.FAULT_DETECTED else [])
+    if candidates.holding is not None:
         # A fault is stored once per (job, fault id): any later report of it joins its incident.
-        original = incident_holding(job, fold.fault_ids(data))
-        if original is not None:
-            return IncidentPlan(original, kind, "", data, enrich_only=True)
-    current = open_incident(job)
+        return IncidentPlan(candidates.holding, kind, "", data, enrich_only=True)
+    current = candidates.open
     if current is None:
-        last = latest_incident(job)
+        last = candidates.latest
         recent = (
             last is not None
             and last.closed_at is not None
@@ -189,12 +208,12 @@ def incident_follow(event: JobEvent, incident: Incident | None) -> None:
     opened = not incident.first_seq
     incident.first_seq = incident.first_seq or event.seq
     incident.last_seq = max(incident.last_seq, event.seq)
-    _save(incident, state)
+    _save(incident, state, "first_seq", "last_seq")
     # Webhook deliveries are written in this transaction (an outbox), not after it.
     if opened:
-        _notify("incident.opened", incident.pk)
+        _notify_incident("incident.opened", event.job, incident)
     if "closed" in changes:
-        _notify("incident.closed", incident.pk)
+        _notify_incident("incident.closed", event.job, incident)
         outcome = str(state.get("outcome") or "unknown")
         transaction.on_commit(lambda: metrics.INCIDENTS.labels(outcome=outcome).inc())
 
@@ -237,13 +256,15 @@ def _budget_save(budget: RestartBudget) -> None:
         budget.exhausted_at = None
     budget.save()
     if newly_exhausted:
-        _notify("budget.exhausted", budget.job_id)
+        from apps.events.webhooks import webhooks_notify
+
+        webhooks_notify(kind="budget.exhausted", job=budget.job, payload=lambda: {"budget": budget.as_dict()})
 
 
-def _notify(kind: str, object_id: int) -> None:
+def _notify_incident(kind: str, job: TrainingJob, incident: Incident) -> None:
     from apps.events.webhooks import webhooks_notify
 
-    webhooks_notify(kind=kind, object_id=object_id)
+    webhooks_notify(kind=kind, job=job, payload=lambda: {"incident": incident.as_dict()})
 
 
 def restarts_over_time(job: TrainingJob) -> list[dict[str, Any]]:

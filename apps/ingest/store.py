@@ -19,7 +19,7 @@ from django.db import transaction
 
 from apps.clusterd.client import FaultSignal
 from apps.core.numbers import is_ascii_digits
-from apps.events import incident_services, kinds
+from apps.events import incident_services, kinds, rows
 from apps.events.models import JobEvent, ObservedObject
 from apps.events.services import event_store, source_keys_prune
 from apps.ingest import (
@@ -143,18 +143,9 @@ class IngestStore:
 
     # --- level-triggered objects ------------------------------------------------------------------
     def _observed(self, kind: str, namespace: str, name: str) -> ObservedObject:
-        """The locked state row of one object (created on first sight)."""
-        rows = ObservedObject.objects.select_for_update()
-        found = rows.filter(cluster=self.cluster, kind=kind, namespace=namespace, name=name).first()
-        if found is not None:
-            return found
-        # ON CONFLICT DO NOTHING: another ingester may create it first, and no savepoint is needed
-        # to survive that (two round trips fewer per new object: each reset-config of a fault is one).
-        ObservedObject.objects.bulk_create(
-            [ObservedObject(cluster=self.cluster, kind=kind, namespace=namespace, name=name)],
-            ignore_conflicts=True,
-        )
-        return rows.get(cluster=self.cluster, kind=kind, namespace=namespace, name=name)
+        """The locked state row of one object (created on first sight: one upsert either way, which
+        another ingester creating it first cannot fail)."""
+        return rows.observed_lock(self.cluster.pk, kind, namespace, name)
 
     def apply_object(
         self, kind: str, obj: dict[str, Any], differ: Differ, received_at: datetime

@@ -97,7 +97,11 @@ class _LastFaultRefresh:
         last_fault_refresh(self.job_id)
 
 
-def _on_incident_saved(sender: type[Incident], instance: Incident, **_: Any) -> None:
+def _on_incident_saved(
+    sender: type[Incident], instance: Incident, created: bool, update_fields: Any, **_: Any
+) -> None:
+    if not created and update_fields is not None and "opened_at" not in update_fields:
+        return  # the job's newest opened_at cannot have moved (the events domain saves what changed)
     # One refresh per job per transaction: the ingester saves a job's incident several times in
     # one (planned, then followed by the event), and each refresh is an UPDATE committed on its own
     # after the transaction (issue #27). A callback dropped with a rolled-back savepoint is no
