@@ -7,13 +7,13 @@ locks it), so two ingesters, a worker and the decisions app serialise per job.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q, Subquery
 from django.utils import timezone
 
 from apps.core import metrics
@@ -99,6 +99,14 @@ def _is_late_copy(incident: Incident, data: dict[str, Any], at: datetime) -> boo
     return at <= incident.closed_at + LATE_SKEW
 
 
+_INCIDENTS = Incident._meta.db_table
+_CANDIDATES_SQL = (
+    f"SELECT * FROM {_INCIDENTS} WHERE job_id = %s AND (closed_at IS NULL"
+    f" OR number = (SELECT MAX(number) FROM {_INCIDENTS} WHERE job_id = %s)"
+    " OR fault -> 'fault_ids' ?| %s)"
+)
+
+
 @dataclass
 class _Candidates:
     """The incidents of a job an event may belong to, read in one query under the job's lock."""
@@ -114,13 +122,12 @@ def _candidates(job: TrainingJob, ids: list[str]) -> _Candidates:
     Any incident may hold the ids, not only the latest: a replayed or lagging report may arrive after
     later incidents opened, and it still belongs to the one that holds its fault.
     """
-    rows = Incident.objects.filter(job=job)
-    if not ids or connection.features.supports_json_field_contains:
-        newest = Incident.objects.filter(job=job).order_by("-number").values("number")[:1]
-        wanted = Q(closed_at__isnull=True) | Q(number=Subquery(newest))
-        for ident in ids:
-            wanted |= Q(fault__fault_ids__contains=[ident])
-        rows = rows.filter(wanted)  # else (SQLite: no JSON containment) every incident, matched below
+    rows: Iterable[Incident]
+    if connection.vendor == "postgresql":
+        # Raw: the ORM spent more compiling this (a subquery, one JSON lookup per id) than running it.
+        rows = Incident.objects.raw(_CANDIDATES_SQL, [job.pk, job.pk, ids])
+    else:
+        rows = Incident.objects.filter(job=job)  # SQLite: no JSON containment; every incident, matched below
     found = sorted(rows, key=lambda incident: incident.number)
     return _Candidates(
         holding=next((i for i in found if set(ids) & set(i.fault.get("fault_ids") or [])), None),

@@ -80,10 +80,13 @@ def event_store(
     names the source record this event comes from (a Kubernetes Event): one already handled
     (a replay after a restart or relist) stores nothing. A ``dedupe_key`` already stored stores
     nothing either (the insert skips it: ``rows.event_insert``).
+
+    No savepoint of its own (two statements per event inside the ingester's transaction): nothing in
+    it is expected to fail, so an error rolls back the caller's transaction with it.
     """
     data = dict(data or {})
     at = occurred_at or timezone.now()
-    with transaction.atomic():
+    with transaction.atomic(savepoint=False):
         job_lock(job)
         if source_key and not rows.source_key_remember(job.pk, source_key):
             return None

@@ -34,6 +34,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.core import metrics
+from apps.core.compiled import CompiledQuery
 from apps.core.queue import task_named
 from apps.events.models import Webhook, WebhookDelivery
 from apps.events.webhook_urls import OPENER, allow_private, webhook_url_problem
@@ -59,11 +60,18 @@ def _job_info(job: TrainingJob) -> dict[str, Any]:
     return {"id": job.pk, "cluster": job.cluster.name, "namespace": job.namespace, "name": job.name}
 
 
+# Asked for every incident opened or closed: compiled once (apps.core.compiled), not per ask.
+_COVERING: CompiledQuery[Webhook] = CompiledQuery(
+    lambda cluster_id, namespace: Webhook.objects.filter(active=True).filter(
+        Q(cluster__isnull=True) | Q(cluster_id=cluster_id), Q(namespace="*") | Q(namespace=namespace)
+    ),
+    int,
+    str,
+)
+
+
 def webhooks_for(job: TrainingJob, kind: str) -> list[Webhook]:
-    hooks = Webhook.objects.filter(active=True).filter(
-        Q(cluster__isnull=True) | Q(cluster_id=job.cluster_id), Q(namespace="*") | Q(namespace=job.namespace)
-    )
-    return [hook for hook in hooks if hook.wants(kind)]
+    return [hook for hook in _COVERING(job.cluster_id, job.namespace) if hook.wants(kind)]
 
 
 def requeue_seconds() -> float:
