@@ -59,7 +59,10 @@ def _save(incident: Incident, state: dict[str, Any], *also: str) -> None:
     changed = [name for name, value in state.items() if getattr(incident, name) != value]
     for name in changed:
         setattr(incident, name, state[name])
-    incident.save(update_fields=[*changed, *also, "updated_at"])
+    if incident.pk is None:  # planned with its first event (``incident_plan``)
+        incident.save(force_insert=True)
+    else:
+        incident.save(update_fields=[*changed, *also, "updated_at"])
     if incident.closed_at is not None:
         # Store first: the fleet summary (apps.fleet) follows in this same transaction.
         signals.incident_changed.send(Incident, incident=incident, previous_opened_at=previous_opened_at)
@@ -73,12 +76,16 @@ def latest_incident(job: TrainingJob) -> Incident | None:
     return Incident.objects.filter(job=job).order_by("-number").first()
 
 
-def _create(job: TrainingJob, at: datetime, latest: Incident | None) -> Incident:
-    """The job's next incident; ``latest`` is its newest one, read under the same job lock."""
+def _new(job: TrainingJob, at: datetime, latest: Incident | None) -> Incident:
+    """The job's next incident, not stored yet; ``latest`` is its newest one, read under the job lock."""
     number = (latest.number if latest else 0) + 1
-    incident = Incident.objects.create(
-        job=job, number=number, first_seq=0, last_seq=0, **fold.new_incident(at)
-    )
+    return Incident(job=job, number=number, first_seq=0, last_seq=0, **fold.new_incident(at))
+
+
+def _create(job: TrainingJob, at: datetime, latest: Incident | None) -> Incident:
+    """``_new``, stored now (its id names the keys of the events that follow it)."""
+    incident = _new(job, at, latest)
+    incident.save(force_insert=True)
     return incident  # "incident.opened" goes out when its first event is folded in (incident_follow)
 
 
@@ -156,7 +163,14 @@ def incident_plan(
         )
         if kind == kinds.FAULT_DETECTED and last is not None and _is_late_copy(last, data, at):
             return IncidentPlan(last, kind, "", data, enrich_only=True)
-        current = last if kind in fold.OUTCOME_KINDS and recent else _create(job, at, last)
+        if kind in fold.OUTCOME_KINDS and recent:
+            current = last
+        elif kind == kinds.FAULT_DETECTED and fold.fault_ids(data):
+            # Its key is the fault's id, not the incident's: stored with its first event
+            # (``incident_follow``), one INSERT instead of an INSERT and an UPDATE.
+            current = _new(job, at, last)
+        else:
+            current = _create(job, at, last)
     assert current is not None
     key = source_key
     if kind == kinds.FAULT_DETECTED:

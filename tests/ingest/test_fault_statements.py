@@ -69,10 +69,11 @@ def test_a_faults_reports_cost_what_they_must(
     store, job = store_and_job
     event = report(job, kinds.FAULT_DETECTED, k8s_events.SOURCE, "ev-1", code=CODE, fault_id="f-1", ranks=[1])
 
-    # Lock the job, remember the Event, read the candidate incidents, open one, insert the event,
-    # fold it in, ask which webhooks want "incident.opened"; after the commit: last_fault_at.
+    # Lock the job, remember the Event, read the candidate incidents, insert the event, insert the
+    # incident with it folded in, ask which webhooks want "incident.opened"; after the commit:
+    # last_fault_at.
     inside, after = statements(lambda: store.record(event), django_capture_on_commit_callbacks)
-    assert (len(inside), len(after)) == (7, 1), inside + after
+    assert (len(inside), len(after)) == (6, 1), inside + after
 
     # ClusterD's report of the same fault joins it: lock, candidates, the incident's new source.
     clusterd = report(
