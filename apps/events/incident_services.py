@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from apps.core import metrics
 from apps.events import incidents as fold
-from apps.events import kinds, signals
+from apps.events import kinds, rows, signals
 from apps.events.models import Incident, JobEvent, RestartBudget
 from apps.jobs.models import TrainingJob
 
@@ -108,7 +108,7 @@ def _is_late_copy(incident: Incident, data: dict[str, Any], at: datetime) -> boo
 
 _INCIDENTS = Incident._meta.db_table
 _CANDIDATES_SQL = (
-    f"SELECT * FROM {_INCIDENTS} WHERE job_id = %s AND (closed_at IS NULL"
+    f"SELECT {rows.columns(Incident)} FROM {_INCIDENTS} WHERE job_id = %s AND (closed_at IS NULL"
     f" OR number = (SELECT MAX(number) FROM {_INCIDENTS} WHERE job_id = %s)"
     " OR fault -> 'fault_ids' ?| %s)"
 )
@@ -129,13 +129,13 @@ def _candidates(job: TrainingJob, ids: list[str]) -> _Candidates:
     Any incident may hold the ids, not only the latest: a replayed or lagging report may arrive after
     later incidents opened, and it still belongs to the one that holds its fault.
     """
-    rows: Iterable[Incident]
+    candidates: Iterable[Incident]
     if connection.vendor == "postgresql":
         # Raw: the ORM spent more compiling this (a subquery, one JSON lookup per id) than running it.
-        rows = Incident.objects.raw(_CANDIDATES_SQL, [job.pk, job.pk, ids])
+        candidates = rows.models_of(Incident, _CANDIDATES_SQL, [job.pk, job.pk, ids])
     else:
-        rows = Incident.objects.filter(job=job)  # SQLite: no JSON containment; every incident, matched below
-    found = sorted(rows, key=lambda incident: incident.number)
+        candidates = Incident.objects.filter(job=job)  # SQLite: no JSON containment; all, matched below
+    found = sorted(candidates, key=lambda incident: incident.number)
     return _Candidates(
         holding=next((i for i in found if set(ids) & set(i.fault.get("fault_ids") or [])), None),
         open=next((i for i in found if i.closed_at is None), None),

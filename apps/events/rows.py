@@ -10,7 +10,8 @@ All of them run under the caller's transaction; the ``FOR UPDATE`` ones hold the
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from django.db import connection
 from django.db.models import Field, Model
@@ -18,6 +19,56 @@ from django.utils import timezone
 
 from apps.events.models import JobEvent, ObservedObject, SourceKey
 from apps.jobs.models import TrainingJob
+
+M = TypeVar("M", bound=Model)
+# Per (model, database vendor): (column index, its converters, its column expression) for each column
+# whose value the database returns in another form than the field's (JSON as text, SQLite's dates).
+_CONVERTERS: dict[tuple[type[Model], str], list[tuple[int, list[Callable[..., Any]], Any]]] = {}
+
+
+def columns(model: type[Model]) -> str:
+    """The model's columns in its own field order, for ``SELECT`` and ``RETURNING``."""
+    table = model._meta.db_table
+    return ", ".join(f"{table}.{connection.ops.quote_name(str(field.column))}" for field in _fields(model))
+
+
+def _fields(model: type[Model]) -> list[Field[Any, Any]]:
+    return list(model._meta.concrete_fields)
+
+
+def _converters(model: type[Model]) -> list[tuple[int, list[Callable[..., Any]], Any]]:
+    """What Django's compiler applies to each selected column of ``model`` (``get_converters``)."""
+    key = (model, connection.vendor)
+    if key not in _CONVERTERS:
+        found = []
+        for index, field in enumerate(_fields(model)):
+            column = field.get_col(model._meta.db_table)
+            functions = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
+            if functions:
+                found.append((index, functions, column))
+        _CONVERTERS[key] = found
+    return _CONVERTERS[key]
+
+
+def models_of(model: type[M], sql: str, params: list[Any]) -> list[M]:
+    """The rows ``sql`` returns as instances of ``model``; it selects ``columns(model)``.
+
+    What ``model.objects.raw`` gives, without its setup on every call (it introspects the cursor's
+    columns and plans the model's construction anew: about 0.1 ms a query, several per fault).
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        found = cursor.fetchall()
+    names = [field.attname for field in _fields(model)]
+    converters = _converters(model)
+    instances = []
+    for row in found:
+        values = list(row)
+        for index, functions, column in converters:
+            for convert in functions:
+                values[index] = convert(values[index], column, connection)
+        instances.append(model.from_db(connection.alias, names, values))
+    return instances
 
 
 def _prepared(model: type[Model], values: dict[str, Any]) -> tuple[list[str], list[Any]]:
@@ -95,6 +146,19 @@ def observed_lock(cluster_id: int, kind: str, namespace: str, name: str) -> Obse
     table = ObservedObject._meta.db_table
     sql = (
         f"{insert} ON CONFLICT (cluster_id, kind, namespace, name) "
-        f"DO UPDATE SET updated_at = {table}.updated_at RETURNING *"
+        f"DO UPDATE SET updated_at = {table}.updated_at RETURNING {columns(ObservedObject)}"
     )
-    return next(iter(ObservedObject.objects.raw(sql, params)))
+    return models_of(ObservedObject, sql, params)[0]
+
+
+def observed_save(observed: ObservedObject, *names: str) -> None:
+    """``observed.save(update_fields=names)`` as one plain UPDATE (nothing listens to these rows)."""
+    observed.updated_at = timezone.now()
+    fields = [*names, "updated_at"]
+    assignments, params = _prepared(ObservedObject, {name: getattr(observed, name) for name in fields})
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {ObservedObject._meta.db_table} SET {', '.join(f'{c} = %s' for c in assignments)} "
+            "WHERE id = %s",
+            [*params, observed.pk],
+        )

@@ -162,7 +162,7 @@ class IngestStore:
             state, observations = differ(previous, obj, received_at)
             stored = [event for event in (self.record(o) for o in observations) if event is not None]
             observed.uid, observed.resource_version, observed.state = uid, rv, state
-            observed.save(update_fields=["uid", "resource_version", "state", "updated_at"])
+            rows.observed_save(observed, "uid", "resource_version", "state")
         return previous, state, stored
 
     def apply_ascendjob(self, event_type: str, obj: dict[str, Any], received_at: datetime) -> list[JobEvent]:
@@ -255,7 +255,7 @@ class IngestStore:
             stored = [event for event in (self.record(o) for o in observations) if event is not None]
             observed.state = state
             observed.resource_version = signal.uuid[:64]
-            observed.save(update_fields=["state", "resource_version", "updated_at"])
+            rows.observed_save(observed, "state", "resource_version")
         return stored
 
     def prune_source_keys(self, older_than_s: float = 3 * 3600) -> int:
