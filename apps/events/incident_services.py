@@ -6,18 +6,19 @@ locks it), so two ingesters, a worker and the decisions app serialise per job.
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from apps.core import metrics
 from apps.events import incidents as fold
-from apps.events import kinds, signals
+from apps.events import kinds, rows, signals
 from apps.events.models import Incident, JobEvent, RestartBudget
 from apps.jobs.models import TrainingJob
 
@@ -41,15 +42,27 @@ class IncidentPlan:
     enrich_only: bool = False
 
 
+# The incident's fields the fold (``apps.events.incidents``) computes.
+_FOLDED = tuple(fold.new_incident(timezone.now()))
+
+
 def _fields(incident: Incident) -> dict[str, Any]:
-    return {name: getattr(incident, name) for name in fold.new_incident(incident.opened_at)}
+    """The folded fields as a copy the fold may change in place: ``_save`` writes those that differ."""
+    return {name: copy.deepcopy(getattr(incident, name)) for name in _FOLDED}
 
 
-def _save(incident: Incident, state: dict[str, Any]) -> None:
+def _save(incident: Incident, state: dict[str, Any], *also: str) -> None:
+    """Store ``state`` (and the fields named in ``also``, set by the caller): only what changed, so
+    the statement is short and the jobs list's ``last_fault_at`` is refreshed only when ``opened_at``
+    moved (``apps.policies.listing``)."""
     previous_opened_at = incident.opened_at
-    for name, value in state.items():
-        setattr(incident, name, value)
-    incident.save()
+    changed = [name for name, value in state.items() if getattr(incident, name) != value]
+    for name in changed:
+        setattr(incident, name, state[name])
+    if incident.pk is None:  # planned with its first event (``incident_plan``)
+        incident.save(force_insert=True)
+    else:
+        incident.save(update_fields=[*changed, *also, "updated_at"])
     if incident.closed_at is not None:
         # Store first: the fleet summary (apps.fleet) follows in this same transaction.
         signals.incident_changed.send(Incident, incident=incident, previous_opened_at=previous_opened_at)
@@ -63,12 +76,16 @@ def latest_incident(job: TrainingJob) -> Incident | None:
     return Incident.objects.filter(job=job).order_by("-number").first()
 
 
-def _create(job: TrainingJob, at: datetime, latest: Incident | None) -> Incident:
-    """The job's next incident; ``latest`` is its newest one, read under the same job lock."""
+def _new(job: TrainingJob, at: datetime, latest: Incident | None) -> Incident:
+    """The job's next incident, not stored yet; ``latest`` is its newest one, read under the job lock."""
     number = (latest.number if latest else 0) + 1
-    incident = Incident.objects.create(
-        job=job, number=number, first_seq=0, last_seq=0, **fold.new_incident(at)
-    )
+    return Incident(job=job, number=number, first_seq=0, last_seq=0, **fold.new_incident(at))
+
+
+def _create(job: TrainingJob, at: datetime, latest: Incident | None) -> Incident:
+    """``_new``, stored now (its id names the keys of the events that follow it)."""
+    incident = _new(job, at, latest)
+    incident.save(force_insert=True)
     return incident  # "incident.opened" goes out when its first event is folded in (incident_follow)
 
 
@@ -89,24 +106,41 @@ def _is_late_copy(incident: Incident, data: dict[str, Any], at: datetime) -> boo
     return at <= incident.closed_at + LATE_SKEW
 
 
-def incident_holding(job: TrainingJob, ids: list[str]) -> Incident | None:
-    """The incident a report of one of these fault ids was already folded into (the original), if any.
+_INCIDENTS = Incident._meta.db_table
+_CANDIDATES_SQL = (
+    f"SELECT {rows.columns(Incident)} FROM {_INCIDENTS} WHERE job_id = %s AND (closed_at IS NULL"
+    f" OR number = (SELECT MAX(number) FROM {_INCIDENTS} WHERE job_id = %s)"
+    " OR fault -> 'fault_ids' ?| %s)"
+)
 
-    Any incident of the job, not only the latest: a replayed or lagging report may arrive after
+
+@dataclass
+class _Candidates:
+    """The incidents of a job an event may belong to, read in one query under the job's lock."""
+
+    holding: Incident | None  # the first that holds one of the event's fault ids (the original)
+    open: Incident | None
+    latest: Incident | None
+
+
+def _candidates(job: TrainingJob, ids: list[str]) -> _Candidates:
+    """The job's open and newest incidents, and the first holding one of ``ids``: one query, not three.
+
+    Any incident may hold the ids, not only the latest: a replayed or lagging report may arrive after
     later incidents opened, and it still belongs to the one that holds its fault.
     """
-    if not ids:
-        return None
-    incidents = Incident.objects.filter(job=job)
-    if connection.features.supports_json_field_contains:
-        holds = Q()
-        for ident in ids:
-            holds |= Q(fault__fault_ids__contains=[ident])
-        return incidents.filter(holds).order_by("number").first()
-    for incident in incidents.order_by("number").iterator():  # SQLite: no JSON containment
-        if set(ids) & set(incident.fault.get("fault_ids") or []):
-            return incident
-    return None
+    candidates: Iterable[Incident]
+    if connection.vendor == "postgresql":
+        # Raw: the ORM spent more compiling this (a subquery, one JSON lookup per id) than running it.
+        candidates = rows.models_of(Incident, _CANDIDATES_SQL, [job.pk, job.pk, ids])
+    else:
+        candidates = Incident.objects.filter(job=job)  # SQLite: no JSON containment; all, matched below
+    found = sorted(candidates, key=lambda incident: incident.number)
+    return _Candidates(
+        holding=next((i for i in found if set(ids) & set(i.fault.get("fault_ids") or [])), None),
+        open=next((i for i in found if i.closed_at is None), None),
+        latest=found[-1] if found else None,
+    )
 
 
 def incident_plan(
@@ -114,14 +148,13 @@ def incident_plan(
 ) -> IncidentPlan:
     """Choose the incident for an incident-scoped event and give it a key that two sources share."""
     data = dict(data)
-    if kind == kinds.FAULT_DETECTED:
+    candidates = _candidates(job, fold.fault_ids(data) if kind == kinds.FAULT_DETECTED else [])
+    if candidates.holding is not None:
         # A fault is stored once per (job, fault id): any later report of it joins its incident.
-        original = incident_holding(job, fold.fault_ids(data))
-        if original is not None:
-            return IncidentPlan(original, kind, "", data, enrich_only=True)
-    current = open_incident(job)
+        return IncidentPlan(candidates.holding, kind, "", data, enrich_only=True)
+    current = candidates.open
     if current is None:
-        last = latest_incident(job)
+        last = candidates.latest
         recent = (
             last is not None
             and last.closed_at is not None
@@ -130,7 +163,14 @@ def incident_plan(
         )
         if kind == kinds.FAULT_DETECTED and last is not None and _is_late_copy(last, data, at):
             return IncidentPlan(last, kind, "", data, enrich_only=True)
-        current = last if kind in fold.OUTCOME_KINDS and recent else _create(job, at, last)
+        if kind in fold.OUTCOME_KINDS and recent:
+            current = last
+        elif kind == kinds.FAULT_DETECTED and fold.fault_ids(data):
+            # Its key is the fault's id, not the incident's: stored with its first event
+            # (``incident_follow``), one INSERT instead of an INSERT and an UPDATE.
+            current = _new(job, at, last)
+        else:
+            current = _create(job, at, last)
     assert current is not None
     key = source_key
     if kind == kinds.FAULT_DETECTED:
@@ -189,12 +229,12 @@ def incident_follow(event: JobEvent, incident: Incident | None) -> None:
     opened = not incident.first_seq
     incident.first_seq = incident.first_seq or event.seq
     incident.last_seq = max(incident.last_seq, event.seq)
-    _save(incident, state)
+    _save(incident, state, "first_seq", "last_seq")
     # Webhook deliveries are written in this transaction (an outbox), not after it.
     if opened:
-        _notify("incident.opened", incident.pk)
+        _notify_incident("incident.opened", event.job, incident)
     if "closed" in changes:
-        _notify("incident.closed", incident.pk)
+        _notify_incident("incident.closed", event.job, incident)
         outcome = str(state.get("outcome") or "unknown")
         transaction.on_commit(lambda: metrics.INCIDENTS.labels(outcome=outcome).inc())
 
@@ -237,13 +277,15 @@ def _budget_save(budget: RestartBudget) -> None:
         budget.exhausted_at = None
     budget.save()
     if newly_exhausted:
-        _notify("budget.exhausted", budget.job_id)
+        from apps.events.webhooks import webhooks_notify
+
+        webhooks_notify(kind="budget.exhausted", job=budget.job, payload=lambda: {"budget": budget.as_dict()})
 
 
-def _notify(kind: str, object_id: int) -> None:
+def _notify_incident(kind: str, job: TrainingJob, incident: Incident) -> None:
     from apps.events.webhooks import webhooks_notify
 
-    webhooks_notify(kind=kind, object_id=object_id)
+    webhooks_notify(kind=kind, job=job, payload=lambda: {"incident": incident.as_dict()})
 
 
 def restarts_over_time(job: TrainingJob) -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
@@ -33,8 +34,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.core import metrics
+from apps.core.compiled import CompiledQuery
 from apps.core.queue import task_named
-from apps.events.models import Incident, RestartBudget, Webhook, WebhookDelivery
+from apps.events.models import Webhook, WebhookDelivery
 from apps.events.webhook_urls import OPENER, allow_private, webhook_url_problem
 from apps.jobs.models import TrainingJob
 
@@ -58,11 +60,18 @@ def _job_info(job: TrainingJob) -> dict[str, Any]:
     return {"id": job.pk, "cluster": job.cluster.name, "namespace": job.namespace, "name": job.name}
 
 
+# Asked for every incident opened or closed: compiled once (apps.core.compiled), not per ask.
+_COVERING: CompiledQuery[Webhook] = CompiledQuery(
+    lambda cluster_id, namespace: Webhook.objects.filter(active=True).filter(
+        Q(cluster__isnull=True) | Q(cluster_id=cluster_id), Q(namespace="*") | Q(namespace=namespace)
+    ),
+    int,
+    str,
+)
+
+
 def webhooks_for(job: TrainingJob, kind: str) -> list[Webhook]:
-    hooks = Webhook.objects.filter(active=True).filter(
-        Q(cluster__isnull=True) | Q(cluster_id=job.cluster_id), Q(namespace="*") | Q(namespace=job.namespace)
-    )
-    return [hook for hook in hooks if hook.wants(kind)]
+    return [hook for hook in _COVERING(job.cluster_id, job.namespace) if hook.wants(kind)]
 
 
 def requeue_seconds() -> float:
@@ -70,9 +79,11 @@ def requeue_seconds() -> float:
     return settings.WEBHOOK_REQUEUE_SECONDS
 
 
-def webhooks_dispatch(*, job: TrainingJob, kind: str, payload: dict[str, Any]) -> list[WebhookDelivery]:
-    """Write a delivery of ``kind`` for every webhook covering the job's namespace, in the caller's
-    transaction, and queue each after commit."""
+def webhooks_dispatch(
+    *, job: TrainingJob, kind: str, payload: dict[str, Any], hooks: list[Webhook] | None = None
+) -> list[WebhookDelivery]:
+    """Write a delivery of ``kind`` for every webhook covering the job's namespace (``hooks``: those,
+    already read), in the caller's transaction, and queue each after commit."""
     body = {"kind": kind, "job": _job_info(job), "sent_at": timezone.now().isoformat(), **payload}
     body = json.loads(json.dumps(body, cls=DjangoJSONEncoder))
     lease = timezone.now() + timedelta(seconds=requeue_seconds())
@@ -80,7 +91,7 @@ def webhooks_dispatch(*, job: TrainingJob, kind: str, payload: dict[str, Any]) -
         WebhookDelivery.objects.create(
             webhook=hook, delivery_id=uuid.uuid4(), kind=kind, payload=body, requeue_after=lease
         )
-        for hook in webhooks_for(job, kind)
+        for hook in (webhooks_for(job, kind) if hooks is None else hooks)
     ]
     for delivery in deliveries:
         transaction.on_commit(partial(delivery_enqueue, delivery.pk))
@@ -113,18 +124,19 @@ def delivery_enqueue(delivery_id: int) -> bool:
     return True
 
 
-def webhooks_notify(*, kind: str, object_id: int) -> None:
-    """Write the deliveries of an incident or budget notification in the current transaction."""
+def webhooks_notify(*, kind: str, job: TrainingJob, payload: Callable[[], dict[str, Any]]) -> None:
+    """Write the deliveries of an incident or budget notification in the current transaction.
+
+    Most installs have no webhook for most jobs: that is one read, without the savepoint (two
+    statements more) that guards writing deliveries."""
+    hooks = webhooks_for(job, kind)
+    if not hooks:
+        return
     try:
         with transaction.atomic():  # a savepoint: a failure here must not undo the event itself
-            if kind.startswith("incident."):
-                incident = Incident.objects.select_related("job__cluster").get(pk=object_id)
-                webhooks_dispatch(job=incident.job, kind=kind, payload={"incident": incident.as_dict()})
-            elif kind == "budget.exhausted":
-                budget = RestartBudget.objects.select_related("job__cluster").get(job_id=object_id)
-                webhooks_dispatch(job=budget.job, kind=kind, payload={"budget": budget.as_dict()})
+            webhooks_dispatch(job=job, kind=kind, payload=payload(), hooks=hooks)
     except Exception:  # a webhook problem must never break recording events
-        log.error("webhook %s for %s could not be written", kind, object_id, exc_info=True)
+        log.error("webhook %s for job %s could not be written", kind, job.pk, exc_info=True)
 
 
 def deliveries_sweep(limit: int = 1000) -> list[int]:

@@ -19,7 +19,7 @@ from django.db import transaction
 
 from apps.clusterd.client import FaultSignal
 from apps.core.numbers import is_ascii_digits
-from apps.events import incident_services, kinds
+from apps.events import incident_services, kinds, rows
 from apps.events.models import JobEvent, ObservedObject
 from apps.events.services import event_store, source_keys_prune
 from apps.ingest import (
@@ -143,18 +143,9 @@ class IngestStore:
 
     # --- level-triggered objects ------------------------------------------------------------------
     def _observed(self, kind: str, namespace: str, name: str) -> ObservedObject:
-        """The locked state row of one object (created on first sight)."""
-        rows = ObservedObject.objects.select_for_update()
-        found = rows.filter(cluster=self.cluster, kind=kind, namespace=namespace, name=name).first()
-        if found is not None:
-            return found
-        # ON CONFLICT DO NOTHING: another ingester may create it first, and no savepoint is needed
-        # to survive that (two round trips fewer per new object: each reset-config of a fault is one).
-        ObservedObject.objects.bulk_create(
-            [ObservedObject(cluster=self.cluster, kind=kind, namespace=namespace, name=name)],
-            ignore_conflicts=True,
-        )
-        return rows.get(cluster=self.cluster, kind=kind, namespace=namespace, name=name)
+        """The locked state row of one object (created on first sight: one upsert either way, which
+        another ingester creating it first cannot fail)."""
+        return rows.observed_lock(self.cluster.pk, kind, namespace, name)
 
     def apply_object(
         self, kind: str, obj: dict[str, Any], differ: Differ, received_at: datetime
@@ -171,7 +162,7 @@ class IngestStore:
             state, observations = differ(previous, obj, received_at)
             stored = [event for event in (self.record(o) for o in observations) if event is not None]
             observed.uid, observed.resource_version, observed.state = uid, rv, state
-            observed.save(update_fields=["uid", "resource_version", "state", "updated_at"])
+            rows.observed_save(observed, "uid", "resource_version", "state")
         return previous, state, stored
 
     def apply_ascendjob(self, event_type: str, obj: dict[str, Any], received_at: datetime) -> list[JobEvent]:
@@ -264,7 +255,7 @@ class IngestStore:
             stored = [event for event in (self.record(o) for o in observations) if event is not None]
             observed.state = state
             observed.resource_version = signal.uuid[:64]
-            observed.save(update_fields=["state", "resource_version", "updated_at"])
+            rows.observed_save(observed, "state", "resource_version")
         return stored
 
     def prune_source_keys(self, older_than_s: float = 3 * 3600) -> int:
