@@ -106,6 +106,9 @@ def _upsert(rows: list[tuple[Any, ...]]) -> None:
     columns = ", ".join(connection.ops.quote_name(c) for c in _COLUMNS)
     key = ", ".join(connection.ops.quote_name(c) for c in _COLUMNS[:-1])
     count = connection.ops.quote_name("count")
+    if not connection.features.supports_covering_indexes:
+        _add_one_by_one(rows, table, columns, count)
+        return
     with connection.cursor() as cursor:
         for start in range(0, len(rows), BATCH):
             chunk = rows[start : start + BATCH]
@@ -115,6 +118,20 @@ def _upsert(rows: list[tuple[Any, ...]]) -> None:
                 f"DO UPDATE SET {count} = {table}.{count} + EXCLUDED.{count}",
                 [value for row in chunk for value in row],
             )
+
+
+def _add_one_by_one(rows: list[tuple[Any, ...]], table: str, columns: str, count: str) -> None:
+    """``_upsert`` where the unique index does not exist: SQLite builds no index with ``INCLUDE``
+    columns (Django leaves the constraint out), so ``ON CONFLICT`` has nothing to match. An UPDATE,
+    and an INSERT when it found no row; the embedded SQLite has one writer at a time, so no other
+    process can insert the same key in between."""
+    where = " AND ".join(f"{connection.ops.quote_name(c)} = %s" for c in _COLUMNS[:-1])
+    values = ", ".join(["%s"] * len(_COLUMNS))
+    with connection.cursor() as cursor:
+        for row in rows:
+            cursor.execute(f"UPDATE {table} SET {count} = {count} + %s WHERE {where}", [row[-1], *row[:-1]])
+            if cursor.rowcount == 0:
+                cursor.execute(f"INSERT INTO {table} ({columns}) VALUES ({values})", list(row))
 
 
 def rebuild(since: date, namespace_days: Iterable[Any] | None = None) -> int:

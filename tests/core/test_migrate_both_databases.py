@@ -32,6 +32,28 @@ def test_a_fresh_sqlite_database_migrates_with_the_same_order(tmp_path: Path) ->
     for name in DESC_INDEXES:
         # SQLite sorts NULLs lowest: DESC alone puts them last, as NULLS LAST does on PostgreSQL.
         assert " DESC" in sql[name] and "NULLS" not in sql[name], sql[name]
+    # The fleet counts' unique index has INCLUDE columns, which SQLite cannot build (Django leaves
+    # it out), so their upsert cannot use ON CONFLICT there: adding twice must sum, not fail.
+    added = python_in_repo(["manage.py", "shell", "-c", FLEET_COUNTS_TWICE], env, timeout=120)
+    assert added.returncode == 0, added.stderr[-2000:]
+    assert added.stdout.split()[-1] == "[('d',5),('w',5)]", added.stdout[-500:]
+
+
+FLEET_COUNTS_TWICE = """
+from collections import Counter
+from datetime import date
+from django.db import transaction
+from apps.fleet import counts
+from apps.fleet.figures import Tally
+from apps.fleet.models import NamespaceCount
+from apps.jobs.models import Cluster
+cluster = Cluster.objects.create(name="lite", kubeconfig_path="/dev/null")
+for n in (2, 3):
+    with transaction.atomic():
+        counts.add(cluster.pk, "team", date(2026, 12, 2), Tally(by_kind=Counter({"uce": n})))
+rows = NamespaceCount.objects.filter(measure="kind", item="uce").order_by("span")
+print(str([(row.span, row.count) for row in rows]).replace(" ", ""))
+"""
 
 
 @pytest.mark.django_db
