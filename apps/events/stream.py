@@ -81,9 +81,6 @@ class FrameSink:
 
     text: Callable[[str], Awaitable[None]]
     frame: Callable[[Mapping[str, Any]], Awaitable[None]]
-    # Called after each drain round (one wake-up's frames): what the socket does once per batch
-    # rather than once per frame, such as adding its sent frames to a Prometheus counter.
-    drained: Callable[[], None] | None = None
 
 
 class Followers(Protocol):
@@ -225,7 +222,6 @@ class JobStreams:
     async def drain_forever(self) -> None:
         """Send what the hub queued, in order; one wake-up can carry many frames under load."""
         loop = asyncio.get_running_loop()
-        drained = self.sink.drained
         while True:
             if not self.pending:
                 self.waiter = loop.create_future()
@@ -235,8 +231,6 @@ class JobStreams:
                     self.waiter = None
             self.pending = False
             await self.drain()
-            if drained is not None:
-                drained()
 
     async def drain(self) -> None:
         """Send everything queued now (and whatever is queued while sending)."""
