@@ -234,11 +234,15 @@ class JobStreams:
 
     async def drain(self) -> None:
         """Send everything queued now (and whatever is queued while sending)."""
-        while self.inbox:
-            async with self.lock:  # not while a subscribe or catch-up replays from the log
-                while self.inbox:
-                    batch = list(self.inbox)
-                    self.inbox.clear()
+        inbox, lock = self.inbox, self.lock
+        while inbox:
+            # Not while a subscribe or catch-up replays from the log. acquire/release rather than
+            # ``async with``: two coroutines fewer per wake-up, and a wake-up is about one frame.
+            await lock.acquire()
+            try:
+                while inbox:
+                    batch = list(inbox)
+                    inbox.clear()
                     try:
                         if len(batch) >= self.limits.coalesce_after:
                             await self._deliver_coalesced(batch)
@@ -248,6 +252,8 @@ class JobStreams:
                         raise
                     except Exception as exc:  # the database is briefly away: the check repairs
                         log.info("websocket delivery failed: %s", exc.__class__.__name__)
+            finally:
+                lock.release()
 
     async def _deliver_coalesced(self, batch: list[dict[str, Any]]) -> None:
         """A backlog: runs of consecutive report events of one job go out as one ``coalesced`` frame.
