@@ -73,6 +73,9 @@ def produce(
     from apps.jobs.models import TrainingJob
 
     jobs = list(TrainingJob.objects.filter(pk__in=job_ids).order_by("pk"))
+    # As a long-running ingester has: the channel layer built before the clock starts (the floor's
+    # producer builds its own before its clock too).
+    broadcast.warm()
     if start_at:
         time.sleep(max(0.0, start_at - time.time()))
     start, wall0 = time.monotonic(), time.time_ns()
@@ -120,6 +123,7 @@ async def produce_floor(job_ids: list[int], rate: float, count: int, phase: str,
     from channels.layers import get_channel_layer
 
     layer = get_channel_layer()
+    assert layer is not None, "CHANNEL_LAYERS has no default layer"
     # Floor frames must continue each job's seq across producer runs, or the consumer drops them.
     state = VAR / "floor-seqs.json"
     saved = json.loads(state.read_text()) if state.exists() else {}
@@ -174,6 +178,7 @@ class Stats:
 async def client_main(args: argparse.Namespace) -> None:
     import aiohttp
     from websockets.asyncio.client import connect
+    from websockets.typing import Origin
 
     jobs: list[int] = [int(j) for j in args.job_ids.split(",")]
     stats = Stats()
@@ -211,7 +216,7 @@ async def client_main(args: argparse.Namespace) -> None:
                 try:
                     async with connect(
                         f"ws://127.0.0.1:{port}/ws/events/",
-                        origin=origin,
+                        origin=Origin(origin),
                         additional_headers=headers,
                         max_queue=None,
                         open_timeout=30,

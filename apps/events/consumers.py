@@ -95,11 +95,11 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
         self.user = user
-        sink = FrameSink(text=self._send_text, frame=self._send, drained=self._count_sent)
+        sink = FrameSink(text=self._send_text, frame=self._send)
         self.streams = JobStreams(StoredEvents(), sink, hub(), stream_limits())
         self.summaries = Summaries(sink)
         self.event_frames = metrics.FRAMES_SENT.labels(type="event")
-        self.event_frames_uncounted = 0  # sent, not yet added to event_frames (once per drain)
+        self.event_frames_uncounted = 0  # sent, not yet added to event_frames (once per tick)
         # The server's ASGI send (its stub's union of every ASGI event does not take a plain dict).
         self.asgi_send: Callable[[dict[str, Any]], Awaitable[None]] = cast(Any, self.base_send)
         # What the socket was opened with, rechecked by _access_loop.
@@ -119,7 +119,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
         drain.add_done_callback(self._drain_ended)
         self.tasks.append(drain)
         self.tasks.append(asyncio.ensure_future(self._check_loop()))
-        self.tasks.append(asyncio.ensure_future(self._summary_loop()))
+        self.tasks.append(asyncio.ensure_future(self._tick_loop()))
         self.tasks.append(asyncio.ensure_future(self._access_loop()))
 
     def _drain_ended(self, task: asyncio.Task[None]) -> None:
@@ -204,7 +204,7 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
 
         Straight to the server's ASGI ``send``, without ``AsyncWebsocketConsumer.send`` and
         ``AsyncConsumer.send`` in between (two coroutines per frame per socket that only build
-        this dict), and counted once per drain (``_count_sent``), not per frame.
+        this dict), and counted once per tick (``_tick_loop``), not per frame.
         """
         if not self.opened:
             return
@@ -234,10 +234,14 @@ class EventsConsumer(AsyncJsonWebsocketConsumer):
     async def events_summary(self, message: dict[str, Any]) -> None:
         self.summaries.offer(message["frame"])
 
-    async def _summary_loop(self) -> None:
+    async def _tick_loop(self) -> None:
+        """Every ``EVENTS_WS_SUMMARY_SECONDS``: the jobs summaries, and the event frames sent since the
+        last tick added to the Prometheus counter (its ``inc`` takes a lock: 0.4 us a frame per
+        socket when done per frame, nearly a fifth of the stream's own cost on the hot path)."""
         interval = settings.EVENTS_WS_SUMMARY_SECONDS
         while True:
             await asyncio.sleep(interval)
+            self._count_sent()
             await self.summaries.flush()
 
     # --- safety net -------------------------------------------------------------------------------

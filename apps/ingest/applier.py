@@ -73,6 +73,7 @@ class Applier:
 
     def run(self) -> None:
         close_old_connections()
+        broadcast.warm()
         try:
             with connection.execute_wrapper(_count_query):
                 self._merge_and_apply(IngestStore(self.cluster))

@@ -16,9 +16,10 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from asgiref.sync import async_to_sync
@@ -84,6 +85,18 @@ def scrape(server: AsgiServer) -> dict[str, float]:
     return samples
 
 
+def scrape_until(
+    server: AsgiServer, done: Callable[[dict[str, float]], bool], seconds: float = 5.0
+) -> dict[str, float]:
+    """``scrape`` again until ``done`` says the samples are what is expected, or ``seconds`` passed."""
+    deadline = time.monotonic() + seconds
+    samples = scrape(server)
+    while not done(samples) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        samples = scrape(server)
+    return samples
+
+
 async def seqs_until(ws: ClientConnection, last: int) -> list[int]:
     seqs: list[int] = []
     while not seqs or seqs[-1] < last:
@@ -132,9 +145,10 @@ def test_two_web_processes_each_deliver_every_frame_live(servers: list[AsgiServe
     for seqs in received:
         assert seqs == list(range(2, EVENTS + 2))  # every seq once, in order: no gap, no duplicate
 
+    sent_name = "controlplane_websocket_frames_sent_total{type=event}"
     for server in servers:
-        samples = scrape(server)
         # Each process counts only what it sent to its own socket; nothing was repaired from the log.
-        sent = samples["controlplane_websocket_frames_sent_total{type=event}"]
-        assert sent == SOCKETS_PER_SERVER * (EVENTS + 1)
+        # A socket adds its sent frames to the counter on its next tick (or as it closes).
+        samples = scrape_until(server, lambda s: s.get(sent_name) == SOCKETS_PER_SERVER * (EVENTS + 1))
+        assert samples[sent_name] == SOCKETS_PER_SERVER * (EVENTS + 1)
         assert samples.get("controlplane_websocket_gap_fills_total{}", 0.0) == 0.0

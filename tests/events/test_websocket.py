@@ -252,3 +252,16 @@ def test_frames_are_json_round_trippable(world: dict[str, Any]) -> None:
     assert message["frame"] == {"job": job.pk, "seq": event.seq, "kind": event.kind}
     summary = broadcast.summary_frame(event)["frame"]
     assert json.loads(json.dumps(summary)) == summary
+
+
+def test_warm_builds_the_channel_layer_before_the_first_event(caplog: pytest.LogCaptureFixture) -> None:
+    """``broadcast.warm`` (the ingester calls it before its first event): the layer is built then,
+    not in front of the first frame; a layer that cannot be built is logged, never raised."""
+    from channels.layers import channel_layers
+
+    channel_layers.backends.pop("default", None)  # as in a process that has broadcast nothing yet
+    broadcast.warm()
+    assert "default" in channel_layers.backends
+    with override_settings(CHANNEL_LAYERS={"default": {"BACKEND": "no.such.ChannelLayer"}}):
+        broadcast.warm()
+    assert "cannot prepare the live-events broadcaster" in caplog.text
