@@ -29,6 +29,7 @@ All steps are idempotent, so any of them can be repeated after a crash.
 from __future__ import annotations
 
 import logging
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -85,6 +86,12 @@ def _spec(job: TrainingJob) -> PolicySpec | None:
 
 # The fault type (spec.FAULT_TYPES) of well-known fault codes (mindcluster.md §6.3).
 _CODE_TYPES = {vocab.CODE_HBM_DOUBLE_BIT: "uce", vocab.CODE_HCCL_RETRY: "hccl", vocab.CODE_LINK_DOWN: "hccl"}
+# ClusterD answers at most 10 fault queries a second (429 beyond, mindcluster.md §6.2): at 10 faults a
+# second a question's detail query could be refused, and the fault then decided as "normal" (a node
+# fault recovered instead of dumped). A refused query is asked again, for well under ClusterD's 300 s
+# wait for the platform's answer.
+DETAIL_RETRY_S = 0.1
+DETAIL_RETRY_FOR_S = 1.5
 
 
 def _device_facts(device_id: str, codes: list[str], level: str, fault_type: str) -> tuple[set[str], set[str]]:
@@ -114,10 +121,8 @@ def _clusterd_facts(job: TrainingJob) -> tuple[set[str], set[str]]:
     address = job.cluster.clusterd_address
     if not address:
         return set(), set()
-    try:
-        signal = clusterd_client.get_faults(address, job_id=job.uid)
-    except clusterd_client.ClusterDError as exc:
-        log.info("job %s: no fault detail from ClusterD: %s", job.name, exc.message)
+    signal = _fault_signal(job, address)
+    if signal is None:
         return set(), set()
     types: set[str] = set()
     levels: set[str] = set()
@@ -134,6 +139,19 @@ def _clusterd_facts(job: TrainingJob) -> tuple[set[str], set[str]]:
             types |= found_types
             levels |= found_levels
     return types, levels
+
+
+def _fault_signal(job: TrainingJob, address: str) -> clusterd_client.FaultSignal | None:
+    """ClusterD's faults of ``job``, asked again while it refuses for its rate limit; None if not had."""
+    give_up = time.monotonic() + DETAIL_RETRY_FOR_S
+    while True:
+        try:
+            return clusterd_client.get_faults(address, job_id=job.uid)
+        except clusterd_client.ClusterDError as exc:
+            if exc.permanent or time.monotonic() + DETAIL_RETRY_S > give_up:
+                log.info("job %s: no fault detail from ClusterD: %s", job.name, exc.message)
+                return None
+        time.sleep(DETAIL_RETRY_S)
 
 
 def _needs_detail(spec: PolicySpec) -> bool:

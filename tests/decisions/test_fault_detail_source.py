@@ -55,7 +55,42 @@ def test_no_address_or_an_unreachable_clusterd_gives_no_detail(monkeypatch: pyte
         raise ClusterDError("down")
 
     monkeypatch.setattr(services.clusterd_client, "get_faults", refused)
+    monkeypatch.setattr(services, "DETAIL_RETRY_FOR_S", 0.3)  # asked again, then given up
     assert services._clusterd_facts(_job("")) == (set(), set())
     TrainingJob.objects.all().delete()
     Cluster.objects.all().delete()
     assert services._clusterd_facts(_job("cd:8899")) == (set(), set())
+
+
+def test_a_query_refused_for_the_rate_limit_is_asked_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ClusterD answers 10 fault queries a second and refuses more with 429 (mindcluster.md §6.2;
+    the client raises a retryable error): at 10 faults a second a node fault was decided as "normal"
+    (recovered, not dumped) in 2 of 3 runs of tests/decisions/test_platform_fifty_faults.py."""
+    answers: list[object] = [
+        ClusterDError("GetFaultMsgSignal: 429 too many requests", permanent=False),
+        ClusterDError("GetFaultMsgSignal: 429 too many requests", permanent=False),
+        _signal(DeviceFault("-1", "Node", (), vocab.SEPARATE_FAULT, ("node",), ())),
+    ]
+
+    def get_faults(address: str, *, job_id: str = "", role: str = "") -> FaultSignal:
+        answer = answers.pop(0)
+        if isinstance(answer, ClusterDError):
+            raise answer
+        assert isinstance(answer, FaultSignal)
+        return answer
+
+    monkeypatch.setattr(services.clusterd_client, "get_faults", get_faults)
+    assert services._clusterd_facts(_job("cd:8899")) == ({"node"}, {vocab.SEPARATE_FAULT})
+    assert answers == []
+
+
+def test_a_permanent_refusal_is_not_asked_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[str] = []
+
+    def refused(address: str, *, job_id: str = "", role: str = "") -> FaultSignal:
+        asked.append(job_id)
+        raise ClusterDError("GetFaultMsgSignal: 400 bad request", permanent=True)
+
+    monkeypatch.setattr(services.clusterd_client, "get_faults", refused)
+    assert services._clusterd_facts(_job("cd:8899")) == (set(), set())
+    assert asked == ["uid-1"]
