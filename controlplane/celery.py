@@ -46,3 +46,12 @@ def _serve_pool_process_metrics(**_: object) -> None:
     from apps.core.metrics import serve_metrics
 
     serve_metrics("celery-pool", offset=1 + int(getattr(current_process(), "index", 0) or 0))
+
+
+@signals.worker_process_init.connect
+def _warm_broadcast(**_: object) -> None:
+    # Each pool process records events (push results, decisions, webhooks): its first broadcast must
+    # not wait for the channel layer to be built (about 200 ms, bench/bench_events.py).
+    from apps.events import broadcast
+
+    broadcast.warm()

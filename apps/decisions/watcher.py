@@ -23,6 +23,7 @@ from apps.core import metrics
 from apps.core.supervision import Supervisor
 from apps.decisions.leases import LEASE_POLL_SECONDS, ClusterWatchers, DecideLeases
 from apps.decisions.services import decision_observe, is_standing
+from apps.events import broadcast
 from apps.jobs.clusters import ClusterRescan, cluster_ref
 from apps.jobs.models import Cluster, TrainingJob
 from mindcluster import keys as c
@@ -161,6 +162,7 @@ def run_decision_watchers(
     ``apps.jobs.clusters.ClusterRescan``): listing them once at start left a cluster registered a
     moment later unanswered until ClusterD gave up (the deploy rehearsal found it). ``cluster_names``:
     only those clusters."""
+    broadcast.warm()  # the first decision's events must not wait for the channel layer to be built
     rescan = ClusterRescan(cluster_names, every=rescan_seconds)
     watchers = ClusterWatchers(lambda cluster: PodGroupWatcher(cluster, shard=shard, shards=shards))
     leases = DecideLeases(taken=watchers.start, released=watchers.stop)
