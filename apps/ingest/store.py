@@ -48,6 +48,16 @@ Differ = Callable[[dict[str, Any], Any, datetime], tuple[dict[str, Any], list[Ob
 CLUSTERD_KIND = "clusterd-fault"
 
 
+def clusterd_faulty_jobs(cluster: Cluster) -> set[str]:
+    """The jobs (AscendJob uids) whose stored ClusterD fault set is not empty.
+
+    ClusterD's stream repeats, on subscribe, the faults of the jobs that have some: a job whose
+    faults cleared while nobody listened is simply absent, and its stored set would stay stale.
+    """
+    rows_ = ObservedObject.objects.filter(cluster=cluster, kind=CLUSTERD_KIND).values_list("name", "state")
+    return {name for name, state in rows_ if isinstance(state, dict) and state.get("faults")}
+
+
 def rv_is_newer(new: str, old: str) -> bool:
     """resourceVersions are opaque, but every API server in practice uses integers: compare them so."""
     if not old:

@@ -9,6 +9,8 @@ exponential backoff and jitter.
 from __future__ import annotations
 
 import logging
+import time
+import uuid
 from typing import Any
 
 from django.db import DatabaseError, connection
@@ -18,15 +20,20 @@ from apps.cluster import client as kube
 from apps.cluster.backoff import Backoff
 from apps.cluster.errors import ClusterError
 from apps.cluster.watch import WatchHandler, WatchLoop, WatchTarget
-from apps.clusterd.client import ClusterDError, FaultStream
+from apps.clusterd.client import ClusterDError, FaultSignal, FaultStream, get_faults
 from apps.core import metrics as core_metrics
 from apps.events import metrics
+from apps.ingest import clusterd_faults
 from apps.ingest.cursors import cursor_load
 from apps.ingest.feed import Feed, SyncGate
 from apps.ingest.items import BOOKMARK, CLUSTERD_SOURCE, LISTED, SIGNAL, Item, Listing, source_of
+from apps.ingest.store import clusterd_faulty_jobs
 from apps.jobs.models import Cluster
 
 log = logging.getLogger(__name__)
+
+QUERY_RETRY_S = 0.2  # after a 429 from ClusterD's 10/s limiter
+QUERY_RETRY_FOR_S = 30.0
 
 
 class StreamToFeed(WatchHandler):
@@ -140,6 +147,9 @@ class ClusterDFollower:
         self.feed = feed
         self.backoff = Backoff(maximum=backoff_max)
         self.streams: list[FaultStream] = []
+        # Jobs whose newest signal put on the feed (this term) had faults: with the stored ones,
+        # the jobs to ask about before (re)subscribing.
+        self.faulty: set[str] = set()
 
     def close(self) -> None:
         for stream in list(self.streams):
@@ -151,13 +161,10 @@ class ClusterDFollower:
             stream = FaultStream(self.cluster.clusterd_address)
             self.streams.append(stream)
             try:
+                self._reconcile()
                 for signal in stream:
                     self.backoff.reset()
-                    received_at = timezone.now()
-                    position = self._server_position()
-                    self.feed.put(
-                        Item(CLUSTERD_SOURCE, CLUSTERD_SOURCE, SIGNAL, signal, position, received_at)
-                    )
+                    self._put(signal)
                     if halt.is_set():
                         break
             except ClusterDError as exc:
@@ -168,6 +175,78 @@ class ClusterDFollower:
                 self.streams.remove(stream)
             # Jitter keeps many ingesters from reconnecting in step after a ClusterD restart.
             halt.wait(self.backoff.next_delay())
+
+    def _put(self, signal: FaultSignal) -> None:
+        position = self._server_position()
+        self.feed.put(Item(CLUSTERD_SOURCE, CLUSTERD_SOURCE, SIGNAL, signal, position, timezone.now()))
+        if not signal.job_id:
+            if signal.signal_type == clusterd_faults.NORMAL:
+                self.faulty.clear()
+        elif signal.signal_type == clusterd_faults.NORMAL:
+            self.faulty.discard(signal.job_id)
+        else:
+            self.faulty.add(signal.job_id)
+
+    def _reconcile(self) -> None:
+        """Ask ClusterD, before subscribing, about every job last known with faults.
+
+        On subscribe ClusterD sends the current faults (clusterd-wire.md): the jobs that have some,
+        nothing about the others. A job whose faults cleared while this process was not listening
+        (a reconnect; a take-over after the last holder's final signals were dropped unstored)
+        would keep its stored fault set, and the next fault on the same device would be "not new"
+        and never detected from ClusterD. Asked first and subscribed after, every answer is older
+        than anything the stream then sends, so the feed stays in ClusterD's order.
+        """
+        wanted = self.faulty | self._stored_faulty()
+        for job_id in sorted(wanted):
+            if self.feed.halt.is_set():
+                return
+            answer = self._query(job_id)
+            if answer is not None:
+                self._put(answer)
+
+    def _stored_faulty(self) -> set[str]:
+        delay = 0.5
+        while not self.feed.halt.is_set():
+            try:
+                return clusterd_faulty_jobs(self.cluster)
+            except DatabaseError as exc:
+                log.warning("cluster %s: cannot read the stored ClusterD faults: %s", self.cluster.name, exc)
+                self.feed.halt.wait(delay)
+                delay = min(self.backoff.maximum, delay * 2)
+            finally:
+                connection.close()
+        return set()
+
+    def _query(self, job_id: str) -> FaultSignal | None:
+        """The job's current faults (a ``normal`` signal when ClusterD holds none); None: not askable.
+
+        ClusterD allows 10 queries/s (429 beyond): a refused query is asked again shortly. An
+        unreachable ClusterD raises, and the follower reconnects as for a broken stream.
+        """
+        deadline = time.monotonic() + QUERY_RETRY_FOR_S
+        while True:
+            try:
+                signal = get_faults(self.cluster.clusterd_address, job_id=job_id)
+                break
+            except ClusterDError as exc:
+                if exc.permanent:
+                    log.warning(
+                        "cluster %s: ClusterD refused a query about job %s: %s",
+                        self.cluster.name,
+                        job_id,
+                        exc.message,
+                    )
+                    return None
+                if time.monotonic() >= deadline or self.feed.halt.wait(QUERY_RETRY_S):
+                    raise
+        if signal.job_id != job_id:
+            # A job without fault info is answered 200 with no signal: component/clusterd/pkg/
+            # application/fault/grpc_service.go:207-214.
+            return FaultSignal(
+                uuid=f"query-{uuid.uuid4()}", job_id=job_id, signal_type=clusterd_faults.NORMAL, nodes=()
+            )
+        return signal
 
     def _server_position(self) -> str:
         """The API server's resourceVersion now: a ClusterD signal sorts after what was written before it.
