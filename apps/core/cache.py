@@ -10,10 +10,12 @@ make four commands (bench/profile_api.py: 0.15 ms of CPU per request).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
 from django.core.cache.backends.redis import RedisCache, RedisCacheClient
+from django.utils.functional import cached_property
 
 _DELETE_BATCH = 500
 
@@ -38,10 +40,37 @@ class _OneClientPerPool(RedisCacheClient):
         return client
 
 
+# One client (and so one connection pool per server) per process and configuration, whatever number
+# of cache objects Django makes. Django keeps its cache objects in an asgiref ``Local`` that is not
+# thread-critical: a context variable. The HTTP thread pool (a2wsgi) runs each request in a fresh
+# context, so every request got a cache object of its own, with a pool of its own, and a new TCP
+# connection to Redis that nothing closed: under bench/bench_api.py's load Redis refused clients
+# ("max number of clients reached") within a minute, and every throttle and in-effect lookup paid a
+# connect (17 % of the job detail's time in a py-spy profile).
+_SHARED_CLIENTS: dict[tuple[tuple[str, ...], str], _OneClientPerPool] = {}
+_SHARED_LOCK = threading.Lock()
+
+
 class PrefixedRedisCache(RedisCache):
     def __init__(self, server: Any, params: dict[str, Any]) -> None:
         super().__init__(server, params)
         self._class = _OneClientPerPool
+        # What RedisCache.__init__ parsed (its stubs do not declare the attributes).
+        self._client_args: tuple[list[str], dict[str, Any]] = (
+            list(getattr(self, "_servers")),  # noqa: B009
+            dict(getattr(self, "_options")),  # noqa: B009
+        )
+
+    @cached_property
+    def _cache(self) -> _OneClientPerPool:
+        # redis-py's pools are thread-safe and start afresh in a forked child (they check the pid).
+        servers, options = self._client_args
+        key = (tuple(servers), repr(sorted(options.items())))
+        with _SHARED_LOCK:
+            client = _SHARED_CLIENTS.get(key)
+            if client is None:
+                client = _SHARED_CLIENTS[key] = _OneClientPerPool(servers, **options)
+        return client
 
     def clear(self) -> None:
         if not self.key_prefix:
