@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import pathlib
 import random
 import re
@@ -1197,10 +1198,15 @@ class KubeApiEmulator:
         host: str = "127.0.0.1",
         port: int = 0,
         history_limit: int = 10_000,
-        bookmark_interval: float = 0.25,
+        bookmark_interval: float | None = None,
         watch_queue_limit: int = 10_000,
         admission_config: str | None = None,
     ) -> None:
+        if bookmark_interval is None:
+            # kube-apiserver's watch cache sends a bookmark about once a minute (and 2 s before a
+            # watch's deadline): staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go,
+            # defaultBookmarkFrequency. SIM_BOOKMARK_SECONDS changes it (0.25 was the default before).
+            bookmark_interval = float(os.environ.get("SIM_BOOKMARK_SECONDS", "60"))
         self.host = host
         self.port = port
         self.secure_port = 0
