@@ -230,3 +230,14 @@ def test_slow_consumer_gets_410_instead_of_unbounded_buffer() -> None:
         assert lines[-1]["type"] == "ERROR" and lines[-1]["object"]["code"] == 410
         assert len(lines) < 61
         api.close()
+
+
+def test_the_bookmark_cadence_can_be_kube_apiservers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go: ``defaultBookmarkFrequency =
+    time.Minute`` (and one 2 s before a watch's deadline). ``SIM_BOOKMARK_SECONDS=60`` plays it; the
+    default is still 0.25 s, a known leniency (README, "Storm": the ingester's reorder hold and the
+    simulator's own controllers lean on frequent bookmarks)."""
+    monkeypatch.setenv("SIM_BOOKMARK_SECONDS", "60")
+    assert KubeApiEmulator().api.bookmark_interval == 60.0
+    monkeypatch.delenv("SIM_BOOKMARK_SECONDS")
+    assert KubeApiEmulator().api.bookmark_interval == 0.25
