@@ -164,6 +164,27 @@ class Proc:
             self.restarts += 1
 
 
+def _diagnose(job: Any, incidents: list[Any]) -> list[str]:
+    """The job's events, incidents and stored ClusterD fault set, one line each (at most 80)."""
+    from apps.events.models import JobEvent, ObservedObject
+
+    lines = [f"diagnosis of {job.name} (uid {job.uid}):"]
+    for event in JobEvent.objects.filter(job=job).order_by("seq")[:50]:
+        sources = ",".join((event.data or {}).get("sources") or [event.source])
+        lines.append(f"  event {event.seq} {event.kind} from {sources} at {event.occurred_at:%H:%M:%S.%f}")
+    for incident in incidents[:10]:
+        fault = incident.fault or {}
+        lines.append(
+            f"  incident {incident.number} seq {incident.first_seq}-{incident.last_seq} "
+            f"opened {incident.opened_at:%H:%M:%S.%f} closed "
+            f"{incident.closed_at and f'{incident.closed_at:%H:%M:%S.%f}'} sources {fault.get('sources')} "
+            f"ids {fault.get('fault_ids')}"
+        )
+    for row in ObservedObject.objects.filter(kind="clusterd-fault", name=job.uid):
+        lines.append(f"  clusterd state {row.state} (uuid {row.resource_version})")
+    return lines[:80]
+
+
 @dataclass
 class SoakResult:
     seconds: float
@@ -183,6 +204,10 @@ class SoakResult:
     deliveries_delivered: int = 0
     deliveries_not_received: list[str] = field(default_factory=list)
     faults: dict[str, int] = field(default_factory=dict)
+    # For the first job with a missing event: its events, incidents and stored ClusterD fault set,
+    # so a failure that does not reproduce on demand (the suite's short soak on a loaded machine)
+    # still says what happened.
+    diagnosis: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -522,6 +547,8 @@ class Soak:
                         )
                     elif kinds_seen[kind] == 0:
                         result.missing.append(f"{job.name} incident {incident.number}: no {kind}")
+            if result.missing and not result.diagnosis:
+                result.diagnosis = _diagnose(job, incidents)
             newest = (
                 PolicySync.objects.filter(job=job).select_related("revision").order_by("-generation").first()
             )

@@ -45,6 +45,10 @@ def test_short_soak_keeps_every_promise(capsys: pytest.CaptureFixture[str]) -> N
     with capsys.disabled():
         print("\nshort soak:", {k: v for k, v in summary.items() if not isinstance(v, list) or v})
     if not result.ok:  # pytest.fail: its message is never cut short, unlike an assertion's
-        pytest.fail(f"open promises: {result.open_promises()}\n" + "\n".join(lines[-15:]) + f"\n{summary}")
+        pytest.fail(
+            f"open promises: {result.open_promises()}\n"
+            + "\n".join([*lines[-15:], *result.diagnosis])
+            + f"\n{summary}"
+        )
     assert result.faults_injected > 100 and result.events > 400
     assert result.revisions > 10 and result.deliveries > 100
