@@ -9,6 +9,8 @@ the server said the request itself is wrong).
 from __future__ import annotations
 
 import threading
+import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -176,4 +178,33 @@ def get_faults(address: str, *, job_id: str = "", role: str = DEFAULT_ROLE) -> F
             raise _translate(exc, "fault.Fault/GetFaultMsgSignal") from exc
     if result.code != 200:
         raise ClusterDError(f"GetFaultMsgSignal: {result.code} {result.info}", permanent=result.code < 429)
+    if job_id and not result.HasField("faultSignal"):
+        # A job without fault info is answered 200 with no signal at all:
+        # component/clusterd/pkg/application/fault/grpc_service.go:207-214. It has no faults.
+        return FaultSignal(uuid=f"query-{uuid.uuid4()}", job_id=job_id, signal_type="normal", nodes=())
     return signal_from_message(result.faultSignal)
+
+
+def get_faults_retrying(
+    address: str,
+    *,
+    job_id: str,
+    retry_every: float,
+    give_up_after: float,
+    stop: threading.Event | None = None,
+) -> FaultSignal:
+    """``get_faults``, asked again after a retryable refusal (ClusterD allows 10 queries/s and
+    refuses more with 429) until ``give_up_after`` seconds; raises the last error, at once for a
+    permanent one or when ``stop`` is set while waiting."""
+    give_up = time.monotonic() + give_up_after
+    while True:
+        try:
+            return get_faults(address, job_id=job_id)
+        except ClusterDError as exc:
+            if exc.permanent or time.monotonic() + retry_every > give_up:
+                raise
+            if stop is not None:
+                if stop.wait(retry_every):
+                    raise
+            else:
+                time.sleep(retry_every)

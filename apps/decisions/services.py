@@ -29,7 +29,6 @@ All steps are idempotent, so any of them can be repeated after a crash.
 from __future__ import annotations
 
 import logging
-import time
 from datetime import timedelta
 from typing import Any
 
@@ -143,15 +142,13 @@ def _clusterd_facts(job: TrainingJob) -> tuple[set[str], set[str]]:
 
 def _fault_signal(job: TrainingJob, address: str) -> clusterd_client.FaultSignal | None:
     """ClusterD's faults of ``job``, asked again while it refuses for its rate limit; None if not had."""
-    give_up = time.monotonic() + DETAIL_RETRY_FOR_S
-    while True:
-        try:
-            return clusterd_client.get_faults(address, job_id=job.uid)
-        except clusterd_client.ClusterDError as exc:
-            if exc.permanent or time.monotonic() + DETAIL_RETRY_S > give_up:
-                log.info("job %s: no fault detail from ClusterD: %s", job.name, exc.message)
-                return None
-        time.sleep(DETAIL_RETRY_S)
+    try:
+        return clusterd_client.get_faults_retrying(
+            address, job_id=job.uid, retry_every=DETAIL_RETRY_S, give_up_after=DETAIL_RETRY_FOR_S
+        )
+    except clusterd_client.ClusterDError as exc:
+        log.info("job %s: no fault detail from ClusterD: %s", job.name, exc.message)
+        return None
 
 
 def _needs_detail(spec: PolicySpec) -> bool:

@@ -9,8 +9,6 @@ exponential backoff and jitter.
 from __future__ import annotations
 
 import logging
-import time
-import uuid
 from typing import Any
 
 from django.db import DatabaseError, connection
@@ -20,7 +18,7 @@ from apps.cluster import client as kube
 from apps.cluster.backoff import Backoff
 from apps.cluster.errors import ClusterError
 from apps.cluster.watch import WatchHandler, WatchLoop, WatchTarget
-from apps.clusterd.client import ClusterDError, FaultSignal, FaultStream, get_faults
+from apps.clusterd.client import ClusterDError, FaultSignal, FaultStream, get_faults_retrying
 from apps.core import metrics as core_metrics
 from apps.events import metrics
 from apps.ingest import clusterd_faults
@@ -219,34 +217,27 @@ class ClusterDFollower:
         return set()
 
     def _query(self, job_id: str) -> FaultSignal | None:
-        """The job's current faults (a ``normal`` signal when ClusterD holds none); None: not askable.
-
-        ClusterD allows 10 queries/s (429 beyond): a refused query is asked again shortly. An
-        unreachable ClusterD raises, and the follower reconnects as for a broken stream.
-        """
-        deadline = time.monotonic() + QUERY_RETRY_FOR_S
-        while True:
-            try:
-                signal = get_faults(self.cluster.clusterd_address, job_id=job_id)
-                break
-            except ClusterDError as exc:
-                if exc.permanent:
-                    log.warning(
-                        "cluster %s: ClusterD refused a query about job %s: %s",
-                        self.cluster.name,
-                        job_id,
-                        exc.message,
-                    )
-                    return None
-                if time.monotonic() >= deadline or self.feed.halt.wait(QUERY_RETRY_S):
-                    raise
-        if signal.job_id != job_id:
-            # A job without fault info is answered 200 with no signal: component/clusterd/pkg/
-            # application/fault/grpc_service.go:207-214.
-            return FaultSignal(
-                uuid=f"query-{uuid.uuid4()}", job_id=job_id, signal_type=clusterd_faults.NORMAL, nodes=()
+        """The job's current faults (``normal`` when ClusterD holds none); None: ClusterD refused the
+        question itself. A 429 is asked again; an unreachable ClusterD raises, and the follower
+        reconnects as for a broken stream."""
+        try:
+            return get_faults_retrying(
+                self.cluster.clusterd_address,
+                job_id=job_id,
+                retry_every=QUERY_RETRY_S,
+                give_up_after=QUERY_RETRY_FOR_S,
+                stop=self.feed.halt,
             )
-        return signal
+        except ClusterDError as exc:
+            if not exc.permanent:
+                raise
+            log.warning(
+                "cluster %s: ClusterD refused a query about job %s: %s",
+                self.cluster.name,
+                job_id,
+                exc.message,
+            )
+            return None
 
     def _server_position(self) -> str:
         """The API server's resourceVersion now: a ClusterD signal sorts after what was written before it.

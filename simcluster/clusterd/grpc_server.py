@@ -41,7 +41,6 @@ CODE_UNINIT: Final = 408
 CODE_CLIENT_ERROR: Final = 499
 QUERY_OK: Final = 200
 QUERY_RATE_LIMITED: Final = 429
-QUERY_INVALID_PARAM: Final = 409  # common.InvalidReqParam (component/clusterd/pkg/domain/common/code.go:40)
 QUERY_RATE_PER_S: Final = 10
 JOB_ROLES: Final = ("CCAgent", "DefaultUser1", "DefaultUser2", "FdAgent")
 # PubFault faultType → the simulator's fault kind.
@@ -150,12 +149,12 @@ class FaultService:
         job_id = request.jobId
         faults = self.cd.fault_snapshot()
         if job_id:
-            # component/clusterd/pkg/application/fault/grpc_service.go:198-214: an id outside 8-128
-            # characters is refused (409); a job without fault info is answered 200 with no signal.
+            # component/clusterd/pkg/application/fault/grpc_service.go:199-214: an id outside 8-128
+            # characters is refused (InvalidReqParam 409, returned with an error, so grpc-go sends
+            # the client an UNKNOWN status and no body); a job without fault info is answered 200
+            # with no signal.
             if not 8 <= len(job_id) <= 128:
-                return fault_pb2.FaultQueryResult(
-                    code=QUERY_INVALID_PARAM, info=f"job with jobId: {job_id} is invalid"
-                )
+                context.abort(grpc.StatusCode.UNKNOWN, f"job with jobId: {job_id} is invalid")
             if job_id not in faults:
                 return fault_pb2.FaultQueryResult(
                     code=QUERY_OK, info=f"job with jobId: {job_id} not found fault info"
