@@ -162,8 +162,24 @@ def incident_plan(
             and min(at, timezone.now()) - last.closed_at <= _late_window()
         )
         if kind == kinds.FAULT_DETECTED and last is not None and _is_late_copy(last, data, at):
-            return IncidentPlan(last, kind, "", data, enrich_only=True)
-        if kind in fold.OUTCOME_KINDS and recent:
+            if last.fault.get("signatures"):
+                return IncidentPlan(last, kind, "", data, enrich_only=True)
+            # The fault of an incident its outcome opened (the fault's source lagged: a take-over's
+            # replay, a quiet watch, Events in an etcd of their own): stored in it as it would have
+            # been in order, so the incident's events do not depend on which source came first.
+            current = last
+        elif (
+            kind in fold.OPENING_KINDS
+            and kind != kinds.FAULT_DETECTED
+            and last is not None
+            and last.closed_at is not None
+            and at <= last.closed_at
+        ):
+            # A strategy or a stop that happened before the newest incident closed, reported after
+            # it (its Event or ConfigMap lagged the PodGroup): it is that incident's, not a new one
+            # that nothing would ever close.
+            current = last
+        elif kind in fold.OUTCOME_KINDS and recent:
             current = last
         elif kind == kinds.FAULT_DETECTED and fold.fault_ids(data):
             # Its key is the fault's id, not the incident's: stored with its first event

@@ -195,4 +195,6 @@ def apply(incident: dict[str, Any], kind: str, data: dict[str, Any], at: datetim
                 "at": at.isoformat(),
             }
         )
+    if kind in OPENING_KINDS and incident["closed_at"] is not None and "closed" not in changes:
+        incident.update(durations(incident))  # reported after the outcome: the timings move with it
     return changes

@@ -108,3 +108,81 @@ def test_the_same_fault_id_is_one_row_by_key(job: TrainingJob) -> None:
     event_fault(store, job, "fault-9", t0 + timedelta(minutes=3))
     assert detections(job) == 1
     assert Incident.objects.filter(job=job).count() == 1
+
+
+def _incident_view(job: TrainingJob) -> list[tuple[Any, ...]]:
+    """What an operator sees of each incident: its fault, outcome, timings and the kinds it holds."""
+    view = []
+    for incident in Incident.objects.filter(job=job).order_by("number"):
+        held = sorted(
+            JobEvent.objects.filter(
+                job=job, seq__gte=incident.first_seq, seq__lte=incident.last_seq
+            ).values_list("kind", flat=True)
+        )
+        view.append(
+            (
+                incident.fault["fault_ids"],
+                incident.outcome,
+                incident.opened_at,
+                incident.detect_ms,
+                incident.decide_ms,
+                incident.recover_ms,
+                held,
+            )
+        )
+    return view
+
+
+@pytest.mark.parametrize("late_source", [event_fault, clusterd_fault])
+def test_a_fault_reported_after_its_outcome_is_stored_in_that_incident(
+    job: TrainingJob, late_source: Any
+) -> None:
+    """The fault's source lagged behind the PodGroup's (a take-over replaying the Event backlog, or
+    Events kept in an etcd of their own, whose resourceVersions do not order against the others):
+    the incident its outcome opened gets the fault.detected it would have had in order. It used to
+    be folded in as a "late copy" and stored nowhere: the short soak's failure with 20 incidents
+    without their fault.detected (stop 36)."""
+    in_order = TrainingJob.objects.create(
+        cluster=job.cluster, namespace="team", name="in-order", uid=str(uuid.uuid4()), replicas={"Worker": 1}
+    )
+    t0 = timezone.now() - timedelta(minutes=5)
+    store = IngestStore(job.cluster)
+    late_source(store, in_order, "fault-1", t0)
+    handled(store, in_order, t0)
+
+    handled(store, job, t0)  # the outcome first: it opens (and closes) the incident
+    late_source(store, job, "fault-1", t0)
+
+    assert detections(job) == 1 and owners(job) == {"fault-1": [1]}
+    assert _incident_view(job) == _incident_view(in_order)
+    assert _incident_view(job)[0][:2] == (["fault-1"], "recovered")
+    # Another source's report of the same fault is a copy now: nothing stored, no new incident.
+    (clusterd_fault if late_source is event_fault else event_fault)(store, job, "fault-1", t0)
+    assert detections(job) == 1 and Incident.objects.filter(job=job).count() == 1
+    assert_gap_free(job)
+
+
+def test_a_strategy_reported_after_its_outcome_joins_that_incident(job: TrainingJob) -> None:
+    """The strategy's Event lagged the PodGroup's outcome: it belongs to the incident that closed
+    after it happened, not to a new incident that nothing would ever close."""
+    in_order = TrainingJob.objects.create(
+        cluster=job.cluster, namespace="team", name="in-order", uid=str(uuid.uuid4()), replicas={"Worker": 1}
+    )
+    t0 = timezone.now() - timedelta(minutes=5)
+    store = IngestStore(job.cluster)
+    event_fault(store, in_order, "fault-1", t0)
+    handled(store, in_order, t0)
+
+    event_fault(store, job, "fault-1", t0)
+    observe(store, job, kinds.RECOVERY_SUCCEEDED, t0 + timedelta(seconds=2), "podgroup", strategy="retry")
+    observe(store, job, kinds.STRATEGY_CHOSEN, t0 + timedelta(seconds=1), "k8s-event", strategy="retry")
+
+    assert Incident.objects.filter(job=job).count() == 1
+    assert _incident_view(job) == _incident_view(in_order)
+    incident = Incident.objects.get(job=job)
+    assert incident.strategies == ["retry"] and incident.decide_ms == 1000 and incident.recover_ms == 1000
+
+    # A strategy after the close is a new incident's (its fault's report has not come yet).
+    observe(store, job, kinds.STRATEGY_CHOSEN, t0 + timedelta(seconds=40), "k8s-event", strategy="recover")
+    assert Incident.objects.filter(job=job).count() == 2
+    assert_gap_free(job)
