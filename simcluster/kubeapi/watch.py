@@ -103,7 +103,19 @@ async def run_watch(
     """Write ``initial`` then live events until timeout, overflow, shutdown or client disconnect."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s if timeout_s is not None else None
-    next_bookmark = loop.time() + bookmark_interval if bookmark_interval else None
+
+    def bookmark_after(now: float) -> float | None:
+        # kube-apiserver's cacheWatcher.nextBookmarkTime (staging/src/k8s.io/apiserver/pkg/storage/
+        # cacher/cache_watcher.go): every bookmarkFrequency (a minute), and 2 s before the watch's
+        # deadline; none once that moment has passed.
+        if not bookmark_interval:
+            return None
+        at = now + bookmark_interval
+        if deadline is not None:
+            at = min(at, deadline - 2.0)
+        return at if at >= now else None
+
+    next_bookmark = bookmark_after(loop.time())
     try:
         # Initial events are written in large chunks without passing through the bounded queue.
         buf: list[bytes] = []
@@ -134,7 +146,7 @@ async def run_watch(
             if next_bookmark is not None and now >= next_bookmark:
                 # Queue is empty, so everything up to store.rv has been delivered to this watcher.
                 await resp.write(bookmark_line(watcher.rt, store.rv))
-                next_bookmark = now + (bookmark_interval or 1.0)
+                next_bookmark = bookmark_after(now + 1e-3)
                 continue
             wait = 1.0
             if deadline is not None:

@@ -109,7 +109,8 @@ def test_lists_then_watches_and_bookmarks_advance_the_version(
 ) -> None:
     configmap(core, namespace, "before")
     seen, stop = Recorder(), threading.Event()
-    loop = WatchLoop(ref, WatchTarget("configmaps", namespace), seen, stop, watch_timeout=2)
+    # 4 s: kube-apiserver sends no bookmark in a watch's last 2 s (cacheWatcher.nextBookmarkTime).
+    loop = WatchLoop(ref, WatchTarget("configmaps", namespace), seen, stop, watch_timeout=4)
     thread = running(loop)
     try:
         wait_for(lambda: seen.of("listed"), 10, "the first list")

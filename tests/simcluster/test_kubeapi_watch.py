@@ -144,13 +144,13 @@ def test_bookmarks_update_client_resource_version(core: client.CoreV1Api, ns: st
     w = watch.Watch()
     types = [
         ev["type"]
-        for ev in w.stream(core.list_namespaced_config_map, ns, allow_watch_bookmarks=True, timeout_seconds=1)
+        for ev in w.stream(core.list_namespaced_config_map, ns, allow_watch_bookmarks=True, timeout_seconds=3)
     ]
     assert types[0] == "ADDED" and "BOOKMARK" in types
     # Another namespace's write moves the global rv; the bookmark carries it to the client.
     core.create_namespaced_config_map("default", {"metadata": {"generateName": "bm-"}})
     w2 = watch.Watch()
-    for ev in w2.stream(core.list_namespaced_config_map, ns, allow_watch_bookmarks=True, timeout_seconds=1):
+    for ev in w2.stream(core.list_namespaced_config_map, ns, allow_watch_bookmarks=True, timeout_seconds=3):
         if ev["type"] == "BOOKMARK":
             break
     current = core.list_namespaced_config_map(ns).metadata.resource_version
@@ -232,12 +232,39 @@ def test_slow_consumer_gets_410_instead_of_unbounded_buffer() -> None:
         api.close()
 
 
-def test_the_bookmark_cadence_can_be_kube_apiservers(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_bookmark_cadence_is_kube_apiservers(monkeypatch: pytest.MonkeyPatch) -> None:
     """staging/src/k8s.io/apiserver/pkg/storage/cacher/cacher.go: ``defaultBookmarkFrequency =
-    time.Minute`` (and one 2 s before a watch's deadline). ``SIM_BOOKMARK_SECONDS=60`` plays it; the
-    default is still 0.25 s, a known leniency (README, "Storm": the ingester's reorder hold waits
-    on quiet watches, and a simulator test failed at 60)."""
-    monkeypatch.setenv("SIM_BOOKMARK_SECONDS", "60")
+    time.Minute``. Frequent bookmarks would release the ingester's reorder buffer sooner than a
+    real cluster does (README, "Storm"); ``SIM_BOOKMARK_SECONDS`` changes it for an experiment."""
+    monkeypatch.delenv("SIM_BOOKMARK_SECONDS", raising=False)
     assert KubeApiEmulator().api.bookmark_interval == 60.0
-    monkeypatch.delenv("SIM_BOOKMARK_SECONDS")
+    monkeypatch.setenv("SIM_BOOKMARK_SECONDS", "0.25")
     assert KubeApiEmulator().api.bookmark_interval == 0.25
+
+
+def _bookmark_times(emu: KubeApiEmulator, timeout_s: int) -> tuple[list[float], float]:
+    """Seconds after the request at which bookmarks came, and when the stream ended."""
+    url = urlparse(emu.url)
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=timeout_s + 10)
+    started = time.monotonic()
+    conn.request(
+        "GET",
+        f"/api/v1/namespaces/default/configmaps?watch=1&allowWatchBookmarks=true&timeoutSeconds={timeout_s}",
+    )
+    resp = conn.getresponse()
+    times = []
+    while line := resp.readline():
+        if json.loads(line)["type"] == "BOOKMARK":
+            times.append(time.monotonic() - started)
+    return times, time.monotonic() - started
+
+
+def test_a_bookmark_comes_two_seconds_before_the_deadline_and_not_for_short_watches() -> None:
+    """cacheWatcher.nextBookmarkTime (staging/src/k8s.io/apiserver/pkg/storage/cacher/
+    cache_watcher.go): every bookmarkFrequency, or 2 s before the watch's deadline if that is
+    sooner; a watch shorter than 2 s gets none."""
+    with KubeApiEmulator(bookmark_interval=60.0) as emu:
+        times, ended = _bookmark_times(emu, 4)
+        assert len(times) == 1 and 1.8 <= times[0] <= 2.8 and 3.9 <= ended <= 5.0
+        times, _ = _bookmark_times(emu, 1)
+        assert times == []
