@@ -167,7 +167,9 @@ class FaultStream:
 
 
 def get_faults(address: str, *, job_id: str = "", role: str = DEFAULT_ROLE) -> FaultSignal:
-    """One ``GetFaultMsgSignal`` query (rate-limited by ClusterD to 10/s: 429 → retryable error)."""
+    """One ``GetFaultMsgSignal`` query. ClusterD serves 10 a second: a caller over that waits for a
+    token up to 5 s (or its deadline) and is then refused with an error, which reaches us as an
+    UNKNOWN status (advance_limiter.go:33-60, grpc_service.go:188-194): a retryable error."""
     with grpc.insecure_channel(address) as channel:
         stub = fault_pb2_grpc.FaultStub(channel)
         try:
@@ -194,8 +196,8 @@ def get_faults_retrying(
     stop: threading.Event | None = None,
 ) -> FaultSignal:
     """``get_faults``, asked again after a retryable refusal (ClusterD allows 10 queries/s and
-    refuses more with 429) until ``give_up_after`` seconds; raises the last error, at once for a
-    permanent one or when ``stop`` is set while waiting."""
+    refuses more: an UNKNOWN status, or a 429 result) until ``give_up_after`` seconds; raises the
+    last error, at once for a permanent one or when ``stop`` is set while waiting."""
     give_up = time.monotonic() + give_up_after
     while True:
         try:

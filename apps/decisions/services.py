@@ -85,7 +85,8 @@ def _spec(job: TrainingJob) -> PolicySpec | None:
 
 # The fault type (spec.FAULT_TYPES) of well-known fault codes (mindcluster.md §6.3).
 _CODE_TYPES = {vocab.CODE_HBM_DOUBLE_BIT: "uce", vocab.CODE_HCCL_RETRY: "hccl", vocab.CODE_LINK_DOWN: "hccl"}
-# ClusterD answers at most 10 fault queries a second (429 beyond, mindcluster.md §6.2): at 10 faults a
+# ClusterD answers at most 10 fault queries a second (beyond, a query waits up to 5 s, then is refused
+# with an error: advance_limiter.go:33-60, grpc_service.go:188-194; mindcluster.md §6.2): at 10 faults a
 # second a question's detail query could be refused, and the fault then decided as "normal" (a node
 # fault recovered instead of dumped). A refused query is asked again, for well under ClusterD's 300 s
 # wait for the platform's answer.

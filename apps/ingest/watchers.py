@@ -30,7 +30,7 @@ from apps.jobs.models import Cluster
 
 log = logging.getLogger(__name__)
 
-QUERY_RETRY_S = 0.2  # after a 429 from ClusterD's 10/s limiter
+QUERY_RETRY_S = 0.2  # after a refusal by ClusterD's 10/s limiter
 QUERY_RETRY_FOR_S = 30.0
 
 
@@ -218,8 +218,8 @@ class ClusterDFollower:
 
     def _query(self, job_id: str) -> FaultSignal | None:
         """The job's current faults (``normal`` when ClusterD holds none); None: ClusterD refused the
-        question itself. A 429 is asked again; an unreachable ClusterD raises, and the follower
-        reconnects as for a broken stream."""
+        question itself. A refusal for the rate is asked again; an unreachable ClusterD raises, and
+        the follower reconnects as for a broken stream."""
         try:
             return get_faults_retrying(
                 self.cluster.clusterd_address,

@@ -10,7 +10,6 @@ import logging
 import threading
 import time
 import uuid
-from collections import deque
 from collections.abc import Iterator
 from concurrent import futures
 from typing import Any, Final
@@ -40,8 +39,10 @@ CODE_PROCESS_RESCHEDULE_OFF: Final = 403
 CODE_UNINIT: Final = 408
 CODE_CLIENT_ERROR: Final = 499
 QUERY_OK: Final = 200
-QUERY_RATE_LIMITED: Final = 429
-QUERY_RATE_PER_S: Final = 10
+QUERY_RATE_PER_S: Final = 10  # grpc_service.go:46-48: defaultTokenRate, defaultBurst, defaultMaxQueueLen
+QUERY_BURST: Final = 10
+QUERY_WAIT_QUEUE: Final = 50
+RATE_LIMITED_MESSAGE: Final = "rate limited, there is too many requests, please retry later"
 JOB_ROLES: Final = ("CCAgent", "DefaultUser1", "DefaultUser2", "FdAgent")
 # PubFault faultType → the simulator's fault kind.
 PUBLIC_FAULT_KINDS: Final = {"NPU": "normal", "Node": "node", "Network": "hccl", "Storage": "normal"}
@@ -83,23 +84,45 @@ def _fault_signal(job_uid: str, faults: list[ActiveFault]) -> fault_pb2.FaultMsg
     )
 
 
-class _RateLimiter:
-    """At most ``rate`` calls in any one-second window."""
+class _AdvancedRateLimiter:
+    """ClusterD's query limiter (component/clusterd/pkg/common/util/advance_limiter.go:25-60, made
+    at grpc_service.go:73 with rate 10/s, burst 10, wait queue 50): a token if one is there; else,
+    unless 50 callers already wait, wait for one up to 50 / 10 = 5 s or the call's own deadline
+    (golang.org/x/time/rate ``Wait`` refuses at once a wait longer than that); refused otherwise."""
 
-    def __init__(self, rate: int) -> None:
+    def __init__(self, rate: float, burst: int, max_wait_queue: int) -> None:
         self.rate = rate
-        self._calls: deque[float] = deque()
+        self.burst = burst
+        self.max_wait_queue = max_wait_queue
+        self._tokens = float(burst)
+        self._at = time.monotonic()
+        self._waiting = 0
         self._lock = threading.Lock()
 
-    def allow(self) -> bool:
-        now = time.monotonic()
+    def _refill(self, now: float) -> None:
+        self._tokens = min(float(self.burst), self._tokens + (now - self._at) * self.rate)
+        self._at = now
+
+    def allow(self, time_remaining: float | None) -> bool:
         with self._lock:
-            while self._calls and now - self._calls[0] >= 1.0:
-                self._calls.popleft()
-            if len(self._calls) >= self.rate:
+            self._refill(time.monotonic())
+            if self._tokens >= 1:
+                self._tokens -= 1
+                return True
+            if self._waiting >= self.max_wait_queue:
                 return False
-            self._calls.append(now)
-            return True
+            self._waiting += 1
+            upper = float(self.max_wait_queue // self.burst)
+            limit = upper if time_remaining is None else min(upper, time_remaining)
+            delay = (1 - self._tokens) / self.rate
+            if delay > limit:
+                self._waiting -= 1
+                return False
+            self._tokens -= 1  # reserved: the callers after this one wait longer
+        time.sleep(delay)
+        with self._lock:
+            self._waiting -= 1
+        return True
 
 
 class FaultService:
@@ -108,7 +131,7 @@ class FaultService:
     def __init__(self, clusterd: ClusterD, stop: threading.Event) -> None:
         self.cd = clusterd
         self.stop = stop
-        self.limiter = _RateLimiter(QUERY_RATE_PER_S)
+        self.limiter = _AdvancedRateLimiter(QUERY_RATE_PER_S, QUERY_BURST, QUERY_WAIT_QUEUE)
 
     def Register(self, request: Any, context: Any) -> Any:
         if request.jobId and not 8 <= len(request.jobId) <= 128:
@@ -144,8 +167,10 @@ class FaultService:
             sub.close()
 
     def GetFaultMsgSignal(self, request: Any, context: Any) -> Any:
-        if not self.limiter.allow():
-            return fault_pb2.FaultQueryResult(code=QUERY_RATE_LIMITED, info="too many requests")
+        if not self.limiter.allow(context.time_remaining()):
+            # grpc_service.go:188-194: the 429 result goes with an error, so grpc-go sends the
+            # client an UNKNOWN status carrying the error's text, not the result.
+            context.abort(grpc.StatusCode.UNKNOWN, RATE_LIMITED_MESSAGE)
         job_id = request.jobId
         faults = self.cd.fault_snapshot()
         if job_id:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Iterator
 
 import grpc
@@ -90,11 +91,36 @@ def test_fault_stream_sends_full_state_then_changes(sim, kube, channel) -> None:
     assert sim.wait_idle(20)
 
 
-def test_get_fault_msg_signal_is_rate_limited(channel) -> None:
+def test_get_fault_msg_signal_queues_callers_then_refuses_with_an_error(channel) -> None:
+    """component/clusterd/pkg/common/util/advance_limiter.go:33-60 (rate 10/s, burst 10, 50
+    waiting: grpc_service.go:46-48,73): over the rate a caller waits for a token, up to 5 s or its
+    own deadline, and only then is refused; the refusal (grpc_service.go:188-194) is a 429 result
+    returned with an error, which grpc-go sends as an UNKNOWN status and no result."""
     stub = fault_pb2_grpc.FaultStub(channel)
-    codes = [stub.GetFaultMsgSignal(fault_pb2.ClientInfo(jobId="")).code for _ in range(15)]
-    assert codes[0] == 200
-    assert 429 in codes
+    threading.Event().wait(1.1)  # a full bucket
+    started = time.monotonic()
+    codes = [stub.GetFaultMsgSignal(fault_pb2.ClientInfo(jobId=""), timeout=10).code for _ in range(15)]
+    assert codes == [200] * 15  # waited for, not refused
+    assert time.monotonic() - started >= 0.35  # the last 5 waited about 0.1 s each
+
+    threading.Event().wait(1.1)
+    outcomes: list[str] = []
+
+    def ask() -> None:
+        try:
+            stub.GetFaultMsgSignal(fault_pb2.ClientInfo(jobId=""), timeout=0.3)
+            outcomes.append("200")
+        except grpc.RpcError as exc:
+            outcomes.append(f"{exc.code().name}: {exc.details()}")
+
+    callers = [threading.Thread(target=ask) for _ in range(25)]
+    for caller in callers:
+        caller.start()
+    for caller in callers:
+        caller.join(10)
+    refused = "UNKNOWN: rate limited, there is too many requests, please retry later"
+    assert set(outcomes) == {"200", refused}, outcomes
+    assert outcomes.count("200") >= 10 and outcomes.count(refused) >= 5
 
 
 def test_get_fault_msg_signal_of_a_job_without_faults_has_no_signal(channel) -> None:
@@ -103,18 +129,11 @@ def test_get_fault_msg_signal_of_a_job_without_faults_has_no_signal(channel) -> 
     characters is refused with InvalidReqParam and an error, which grpc-go turns into an UNKNOWN
     status without the body."""
     stub = fault_pb2_grpc.FaultStub(channel)
-    for _ in range(30):  # the 10/s limiter: ask again after a 429
-        healthy = stub.GetFaultMsgSignal(fault_pb2.ClientInfo(jobId="healthy-job-uid-0001"))
-        if healthy.code != 429:
-            break
-        threading.Event().wait(0.2)
+    healthy = stub.GetFaultMsgSignal(fault_pb2.ClientInfo(jobId="healthy-job-uid-0001"), timeout=10)
     assert healthy.code == 200 and "not found fault info" in healthy.info
     assert not healthy.HasField("faultSignal")
     with pytest.raises(grpc.RpcError) as refused:
-        for _ in range(30):
-            if stub.GetFaultMsgSignal(fault_pb2.ClientInfo(jobId="short")).code != 429:
-                break
-            threading.Event().wait(0.2)
+        stub.GetFaultMsgSignal(fault_pb2.ClientInfo(jobId="short"), timeout=10)
     assert refused.value.code() == grpc.StatusCode.UNKNOWN and "is invalid" in refused.value.details()
 
 
