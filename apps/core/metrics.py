@@ -82,6 +82,10 @@ WATCH_RESTARTS = Counter(
 INGEST_ITEMS = Counter(
     "controlplane_ingest_items", "Items the ingester's applier stored (watch events, listed objects, signals)"
 )
+INGEST_EXPRESS = Counter(
+    "controlplane_ingest_express",
+    "Fault reports the ingester stored on arrival, ahead of the reorder hold (a job's first fault)",
+)
 INGEST_QUERIES = Counter(
     "controlplane_ingest_queries",
     "SQL statements the ingester's applier issued (storing items, lease checks, cursors; not COMMIT)",

@@ -89,6 +89,18 @@ def _create(job: TrainingJob, at: datetime, latest: Incident | None) -> Incident
     return incident  # "incident.opened" goes out when its first event is folded in (incident_follow)
 
 
+def incident_none_recent(job: TrainingJob) -> bool:
+    """No open incident and none closed within the late window: a new fault report of the job opens
+    an incident of its own, whatever older report of the job may still arrive (apps.ingest.express)."""
+    latest = list(
+        Incident.objects.filter(job=job).order_by("-number").values_list("closed_at", flat=True)[:1]
+    )
+    if not latest:
+        return True
+    closed_at = latest[0]
+    return closed_at is not None and timezone.now() - closed_at > _late_window()
+
+
 def _is_late_copy(incident: Incident, data: dict[str, Any], at: datetime) -> bool:
     """A fault report of a just-closed incident's fault that arrived after it closed."""
     if incident.closed_at is None:

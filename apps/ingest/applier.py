@@ -25,11 +25,12 @@ from django.db import DatabaseError, InterfaceError, OperationalError, close_old
 from apps.clusterd.client import FaultSignal
 from apps.core import metrics as core_metrics
 from apps.events import broadcast, metrics
+from apps.ingest import express
 from apps.ingest.cursors import cursor_save
 from apps.ingest.feed import Feed, SyncGate
 from apps.ingest.items import BOOKMARK, LISTED, Item, Listing, sources_of
 from apps.ingest.lease import ClusterLease, LeaseLost
-from apps.ingest.reorder import ReorderBuffer
+from apps.ingest.reorder import ReorderBuffer, position_of
 from apps.ingest.store import IngestStore
 from apps.jobs.models import Cluster
 
@@ -64,6 +65,10 @@ class Applier:
     lost: threading.Event
     db_retry_max: float
     applied: int = field(default=0, init=False)
+    expressed: int = field(default=0, init=False)  # fault reports stored on arrival (apps.ingest.express)
+    # Set once the warm-up is over: a take-over's replay is merged in order, nothing skips the hold.
+    live: bool = field(default=False, init=False)
+    _lease_seen_at: float = field(default=0.0, init=False)
     # source → newest stored resourceVersion, not yet saved
     dirty: dict[str, str] = field(default_factory=dict, init=False)
 
@@ -102,8 +107,8 @@ class Applier:
             item = self.feed.get(self._wait(buffer, warm_until))
             stopping = self.halt.is_set()
             if item is not None:
-                buffer.add(item, time.monotonic())
-                self._take_arrived(buffer)
+                self._arrived(store, buffer, item)
+                self._take_arrived(store, buffer)
             now = time.monotonic()
             if warm_until is None:
                 if not self.gate.complete and now < sync_deadline and not stopping and not buffer.full:
@@ -111,6 +116,7 @@ class Applier:
                 warm_until = now + settings.EVENTS_INGEST_WARMUP_SECONDS
             if now > warm_until:
                 buffer.hold = live_hold
+                self.live = True
             if buffer.due(now, stopping):
                 if not self._lease_confirmed():
                     if self.halt.is_set():
@@ -134,7 +140,55 @@ class Applier:
             return 0.2
         return max(0.0, min(0.2, oldest + buffer.hold - time.monotonic()))
 
-    def _take_arrived(self, buffer: ReorderBuffer) -> bool:
+    def _arrived(self, store: IngestStore, buffer: ReorderBuffer, item: Item) -> None:
+        now = time.monotonic()
+        # Behind (a replay, a slow database): items are due and not stored yet. The store's view of
+        # the job then lags too, and an older fault of it may be among them: everything in order.
+        behind = buffer.due(now)
+        buffer.add(item, now)
+        if self.live and not behind and not buffer.full:
+            self._express(store, buffer, item)
+
+    def _express(self, store: IngestStore, buffer: ReorderBuffer, item: Item) -> None:
+        """Store a job's first fault report at once when nothing older can move it (``apps.ingest.express``).
+
+        It stays in the buffer: in order, the store recognises it and only its cursor moves. Any
+        failure here is left to that in-order pass.
+        """
+        position = position_of(item)
+        if position is None or position <= buffer.low_watermark():
+            return  # due in order right away
+        ref = express.fault_report_job(item)
+        if ref is None or not express.recent(item, settings.EVENTS_INCIDENT_LATE_SECONDS):
+            return
+        try:
+            if not store.opens_an_incident(ref) or not self._lease_fresh():
+                return
+            with core_metrics.INGEST_APPLY_SECONDS.time():
+                self._store(store, item)
+        except LeaseLost:
+            raise
+        except Exception as exc:
+            log.warning(
+                "cluster %s: storing a fault report on arrival failed (%s); it goes in order",
+                self.cluster.name,
+                exc,
+            )
+            if db_unreachable(exc):
+                connection.close()
+            else:
+                close_old_connections()
+            return
+        self.expressed += 1
+        core_metrics.INGEST_EXPRESS.inc()
+
+    def _lease_fresh(self) -> bool:
+        """The lease, checked again when the last check is older than half a second."""
+        if self.lease is None or time.monotonic() - self._lease_seen_at < 0.5:
+            return True
+        return self._lease_confirmed()
+
+    def _take_arrived(self, store: IngestStore, buffer: ReorderBuffer) -> bool:
         """Move everything that has arrived into the buffer; True when anything did.
 
         While the applier is behind (a replay after a take-over, a slow database) the backlog must
@@ -147,7 +201,7 @@ class Applier:
             item = self.feed.get_nowait()
             if item is None:
                 break
-            buffer.add(item, time.monotonic())
+            self._arrived(store, buffer, item)
             took = True
         return took
 
@@ -158,7 +212,7 @@ class Applier:
         while buffer.due(now, stopping):
             if not self.apply_one(store, buffer.pop()):
                 return False
-            self._take_arrived(buffer)  # what arrived meanwhile may sort before the next held item
+            self._take_arrived(store, buffer)  # what arrived meanwhile may sort before the next held item
             if time.monotonic() > batch_ends:
                 break
         return True
@@ -177,6 +231,7 @@ class Applier:
             return True
         try:
             if self.lease.still_held():
+                self._lease_seen_at = time.monotonic()
                 return True
         except DatabaseError as exc:
             log.warning("cluster %s: cannot check the lease: %s", self.cluster.name, exc)

@@ -80,6 +80,16 @@ class ClusterIngester:
         with self._count_lock:
             return self._applied_before + (self._applier.applied if self._applier is not None else 0)
 
+    @property
+    def live(self) -> bool:
+        """This process leads the cluster and its current term is past the warm-up (steady state).
+
+        Until then a take-over's replay is merged with the longer warm-up hold, so a latency measured
+        before it is the warm-up's, not the live path's.
+        """
+        applier = self._applier
+        return applier is not None and applier.live
+
     # --- lifecycle --------------------------------------------------------------------------------
     def start(self) -> None:
         """Become the cluster's active ingester (or wait as a standby), then start the threads."""

@@ -117,6 +117,12 @@ class IngestStore:
             self.remember(job)
         return job
 
+    def opens_an_incident(self, ref: JobRef) -> bool:
+        """Whether a new fault report of the job ``ref`` names would open an incident of its own
+        (``apps.ingest.express``): the job is known, with no open incident and none just closed."""
+        job = self.resolve_job(ref)
+        return job is not None and incident_services.incident_none_recent(job)
+
     def adopt(self, manifest: dict[str, Any]) -> TrainingJob | None:
         """Create or refresh the job row (a second ingester replaying the same event converges on it)."""
         job = job_adopt_converging(cluster=self.cluster, manifest=manifest)
