@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import random
 import tempfile
 import threading
@@ -55,6 +56,7 @@ class SimCluster:
         admission_config: str | Path | None = None,
         nodes: int | None = None,
         npus_per_node: int = 8,
+        clusterd_events: bool | None = None,
     ) -> None:
         if random_fault_rate_per_min < 0:
             raise ValueError("random_fault_rate_per_min must be >= 0")
@@ -71,6 +73,11 @@ class SimCluster:
         self.nodes = NodePool(nodes, npus_per_node)
         self.seed = seed
         self.spare_resources = spare_resources
+        # Whether the simulated ClusterD writes Kubernetes Events (a real one writes none: see
+        # ClusterD.writes_events); None: SIM_CLUSTERD_EVENTS, "0" for none, default on.
+        if clusterd_events is None:
+            clusterd_events = os.environ.get("SIM_CLUSTERD_EVENTS", "1") != "0"
+        self.clusterd_events = clusterd_events
         # The API server's AdmissionConfiguration (the client certificate it shows webhooks).
         self.admission_config = str(admission_config) if admission_config else None
         self._kubeconfig_arg = Path(kubeconfig_path) if kubeconfig_path else None
@@ -116,6 +123,7 @@ class SimCluster:
             self.taskd,
             seed=self.seed,
             spare_resources=self.spare_resources,
+            writes_events=self.clusterd_events,
         )
         self.clusterd.start()
         self.grpc = ClusterDGrpcServer(self.clusterd, host=self.host, port=self.grpc_port)

@@ -217,9 +217,13 @@ def incident_plan(
         key = f"fault:{ids[0]}" if ids else f"fault:{current.pk}:{signature}"
     elif kind in kinds.STRATEGY_KINDS:
         strategy = str(data.get("strategy") or "")
-        if current.strategies:
+        # This strategy may be known already from its result (reported first): not a change from it.
+        before = list(current.strategies or [])
+        if before and before[-1] == strategy:
+            before.pop()
+        if before:
             kind = kinds.STRATEGY_CHANGED
-            data.setdefault("previous", current.strategies[-1])
+            data.setdefault("previous", before[-1])
         else:
             kind = kinds.STRATEGY_CHOSEN
         key = f"strategy:{current.pk}:{strategy}"

@@ -158,9 +158,15 @@ def apply(incident: dict[str, Any], kind: str, data: dict[str, Any], at: datetim
             kinds.TRAINING_EXITED: "exited",
         }[kind]
         strategy = "dump" if kind == kinds.DUMP_SAVED else ("exit" if kind == kinds.TRAINING_EXITED else "")
-        incident["attempts"].append(
-            {"strategy": str(data.get("strategy") or strategy), "outcome": outcome, "at": at.isoformat()}
-        )
+        strategy = str(data.get("strategy") or strategy)
+        incident["attempts"].append({"strategy": strategy, "outcome": outcome, "at": at.isoformat()})
+        # A result names the strategy it is the result of: it was tried. Real ClusterD reports the
+        # choice itself to TaskD only (no Kubernetes Event), so on a real cluster without platform mode
+        # the PodGroup's ProcessRecoverStatus is how the strategies tried become known; stopping
+        # processes (exited) is not a strategy chosen.
+        tried = strategy and kind != kinds.TRAINING_EXITED
+        if tried and (not incident["strategies"] or incident["strategies"][-1] != strategy):
+            incident["strategies"].append(strategy)
         if kind == kinds.RECOVERY_SUCCEEDED and incident["closed_at"] is None:
             close(incident, RECOVERED, at)
             changes.append("closed")

@@ -30,6 +30,7 @@ from apps.ingest.cursors import cursor_save
 from apps.ingest.feed import Feed, SyncGate
 from apps.ingest.items import BOOKMARK, LISTED, Item, Listing, sources_of
 from apps.ingest.lease import ClusterLease, LeaseLost
+from apps.ingest.observation import JobRef
 from apps.ingest.reorder import ReorderBuffer, position_of
 from apps.ingest.store import IngestStore
 from apps.jobs.models import Cluster
@@ -69,6 +70,8 @@ class Applier:
     # Set once the warm-up is over: a take-over's replay is merged in order, nothing skips the hold.
     live: bool = field(default=False, init=False)
     _lease_seen_at: float = field(default=0.0, init=False)
+    _express_paused_until: float = field(default=0.0, init=False)
+    _held_faults: express.HeldFaults = field(default_factory=express.HeldFaults, init=False)
     # source → newest stored resourceVersion, not yet saved
     dirty: dict[str, str] = field(default_factory=dict, init=False)
 
@@ -141,15 +144,20 @@ class Applier:
         return max(0.0, min(0.2, oldest + buffer.hold - time.monotonic()))
 
     def _arrived(self, store: IngestStore, buffer: ReorderBuffer, item: Item) -> None:
-        now = time.monotonic()
-        # Behind (a replay, a slow database): items are due and not stored yet. The store's view of
-        # the job then lags too, and an older fault of it may be among them: everything in order.
-        behind = buffer.due(now)
-        buffer.add(item, now)
-        if self.live and not behind and not buffer.full:
-            self._express(store, buffer, item)
+        buffer.add(item, time.monotonic())
+        ref = express.fault_report_job(item)
+        if ref is None:
+            return
+        key = store.job_key(ref)
+        # An older report of the job still held (a backlog, a slow database): the stored view of the
+        # job lags it, so this one goes in order too.
+        older_held = self._held_faults.older_held(key)
+        self._held_faults.arrived(key, item)
+        paused = time.monotonic() < self._express_paused_until
+        if self.live and not older_held and not buffer.full and not paused:
+            self._express(store, buffer, item, ref)
 
-    def _express(self, store: IngestStore, buffer: ReorderBuffer, item: Item) -> None:
+    def _express(self, store: IngestStore, buffer: ReorderBuffer, item: Item, ref: JobRef) -> None:
         """Store a job's first fault report at once when nothing older can move it (``apps.ingest.express``).
 
         It stays in the buffer: in order, the store recognises it and only its cursor moves. Any
@@ -158,8 +166,7 @@ class Applier:
         position = position_of(item)
         if position is None or position <= buffer.low_watermark():
             return  # due in order right away
-        ref = express.fault_report_job(item)
-        if ref is None or not express.recent(item, settings.EVENTS_INCIDENT_LATE_SECONDS):
+        if not express.recent(item, settings.EVENTS_INCIDENT_LATE_SECONDS):
             return
         try:
             if not store.opens_an_incident(ref) or not self._lease_fresh():
@@ -175,6 +182,8 @@ class Applier:
                 exc,
             )
             if db_unreachable(exc):
+                # Not again for every report of a storm while the database is away: in order.
+                self._express_paused_until = time.monotonic() + self.db_retry_max
                 connection.close()
             else:
                 close_old_connections()
@@ -210,8 +219,10 @@ class Applier:
         cursors saved, the lease rechecked); False when the term ended while waiting."""
         batch_ends = time.monotonic() + CURSOR_FLUSH_SECONDS
         while buffer.due(now, stopping):
-            if not self.apply_one(store, buffer.pop()):
-                return False
+            item = buffer.pop()
+            if not self.apply_one(store, item):
+                return False  # the term ends: the buffer (and what it counts) goes with it
+            self._held_faults.left(item)
             self._take_arrived(store, buffer)  # what arrived meanwhile may sort before the next held item
             if time.monotonic() > batch_ends:
                 break

@@ -117,6 +117,14 @@ class IngestStore:
             self.remember(job)
         return job
 
+    def job_key(self, ref: JobRef) -> str:
+        """A key for the job ``ref`` names, without a query: its uid when known (from ``ref`` or a
+        job already resolved by name), else ``namespace/name``."""
+        if ref.uid:
+            return ref.uid
+        cached = self._jobs.get((ref.namespace, ref.name))
+        return cached.uid if cached is not None and cached.uid else f"{ref.namespace}/{ref.name}"
+
     def opens_an_incident(self, ref: JobRef) -> bool:
         """Whether a new fault report of the job ``ref`` names would open an incident of its own
         (``apps.ingest.express``): the job is known, with no open incident and none just closed."""

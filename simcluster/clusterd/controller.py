@@ -157,8 +157,14 @@ class ClusterD:
         *,
         seed: int | None = None,
         spare_resources: bool = True,
+        writes_events: bool = True,
     ) -> None:
         self.kube = Kube(kubeconfig_path)
+        # Kubernetes Events from ClusterD (InitSuccess, FaultDetected, StrategyChosen, the outcomes):
+        # real ClusterD writes none, component/clusterd has no event recorder (it only lists Events,
+        # pkg/interface/kube/kube_client.go:198-213). On by default for the timeline's narrative;
+        # off (``writes_events=False``, SIM_CLUSTERD_EVENTS=0) the cluster is as strict as a real one.
+        self.writes_events = writes_events
         self.clock = clock
         self.operator = operator
         self.taskd = taskd
@@ -298,7 +304,8 @@ class ClusterD:
                 return engine.CODE_OK, f"job(uid={uid}) init success"
             self._inits[uid] = new
             self._idle.notify_all()
-        if current is None or (current.code, current.policy) != (new.code, new.policy):
+        changed = current is None or (current.code, current.policy) != (new.code, new.policy)
+        if changed and self.writes_events:
             self.kube.event(
                 podgroup,
                 EVENT_INIT if new.accepted else EVENT_INIT_REFUSED,
@@ -526,6 +533,8 @@ class _FaultRun:
 
     # --- helpers ------------------------------------------------------------------------------------
     def event(self, reason: str, message: str, warning: bool = False) -> None:
+        if not self.cd.writes_events:
+            return
         self.kube.event(
             self.job, reason, message, type_="Warning" if warning else "Normal", component=COMPONENT
         )
