@@ -27,6 +27,13 @@ incidents (every 0.25 s) first found it there.
   per fault; and what each ingester spent per fault (its CPU, and from its /metrics the items,
   transactions and SQL statements its applier stored and issued, and the wall time storing them).
 
+- ``--strict`` (storm mode): the simulated ClusterD writes no Kubernetes Events, as the real one
+  (``SIM_CLUSTERD_EVENTS=0``; ``component/clusterd`` has no event recorder), so there is no
+  ``FaultDetected`` Event to time against. The baseline is then the real first report: a bare
+  subscriber to ClusterD's ``fault.Fault`` stream in this process notes when each job's fault
+  signal arrived; the product's time is its first ``fault.detected`` of that job. One fault per job,
+  so faults are matched by job.
+
 Every process it starts is stopped whatever happens (``_common.spawn``); the load average is
 recorded beside the figures, since the machine may be shared.
 """
@@ -79,6 +86,7 @@ class Sim:
     grpc_port: int
     control_url: str = ""
     seen: dict[str, float] = field(default_factory=dict)  # fault id → bare watch saw its Event (epoch s)
+    signalled: dict[str, float] = field(default_factory=dict)  # job uid → bare subscriber saw its fault
     injected: dict[str, float] = field(default_factory=dict)  # fault id → injected (epoch s)
     poller: IncidentPoller | None = None
 
@@ -102,7 +110,8 @@ def start_sim(name: str, args: argparse.Namespace, env: dict[str, str], workdir:
     argv += ["--port", str(api_port), "--grpc-port", str(grpc_port), "--control-port", str(control_port)]
     argv += ["--kubeconfig", str(kubeconfig), "--scenario", str(scenario), "--seed", "27"]
     argv += ["--clock-speed", str(args.clock_speed)]
-    proc = _common.spawn(argv, cwd=REPO, env={**env, "LOG_LEVEL": "ERROR"}, stdout=log, stderr=log)
+    sim_env = {**env, "LOG_LEVEL": "ERROR", "SIM_CLUSTERD_EVENTS": "0" if args.strict else "1"}
+    proc = _common.spawn(argv, cwd=REPO, env=sim_env, stdout=log, stderr=log)
     sim = Sim(name, kubeconfig, proc, grpc_port, control_url=f"http://127.0.0.1:{control_port}")
     deadline = time.monotonic() + 600
     while b"simulated cluster running" not in (workdir / f"{name}.log").read_bytes():
@@ -142,6 +151,53 @@ def bare_watch(sim: Sim, stop: threading.Event, ready: threading.Event) -> None:
             if stop.is_set():
                 break
         response.release_conn()
+
+
+def bare_fault_stream(sim: Sim, stop: threading.Event, ready: threading.Event) -> None:
+    """The strict baseline: ClusterD's fault stream, the moment each job's first fault signal arrives."""
+    from apps.clusterd.client import FaultStream
+
+    stream = FaultStream(f"127.0.0.1:{sim.grpc_port}")
+
+    def close_at_stop() -> None:
+        stop.wait()
+        stream.close()
+
+    threading.Thread(target=close_at_stop, daemon=True).start()
+    ready.set()
+    for signal_ in stream:
+        now = time.time()
+        if signal_.job_id and signal_.signal_type != "normal" and signal_.nodes:
+            sim.signalled.setdefault(signal_.job_id, now)
+
+
+def strict_figures(cluster: Any, sim: Sim, since: Any, jobs: int) -> dict[str, Any]:
+    """Per job of the storm: the product's first ``fault.detected`` minus the bare subscriber's signal."""
+    from apps.events.models import Incident, JobEvent
+
+    first: dict[str, float] = {}
+    detections: dict[str, int] = {}
+    rows = JobEvent.objects.filter(job__cluster=cluster, kind="fault.detected", stored_at__gte=since)
+    for uid, stored in rows.values_list("job__uid", "stored_at"):
+        detections[uid] = detections.get(uid, 0) + 1
+        first[uid] = min(first.get(uid, float("inf")), stored.timestamp())
+    incidents: dict[str, int] = {}
+    for uid in Incident.objects.filter(job__cluster=cluster, opened_at__gte=since).values_list(
+        "job__uid", flat=True
+    ):
+        incidents[uid] = incidents.get(uid, 0) + 1
+    added = [first[uid] - at for uid, at in sim.signalled.items() if uid in first]
+    lost = [uid for uid in sim.signalled if uid not in first or not incidents.get(uid)]
+    duplicated = [uid for uid in sim.signalled if incidents.get(uid, 0) > 1 or detections.get(uid, 0) > 1]
+    return {
+        "faults": jobs,
+        "faults_signalled_by_clusterd": len(sim.signalled),
+        "added_s": summary(added),
+        "lost": len(lost),
+        "duplicated": len(duplicated),
+        "in_exactly_one_incident": len(sim.signalled) - len(lost) - len(duplicated),
+        "baseline": "bare subscriber to ClusterD's fault.Fault stream (no ClusterD Events)",
+    }
 
 
 def stored_faults(
@@ -380,7 +436,8 @@ def storm(args: argparse.Namespace, env: dict[str, str], workdir: Path) -> dict[
     ingester = start_ingester(cluster, env, workdir)
     wait_adopted(cluster, args.jobs)
     stop, ready = threading.Event(), threading.Event()
-    threading.Thread(target=bare_watch, args=(sim, stop, ready), daemon=True).start()
+    baseline = bare_fault_stream if args.strict else bare_watch
+    threading.Thread(target=baseline, args=(sim, stop, ready), daemon=True).start()
     ready.wait(30)
     time.sleep(2)  # the ingester's watches are past their initial lists
     since = timezone.now()
@@ -396,6 +453,8 @@ def storm(args: argparse.Namespace, env: dict[str, str], workdir: Path) -> dict[
     spent = ingester.cost()
     at = time.time()
     run = sim.post("/scenarios", json.dumps({"faults": faults}).encode(), "application/yaml")
+    if args.strict:
+        return strict_storm(args, sim, cluster, ingester, since, stop, spent, cpu, run)
     # The scenario injects in one thread; the ids come back in the Events (FaultDetected [...]).
     deadline = time.monotonic() + 60
     while len(sim.seen) < len(faults) and time.monotonic() < deadline:
@@ -410,6 +469,42 @@ def storm(args: argparse.Namespace, env: dict[str, str], workdir: Path) -> dict[
     result["scenario"] = run.get("id")
     result["faults_injected"] = len(faults)
     result["faults_shown_by_cluster"] = len(sim.seen)
+    result["sim_cpu_s"] = round(_cpu_seconds(sim.proc.pid) - cpu, 2)
+    result["goal_added_p99_s"] = GOAL_STORM_P99_S
+    return result
+
+
+def strict_storm(
+    args: argparse.Namespace,
+    sim: Sim,
+    cluster: Any,
+    ingester: Ingester,
+    since: Any,
+    stop: threading.Event,
+    spent: dict[str, float],
+    cpu: float,
+    run: Any,
+) -> dict[str, Any]:
+    """The storm against ClusterD's fault stream: wait for every job's signal and first detection."""
+    from apps.events.models import JobEvent
+
+    deadline = time.monotonic() + args.settle
+    while time.monotonic() < deadline:
+        stored = (
+            JobEvent.objects.filter(job__cluster=cluster, kind="fault.detected", stored_at__gte=since)
+            .values("job")
+            .distinct()
+            .count()
+        )
+        if len(sim.signalled) >= args.jobs and stored >= args.jobs:
+            break
+        time.sleep(0.5)
+    time.sleep(2)  # a duplicate would come now
+    stop.set()
+    spent_after = quiet_cost(ingester)
+    result = strict_figures(cluster, sim, since, args.jobs)
+    result["ingester_per_fault"] = cost_per_fault(spent, spent_after, max(1, len(sim.signalled)))
+    result["scenario"] = run.get("id")
     result["sim_cpu_s"] = round(_cpu_seconds(sim.proc.pid) - cpu, 2)
     result["goal_added_p99_s"] = GOAL_STORM_P99_S
     return result
@@ -600,7 +695,14 @@ def main() -> None:
     parser.add_argument(
         "--settle", type=float, default=120.0, help="seconds after the last fault for everything to be stored"
     )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="storm mode: ClusterD writes no Events (as the real one); timed against its fault stream",
+    )
     args = parser.parse_args()
+    if args.strict and args.mode != "storm":
+        parser.error("--strict is for --mode storm")
     database_url = fresh_database("bench_storm")
     _, redis_url = start_redis()
     env = product_env(database_url, REDIS_URL=redis_url, EVENTS_WATCH_TIMEOUT_SECONDS="30")
