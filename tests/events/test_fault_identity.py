@@ -133,6 +133,19 @@ def _incident_view(job: TrainingJob) -> list[tuple[Any, ...]]:
     return view
 
 
+def _with_reference_in_order(job: TrainingJob, report: Any) -> tuple[IngestStore, TrainingJob, datetime]:
+    """A second job of the cluster given the same fault in order (its report, then the outcome): what
+    ``job``'s incident must look like whatever order its own reports come in."""
+    in_order = TrainingJob.objects.create(
+        cluster=job.cluster, namespace="team", name="in-order", uid=str(uuid.uuid4()), replicas={"Worker": 1}
+    )
+    t0 = timezone.now() - timedelta(minutes=5)
+    store = IngestStore(job.cluster)
+    report(store, in_order, "fault-1", t0)
+    handled(store, in_order, t0)
+    return store, in_order, t0
+
+
 @pytest.mark.parametrize("late_source", [event_fault, clusterd_fault])
 def test_a_fault_reported_after_its_outcome_is_stored_in_that_incident(
     job: TrainingJob, late_source: Any
@@ -142,13 +155,7 @@ def test_a_fault_reported_after_its_outcome_is_stored_in_that_incident(
     the incident its outcome opened gets the fault.detected it would have had in order. It used to
     be folded in as a "late copy" and stored nowhere: the short soak's failure with 20 incidents
     without their fault.detected (stop 36)."""
-    in_order = TrainingJob.objects.create(
-        cluster=job.cluster, namespace="team", name="in-order", uid=str(uuid.uuid4()), replicas={"Worker": 1}
-    )
-    t0 = timezone.now() - timedelta(minutes=5)
-    store = IngestStore(job.cluster)
-    late_source(store, in_order, "fault-1", t0)
-    handled(store, in_order, t0)
+    store, in_order, t0 = _with_reference_in_order(job, late_source)
 
     handled(store, job, t0)  # the outcome first: it opens (and closes) the incident
     late_source(store, job, "fault-1", t0)
@@ -165,13 +172,7 @@ def test_a_fault_reported_after_its_outcome_is_stored_in_that_incident(
 def test_a_strategy_reported_after_its_outcome_joins_that_incident(job: TrainingJob) -> None:
     """The strategy's Event lagged the PodGroup's outcome: it belongs to the incident that closed
     after it happened, not to a new incident that nothing would ever close."""
-    in_order = TrainingJob.objects.create(
-        cluster=job.cluster, namespace="team", name="in-order", uid=str(uuid.uuid4()), replicas={"Worker": 1}
-    )
-    t0 = timezone.now() - timedelta(minutes=5)
-    store = IngestStore(job.cluster)
-    event_fault(store, in_order, "fault-1", t0)
-    handled(store, in_order, t0)
+    store, in_order, t0 = _with_reference_in_order(job, event_fault)
 
     event_fault(store, job, "fault-1", t0)
     observe(store, job, kinds.RECOVERY_SUCCEEDED, t0 + timedelta(seconds=2), "podgroup", strategy="retry")

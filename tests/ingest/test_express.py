@@ -61,7 +61,7 @@ def applier(job: TrainingJob, monkeypatch: pytest.MonkeyPatch) -> Iterator[Appli
     thread.join(10)
 
 
-def fault_event(job: TrainingJob, rv: int, fault_id: str) -> Item:
+def fault_event(job: TrainingJob, rv: int, fault_id: str, code: str = "80E01801") -> Item:
     obj = {
         "metadata": {
             "name": f"llama.{rv}",
@@ -72,7 +72,7 @@ def fault_event(job: TrainingJob, rv: int, fault_id: str) -> Item:
         "involvedObject": {"kind": "AscendJob", "namespace": "team", "name": "llama", "uid": job.uid},
         "reason": "FaultDetected",
         "type": "Warning",
-        "message": f"node fault (code 80E01801, level RestartBusiness) on pod rank 1 [{fault_id}]",
+        "message": f"node fault (code {code}, level RestartBusiness) on pod rank 1 [{fault_id}]",
         "count": 1,
         "lastTimestamp": timezone.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
@@ -101,6 +101,12 @@ def fault_signal(job: TrainingJob, position: int) -> Item:
     return Item(CLUSTERD_SOURCE, CLUSTERD_SOURCE, "SIGNAL", signal, str(position), timezone.now())
 
 
+def streams_pass(applier: Applier, job: TrainingJob, version: int) -> None:
+    """Every watched stream's bookmark at ``version``: what is older is due in order."""
+    for source in sources_of(job.cluster):
+        applier.feed.put(Item(source, source.split(":")[0], "BOOKMARK", {}, str(version), timezone.now()))
+
+
 def detections(job: TrainingJob) -> int:
     return JobEvent.objects.filter(job=job, kind=kinds.FAULT_DETECTED).count()
 
@@ -114,8 +120,7 @@ def test_a_first_fault_event_is_stored_on_arrival_and_once(job: TrainingJob, app
     assert cursor_load(job.cluster, "events:team") == ""  # the cursor waits for the in-order pass
 
     # The other streams pass version 101: in order, the Event is recognised and its cursor moves.
-    for source in sources_of(job.cluster):
-        applier.feed.put(Item(source, source.split(":")[0], "BOOKMARK", {}, "200", timezone.now()))
+    streams_pass(applier, job, 200)
     wait_for(lambda: cursor_load(job.cluster, "events:team") == "200", 10, "the cursor in order")
     assert detections(job) == 1 and Incident.objects.filter(job=job).count() == 1
 
@@ -125,13 +130,10 @@ def test_a_fault_of_a_job_with_an_open_incident_waits_for_order(job: TrainingJob
     wait_for(lambda: detections(job) == 1, 10, "the first fault on arrival")
     # A second fault of another code while the first incident is open: an older outcome may still
     # be in flight on a quiet stream and close the first incident before it; so it waits.
-    second = fault_event(job, 102, "fault-2")
-    second.obj["message"] = "node fault (code 81078603, level RestartBusiness) on pod rank 1 [fault-2]"
-    applier.feed.put(second)
+    applier.feed.put(fault_event(job, 102, "fault-2", code="81078603"))
     time.sleep(1.5)
     assert detections(job) == 1 and applier.expressed == 1
-    for source in sources_of(job.cluster):
-        applier.feed.put(Item(source, source.split(":")[0], "BOOKMARK", {}, "200", timezone.now()))
+    streams_pass(applier, job, 200)
     wait_for(lambda: detections(job) == 2, 10, "the second fault in order")
 
 
@@ -157,8 +159,7 @@ def test_a_first_clusterd_fault_signal_is_stored_on_arrival(job: TrainingJob, ap
     applier.feed.put(fault_signal(job, 150))
     wait_for(lambda: detections(job) == 1, 10, "ClusterD's report before the 30-s hold")
     assert applier.expressed == 1
-    for source in sources_of(job.cluster):
-        applier.feed.put(Item(source, source.split(":")[0], "BOOKMARK", {}, "200", timezone.now()))
+    streams_pass(applier, job, 200)
     time.sleep(0.5)
     assert detections(job) == 1 and Incident.objects.filter(job=job).count() == 1
 
@@ -198,13 +199,10 @@ def test_a_fault_waits_while_an_older_report_of_its_job_is_held(job: TrainingJob
     old.obj["lastTimestamp"] = (timezone.now() - timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
     applier.feed.put(old)  # held: no stream passed version 40, and it is too old to go at once
     time.sleep(0.2)
-    live = fault_event(job, 101, "fault-live")
-    live.obj["message"] = "node fault (code 81078603, level RestartBusiness) on pod rank 1 [fault-live]"
-    applier.feed.put(live)
+    applier.feed.put(fault_event(job, 101, "fault-live", code="81078603"))
     time.sleep(1.5)
     assert detections(job) == 0 and applier.expressed == 0
-    for source in sources_of(job.cluster):
-        applier.feed.put(Item(source, source.split(":")[0], "BOOKMARK", {}, "200", timezone.now()))
+    streams_pass(applier, job, 200)
     wait_for(lambda: detections(job) == 2, 10, "both faults in order")
 
 
@@ -222,8 +220,7 @@ def test_another_jobs_backlog_does_not_hold_a_first_fault(
     monkeypatch.setattr(Applier, "apply_one", slow_apply)
     for rv in range(40, 50):  # a backlog on one stream, due at once: every stream passed 50
         applier.feed.put(Item("podgroups:team", "podgroups", "BOOKMARK", {}, str(rv), timezone.now()))
-    for source in sources_of(job.cluster):
-        applier.feed.put(Item(source, source.split(":")[0], "BOOKMARK", {}, "50", timezone.now()))
+    streams_pass(applier, job, 50)
     time.sleep(0.2)
     started = time.monotonic()
     applier.feed.put(fault_event(job, 101, "fault-1"))  # taken in after the first backlog item
