@@ -53,11 +53,20 @@ def cluster(strict_sim: SimCluster) -> Iterator[Cluster]:
 
 
 @pytest.mark.parametrize(
-    ("strategies", "fault_type", "strategy"),
-    [("retry,recover,dump", "uce", "retry"), ("recover", "normal", "recover")],
+    ("strategies", "fault_type", "recovers", "tried"),
+    [
+        ("retry,recover,dump", "uce", True, ["retry"]),
+        ("recover", "normal", True, ["recover"]),
+        ("retry,recover,dump", "uce", [False, True], ["retry", "recover"]),  # retry failed, then recover
+    ],
 )
 def test_an_incident_from_real_sources_only(
-    strict_sim: SimCluster, cluster: Cluster, strategies: str, fault_type: str, strategy: str
+    strict_sim: SimCluster,
+    cluster: Cluster,
+    strategies: str,
+    fault_type: str,
+    recovers: bool | list[bool],
+    tried: list[str],
 ) -> None:
     assert strict_sim.clusterd is not None
     kube = strict_sim.clusterd.kube
@@ -76,7 +85,7 @@ def test_an_incident_from_real_sources_only(
     ingester.start()
     try:
         wait_for(lambda: ingester.live, 30, "the ingester past its warm-up")
-        strict_sim.inject_fault(namespace, "llama", rank=1, fault_type=fault_type, recovers=True)
+        strict_sim.inject_fault(namespace, "llama", rank=1, fault_type=fault_type, recovers=recovers)
         incident = wait_for(
             lambda: Incident.objects.filter(job=job).exclude(closed_at=None).first(),
             60,
@@ -93,6 +102,6 @@ def test_an_incident_from_real_sources_only(
     assert kinds.STRATEGY_CHOSEN not in stored
     assert Incident.objects.filter(job=job).count() == 1
     assert incident.outcome == "recovered"
-    assert incident.strategies == [strategy]  # known from its result
+    assert incident.strategies == tried  # known from their results
     assert incident.decided_at is None and incident.decide_ms is None  # not observable here
     assert incident.detect_ms is not None and incident.recover_ms is not None
