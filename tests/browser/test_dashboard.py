@@ -173,6 +173,9 @@ class DashboardBrowserTests(browser.BrowserTestCase):
         self.assertEqual(self.shown_seqs(), [1, 2, 3])
         self.assertEqual(self.page.locator("#incidents .incident").count(), 3)
         self.assertEqual(self.page.locator("#chart svg circle").count(), 3)
+        # A closed incident whose decide time the cluster never reported says so (not a bare dash).
+        self.assertIn("decide not reported", self.page.inner_text('#incidents [aria-label="Incident 1"]'))
+        self.assertIn("decide 2.5 s", self.page.inner_text('#incidents [aria-label="Incident 2"]'))
         started = time.monotonic()
         self.record(
             job,

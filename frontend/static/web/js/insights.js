@@ -37,8 +37,19 @@ export function renderIncidents(container, incidents) {
       (incident.ranks || []).length ? h("div", { class: "hint" }, `Ranks ${incident.ranks.join(", ")}`,
         (incident.nodes || []).length ? ` on ${incident.nodes.join(", ")}` : "") : null,
       bar,
-      h("div", { class: "hint" }, `detect ${fmtMs(d.detect)} · decide ${fmtMs(d.decide)} · recover ${fmtMs(d.recover)}`)));
+      h("div", { class: "hint" }, `detect ${fmtMs(d.detect)} · `, decideText(incident, d.decide),
+        ` · recover ${fmtMs(d.recover)}`)));
   }
+}
+
+// A closed incident without a decide time: the cluster never said when the strategy was chosen (real
+// ClusterD tells TaskD only, and writes no Kubernetes Event; in platform mode our decider answers, so
+// it is known). Said so, instead of a dash that reads as "still deciding".
+function decideText(incident, ms) {
+  if (ms !== null && ms !== undefined) return `decide ${fmtMs(ms)}`;
+  if (!incident.closed_at) return "decide —";
+  return h("span", { title: "The cluster did not report when the strategy was chosen: ClusterD tells " +
+    "TaskD only. In platform mode the decider's answer gives it." }, "decide not reported");
 }
 
 const BUDGET_ROWS = [
