@@ -25,14 +25,12 @@ from collections import Counter
 
 from django.utils import timezone
 
-from apps.cluster.timestamps import parse_k8s_time
 from apps.clusterd.client import FaultSignal
+from apps.events import kinds
 from apps.ingest import clusterd_faults
 from apps.ingest.items import Item
-from apps.ingest.k8s_events import event_job
+from apps.ingest.k8s_events import REASONS, event_job, event_time
 from apps.ingest.observation import JobRef
-
-FAULT_REASON = "FaultDetected"  # k8s_events.REASONS: the Event that reports a fault
 
 
 def recent(item: Item, seconds: float) -> bool:
@@ -41,7 +39,7 @@ def recent(item: Item, seconds: float) -> bool:
     if item.is_signal:
         return True
     obj = item.obj if isinstance(item.obj, dict) else {}
-    stamp = parse_k8s_time(obj.get("eventTime") or obj.get("lastTimestamp") or obj.get("firstTimestamp"))
+    stamp = event_time(obj)
     return stamp is not None and abs((timezone.now() - stamp).total_seconds()) <= seconds
 
 
@@ -55,7 +53,8 @@ def fault_report_job(item: Item) -> JobRef | None:
     if item.resource != "events" or item.event_type not in ("ADDED", "MODIFIED"):
         return None
     obj = item.obj if isinstance(item.obj, dict) else {}
-    return event_job(obj) if obj.get("reason") == FAULT_REASON else None
+    rule = REASONS.get(str(obj.get("reason", "")))  # the one table of what each Event reason means
+    return event_job(obj) if rule is not None and rule.kind == kinds.FAULT_DETECTED else None
 
 
 class HeldFaults:

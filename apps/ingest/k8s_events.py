@@ -117,6 +117,15 @@ def event_job(event: dict[str, Any]) -> JobRef | None:
     return JobRef(namespace, str(involved.get("name", "")), str(involved.get("uid", "")))
 
 
+def event_time(event: dict[str, Any]) -> datetime | None:
+    """When the Event last happened: ``eventTime`` (events.k8s.io), else ``lastTimestamp`` or
+    ``firstTimestamp`` (core/v1), else when the object was created."""
+    meta = event.get("metadata") or {}
+    return parse_k8s_time(
+        event.get("eventTime") or event.get("lastTimestamp") or event.get("firstTimestamp")
+    ) or parse_k8s_time(meta.get("creationTimestamp"))
+
+
 def event_observations(event: dict[str, Any], received_at: datetime) -> list[Observation]:
     """Zero or one observation for one Event (``ADDED`` or ``MODIFIED`` with a higher ``count``)."""
     job = event_job(event)
@@ -130,9 +139,7 @@ def event_observations(event: dict[str, Any], received_at: datetime) -> list[Obs
     message = str(event.get("message") or event.get("note") or "")
     meta = event.get("metadata") or {}
     count = event.get("count") or (event.get("series") or {}).get("count") or 1
-    stamp = parse_k8s_time(
-        event.get("eventTime") or event.get("lastTimestamp") or event.get("firstTimestamp")
-    ) or parse_k8s_time(meta.get("creationTimestamp"))
+    stamp = event_time(event)
     data = {"reason": reason, **rule.parse(message)}
     kind = rule.kind
     if kind in (kinds.RECOVERY_SUCCEEDED, kinds.RECOVERY_FAILED) and data.get("status"):
