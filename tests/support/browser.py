@@ -6,6 +6,7 @@ Run them in their own pytest process: ``pytest -m browser tests/browser``.
 
 from __future__ import annotations
 
+import time
 import unittest
 import uuid
 from datetime import timedelta
@@ -14,6 +15,8 @@ from typing import Any
 from channels.testing import ChannelsLiveServerTestCase
 from daphne.testing import DaphneProcess
 from django.contrib.auth.models import User
+from django.core.management.base import CommandError
+from django.db import OperationalError, connection
 from django.utils import timezone
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
@@ -117,6 +120,24 @@ class ServerProcess(DaphneProcess):
             self.kill()
 
 
+def _database_quiet() -> bool:
+    """No other session of this database is running a statement or holding a transaction open."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND pid <> pg_backend_pid() AND state IN ('active', 'idle in transaction')"
+        )
+        row = cursor.fetchone()
+    return row is not None and row[0] == 0
+
+
+def _wait_database_quiet(seconds: float = 15.0) -> None:
+    """Up to ``seconds`` for ``_database_quiet``; then the flush goes ahead (and is retried)."""
+    deadline = time.monotonic() + seconds
+    while not _database_quiet() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 class BrowserTestCase(ChannelsLiveServerTestCase):
     """A live ASGI server (Daphne, forked), the Kubernetes API emulator, and headless Chromium through
     Playwright; a superuser ``ada`` and a default cluster per test, and helpers to seed jobs and events."""
@@ -173,6 +194,27 @@ class BrowserTestCase(ChannelsLiveServerTestCase):
             for queue in ("push", "slow", "default"):
                 conn.default_channel.queue_purge(queue)
         self.assertEqual(self.page_errors, [], "JavaScript errors on the page")
+
+    def _fixture_teardown(self) -> None:
+        """Empty the tables once the live server is done with them.
+
+        Closing the browser does not stop a request the server is still answering: its transaction
+        may take row locks (``SELECT ... FOR UPDATE``) on tables the flush's ``TRUNCATE`` has already
+        locked, and PostgreSQL then ends the flush as a deadlock (a fresh-clone run of stop 36, in
+        the fleet test's teardown); the next test then found the last one's user. So wait until no
+        other session of this database is inside a statement or a transaction, and retry a flush
+        that lost a deadlock anyway.
+        """
+        _wait_database_quiet()
+        for attempt in range(3):
+            try:
+                super()._fixture_teardown()
+                return
+            except (OperationalError, CommandError) as exc:
+                if attempt == 2 or "deadlock" not in str(exc.__cause__ or exc).lower():
+                    raise
+                connection.close()  # the failed flush left its transaction aborted
+                _wait_database_quiet()
 
     # --- helpers ----------------------------------------------------------------------------------
     def url(self, path: str) -> str:
