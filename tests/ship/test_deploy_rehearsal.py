@@ -403,6 +403,27 @@ def scrape(pod: Pod, port: str) -> dict[str, list[Any]]:
     return {family.name: family.samples for family in text_string_to_metric_families(text)}
 
 
+# A pool's processes (the worker's prefork children, the decider's shards) start serving after their
+# fork, which the pod's readiness does not wait for: a worker is ready once its consumer is connected
+# (apps/core/celery_heartbeat.py), and the pool forks beside it. Prometheus sees such a port down for
+# one scrape and up on the next (every 30 s: deploy/monitoring/servicemonitor.yaml), so the
+# check allows a port that long to come up, and names the pod, the port and its log if it never does.
+PORT_UP_SECONDS = 30.0
+
+
+def scrape_when_up(pod: Pod, port: str) -> dict[str, list[Any]]:
+    def attempt() -> dict[str, list[Any]] | None:
+        try:
+            return scrape(pod, port)
+        except OSError:  # refused (not listening yet) or reset; URLError is an OSError
+            return None
+
+    try:
+        return wait_for(attempt, PORT_UP_SECONDS, f"{pod.root.name}'s port {port}", interval=0.2)
+    except AssertionError as timed_out:
+        raise AssertionError(f"{timed_out}; its log:\n{pod.log_tail()}") from None
+
+
 def holders_by_metrics(pods: list[Pod], kind: str) -> dict[str, list[str]]:
     """Cluster -> the pods whose main process reports holding its ``kind`` lease."""
     held: dict[str, list[str]] = {}
@@ -424,7 +445,7 @@ def test_every_monitored_pod_serves_metrics_and_each_cluster_is_held_by_one_repl
     scraped = 0
     for pod in pods:
         for port in [name for name in pod.ports if name.startswith("metrics")]:
-            assert scrape(pod, port), (pod.root.name, port)
+            assert scrape_when_up(pod, port), (pod.root.name, port)
             scraped += 1
     monitored = {pod.component for pod in pods if "metrics" in pod.ports}
     assert monitored == {"ingester", "decider", "worker", "admission"}
