@@ -57,6 +57,7 @@ class SimCluster:
         nodes: int | None = None,
         npus_per_node: int = 8,
         clusterd_events: bool | None = None,
+        clusterd_fault_ids: bool | None = None,
     ) -> None:
         if random_fault_rate_per_min < 0:
             raise ValueError("random_fault_rate_per_min must be >= 0")
@@ -78,6 +79,11 @@ class SimCluster:
         if clusterd_events is None:
             clusterd_events = os.environ.get("SIM_CLUSTERD_EVENTS", "1") != "0"
         self.clusterd_events = clusterd_events
+        # Whether ClusterD's fault signals name each fault in ``faultReason`` (a real one does not:
+        # ClusterD.names_faults); None: SIM_CLUSTERD_FAULT_IDS ("0" or "1"), else as the Events.
+        if clusterd_fault_ids is None and os.environ.get("SIM_CLUSTERD_FAULT_IDS", "") in ("0", "1"):
+            clusterd_fault_ids = os.environ["SIM_CLUSTERD_FAULT_IDS"] == "1"
+        self.clusterd_fault_ids = clusterd_events if clusterd_fault_ids is None else clusterd_fault_ids
         # The API server's AdmissionConfiguration (the client certificate it shows webhooks).
         self.admission_config = str(admission_config) if admission_config else None
         self._kubeconfig_arg = Path(kubeconfig_path) if kubeconfig_path else None
@@ -124,6 +130,7 @@ class SimCluster:
             seed=self.seed,
             spare_resources=self.spare_resources,
             writes_events=self.clusterd_events,
+            names_faults=self.clusterd_fault_ids,
         )
         self.clusterd.start()
         self.grpc = ClusterDGrpcServer(self.clusterd, host=self.host, port=self.grpc_port)

@@ -49,8 +49,15 @@ PUBLIC_FAULT_KINDS: Final = {"NPU": "normal", "Node": "node", "Network": "hccl",
 _STREAM_POLL_S: Final = 0.25
 
 
-def _fault_signal(job_uid: str, faults: list[ActiveFault]) -> fault_pb2.FaultMsgSignal:
-    """One FaultMsgSignal for a job: ``fault`` with its nodes and devices, or ``normal`` when healthy."""
+def _fault_signal(
+    job_uid: str, faults: list[ActiveFault], names_faults: bool = False
+) -> fault_pb2.FaultMsgSignal:
+    """One FaultMsgSignal for a job: ``fault`` with its nodes and devices, or ``normal`` when healthy.
+
+    Real ClusterD leaves each device's ``faultReason`` empty (component/clusterd/pkg/application/
+    faultmanager/faultclusterprocess/cluster_fault_processor.go:234, ``FaultReason: nil``); with
+    ``names_faults`` the simulator puts the injected fault's id there (``ClusterD.names_faults``).
+    """
     if not faults:
         return fault_pb2.FaultMsgSignal(uuid=str(uuid.uuid4()), jobId=job_uid, signalType="normal")
     nodes: dict[str, fault_pb2.NodeFaultInfo] = {}
@@ -75,7 +82,7 @@ def _fault_signal(job_uid: str, faults: list[ActiveFault]) -> fault_pb2.FaultMsg
                 faultCodes=[rank.code] if rank.code else [],
                 faultLevel=rank.level or "RestartBusiness",
                 faultType=[fault.spec.kind],
-                faultReason=[fault.spec.id],
+                faultReason=[fault.spec.id] if names_faults else [],
                 faultLevels=[rank.level or "RestartBusiness"],
             )
         )
@@ -141,10 +148,13 @@ class FaultService:
     def _snapshot(self, job_id: str) -> list[Any]:
         faults = self.cd.fault_snapshot()
         if job_id:
-            return [_fault_signal(job_id, faults.get(job_id, []))]
+            return [self._signal(job_id, faults.get(job_id, []))]
         if not faults:
-            return [_fault_signal("", [])]
-        return [_fault_signal(uid, items) for uid, items in sorted(faults.items())]
+            return [self._signal("", [])]
+        return [self._signal(uid, items) for uid, items in sorted(faults.items())]
+
+    def _signal(self, job_uid: str, faults: list[ActiveFault]) -> fault_pb2.FaultMsgSignal:
+        return _fault_signal(job_uid, faults, self.cd.names_faults)
 
     def SubscribeFaultMsgSignal(self, request: Any, context: Any) -> Iterator[Any]:
         job_id = request.jobId
@@ -162,7 +172,7 @@ class FaultService:
                 uid, faults = item
                 if job_id and uid != job_id:
                     continue
-                yield _fault_signal(uid, faults)
+                yield self._signal(uid, faults)
         finally:
             sub.close()
 
@@ -184,13 +194,13 @@ class FaultService:
                 return fault_pb2.FaultQueryResult(
                     code=QUERY_OK, info=f"job with jobId: {job_id} not found fault info"
                 )
-            signal = _fault_signal(job_id, faults[job_id])
+            signal = self._signal(job_id, faults[job_id])
         else:
             signal = fault_pb2.FaultMsgSignal(
                 uuid=str(uuid.uuid4()), signalType="fault" if faults else "normal"
             )
             for uid, items in sorted(faults.items()):
-                signal.nodeFaultInfo.extend(_fault_signal(uid, items).nodeFaultInfo)
+                signal.nodeFaultInfo.extend(self._signal(uid, items).nodeFaultInfo)
         return fault_pb2.FaultQueryResult(code=QUERY_OK, info="ok", faultSignal=signal)
 
 

@@ -8,7 +8,10 @@ every incident must come from what a real cluster has: ClusterD's fault stream
 (``GetFaultMsgSignal``/``SubscribeFaultMsgSignal``), ``reset-config-<job>`` (source facts D12) and the
 PodGroup's ``ProcessRecoverStatus`` (controller.go:1400-1413, D1). The strategy tried is known from
 its result; when it was decided is not observable there (platform mode observes it: the decider
-answers).
+answers). Nor does a fault signal name its fault: real ClusterD leaves each device's ``faultReason``
+empty (component/clusterd/pkg/application/faultmanager/faultclusterprocess/
+cluster_fault_processor.go:234), and so does this cluster, so reports are matched by signature and
+time, never by an id.
 """
 
 from __future__ import annotations
@@ -97,6 +100,9 @@ def test_an_incident_from_real_sources_only(
     assert not clusterd_reasons & set(event_reasons(kube, live)), "the cluster wrote ClusterD Events"
     stored = {event.kind: event.source for event in JobEvent.objects.filter(job=job)}
     assert stored[kinds.FAULT_DETECTED] == "clusterd"  # the fault stream
+    (detected,) = JobEvent.objects.filter(job=job, kind=kinds.FAULT_DETECTED)
+    assert "fault_reasons" not in detected.data  # faultReason empty, as from a real ClusterD
+    assert incident.fault["fault_ids"] == []
     assert stored[kinds.TRAINING_STOPPED] == "reset-config"
     assert stored[kinds.RECOVERY_SUCCEEDED] == "podgroup"  # ProcessRecoverStatus=<strategy>-success
     assert kinds.STRATEGY_CHOSEN not in stored

@@ -221,3 +221,38 @@ def test_public_fault_hits_the_job_on_that_node(sim, kube, channel) -> None:
     assert "FaultDetected" in event_reasons(kube, job)
     bad = pubfault_pb2.PublicFaultRequest(version="1.0", faults=[pubfault_pb2.Fault(faultType="Cosmic")])
     assert stub.SendPublicFault(bad).code == 400
+
+
+def test_a_fault_signal_names_its_fault_only_where_asked(sim, kube, channel) -> None:
+    """Real ClusterD leaves a device's ``faultReason`` empty (component/clusterd/pkg/application/
+    faultmanager/faultclusterprocess/cluster_fault_processor.go:234, ``FaultReason: nil``). The
+    narrative cluster (its Events on, the default) names the injected fault there; a cluster without
+    ClusterD's Events does not, unless asked for the ids alone (a benchmark matching what it injected)."""
+    assert sim.clusterd is not None
+    stub = fault_pb2_grpc.FaultStub(channel)
+    job = create_job(kube, make_job("grpc-reason"))
+    uid = job["metadata"]["uid"]
+    stream = StreamReader(stub.SubscribeFaultMsgSignal(fault_pb2.ClientInfo(jobId=uid, role="dashboard")))
+    named = sim.clusterd.names_faults
+    try:
+        for names_faults in (True, False):
+            sim.clusterd.names_faults = names_faults
+            fault_id = sim.inject_fault("default", "grpc-reason", rank=1, fault_type="uce", recovers=True)
+            signal = stream.until(
+                lambda m: (
+                    m.signalType == "fault"
+                    and any(d.faultCodes for n in m.nodeFaultInfo for d in n.faultDevice)
+                )
+            )
+            reasons = [r for n in signal.nodeFaultInfo for d in n.faultDevice for r in d.faultReason]
+            assert reasons == ([fault_id] if names_faults else [])
+            assert sim.wait_idle(20)
+    finally:
+        sim.clusterd.names_faults = named
+        stream.cancel()
+
+
+def test_the_cluster_without_events_names_no_fault_by_default() -> None:
+    assert SimCluster(clusterd_events=False).clusterd_fault_ids is False
+    assert SimCluster().clusterd_fault_ids is True
+    assert SimCluster(clusterd_events=False, clusterd_fault_ids=True).clusterd_fault_ids is True
