@@ -28,6 +28,10 @@ FIELD_MANAGER = "mindcluster-recovery-control-plane"
 MERGE_PATCH = "application/merge-patch+json"
 # Connect / read timeouts for single calls; watches set their own.
 REQUEST_TIMEOUT = (5.0, 20.0)
+# The first item of every watch call: the server answered it (status and headers, flushed by
+# kube-apiserver before any event: staging/src/k8s.io/apiserver/pkg/endpoints/handlers/watch.go,
+# WatchServer.HandleHTTP), so the changes since the version asked for are arriving now.
+OPENED = "OPENED"
 _PERMANENT_STATUSES = frozenset({400, 401, 403, 404, 405, 406, 410, 413, 415, 422})
 
 
@@ -452,7 +456,10 @@ def watch_resource(
     field_selector: str = "",
     timeout_seconds: int = 60,
 ) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Yield ``(type, object)`` from one watch call, bookmarks included (they only advance the rv).
+    """Yield ``(type, object)`` from one watch call, bookmarks included (they only advance the rv),
+    and first ``(OPENED, {})`` once the server has answered the call (its status and headers): a watch
+    from a resourceVersion gets the changes since that version first, so from then on the backlog is
+    arriving (kube-apiserver's watch handler flushes the headers before it sends any event).
 
     The stream's lines are decoded as plain JSON: the client's own ``Watch`` would also build its
     model objects for core resources (Events, ConfigMaps) and re-encode custom ones, which cost most
@@ -474,6 +481,7 @@ def watch_resource(
     response: Any = None
     try:
         response = fn(*args, **kwargs)
+        yield OPENED, {}
         for line in k8s_watch.watch.iter_resp_lines(response):
             if not line or line.isspace():
                 continue

@@ -57,6 +57,9 @@ class WatchHandler:
     def bookmark(self, resource_version: str) -> None:
         """The server has sent everything up to ``resource_version`` (requested by the loop)."""
 
+    def opened(self) -> None:
+        """A watch call was answered: the changes since its version come first, from now on."""
+
     def watch_ended(self) -> None:
         """One watch call ended normally (its timeout): whatever backlog there was has been delivered."""
 
@@ -132,6 +135,9 @@ class WatchLoop:
             field_selector=self.target.field_selector,
             timeout_seconds=self.watch_timeout,
         ):
+            if event_type == kube.OPENED:
+                self.handler.opened()
+                continue
             rv = str((obj.get("metadata") or {}).get("resourceVersion") or self.resource_version)
             self.resource_version = rv
             if event_type == BOOKMARK:

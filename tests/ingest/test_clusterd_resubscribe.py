@@ -7,7 +7,7 @@ sent while the stream was down) kept a stale set, and every later fault on the s
 "not new": never detected from ClusterD. Seen in the suite's short soak (two jobs, 20 incidents
 with no fault.detected, a leader that lost its lease mid-run). The follower now asks ClusterD about
 every job it last knew with faults (``GetFaultMsgSignal``; a job without fault info is answered 200
-with no signal: component/clusterd/pkg/application/fault/grpc_service.go:207-214) — since stop 37
+with no signal: component/clusterd/pkg/application/fault/grpc_service.go:207-214) — since stop 36
 beside the stream, after its opening snapshot, not before subscribing: ClusterD answers 10 questions
 a second (grpc_service.go:46-48), and a fault that came and went while a hundred were asked was never
 seen (the strict sustained benchmark's take-over lost 276 that way).
@@ -156,7 +156,7 @@ def test_a_fault_while_the_follower_asks_about_many_jobs_is_detected_at_once(
             "the job adopted",
         )
         wait_for(lambda: ingester.live, 30, "the ingester past its warm-up")
-        # Well inside the 15 s of questions (before stop 37 the stream was not even open yet).
+        # Well inside the 15 s of questions (before, the stream was not even open yet).
         assert time.monotonic() - begun < 10, "the set-up took too long to show anything"
         sim.inject_fault(namespace, "fresh", rank=1, fault_type="uce", recovers=[True])
         wait_for(
