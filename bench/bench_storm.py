@@ -575,6 +575,21 @@ def after_kill(sim: Sim, cluster: Any, since: Any, kill: Kill, window: float) ->
     return {"faults": len(due), "missing": len(due) - len(added), "added_s": summary(added)}
 
 
+def outside_kill_window(
+    pairs: list[tuple[Sim, Any]], since: Any, kill: Kill, window: float
+) -> dict[str, Any]:
+    """Added latency of every fault but the orphaned cluster's in ``window`` s after the kill: the
+    steady state, reported beside the whole run's figure (which includes the take-over)."""
+    added: list[float] = []
+    for sim, cluster in pairs:
+        first, _ = stored_faults(cluster, since, sim.poller.held if sim.poller else {})
+        for ident, seen in sim.seen.items():
+            in_window = sim.name == kill.cluster and kill.at <= seen < kill.at + window
+            if ident in first and ident in sim.injected and not in_window:
+                added.append(first[ident] - seen)
+    return summary(added)
+
+
 def sustained(args: argparse.Namespace, env: dict[str, str], workdir: Path) -> dict[str, Any]:
     """Two clusters, two ingesters competing for both leases (fair share: one each), ``--rate`` faults/s
     for ``--minutes``; with ``--kill-at S``, the holder of the first cluster is killed S s in."""
@@ -697,6 +712,11 @@ def sustained(args: argparse.Namespace, env: dict[str, str], workdir: Path) -> d
             "takeover_s": kill.takeover_s,
             "goal_takeover_s": GOAL_TAKEOVER_S,
             f"next_{KILL_WINDOW_S:.0f}s": after_kill(sims[0], pairs[0][1], since, kill, KILL_WINDOW_S)
+            if kill.at
+            else None,
+            f"added_s_outside_the_{KILL_WINDOW_S:.0f}s_after_it": outside_kill_window(
+                pairs, since, kill, KILL_WINDOW_S
+            )
             if kill.at
             else None,
         }
