@@ -43,6 +43,9 @@ log = logging.getLogger(__name__)
 LEASE_POLL_SECONDS = 1.0
 # A leader that lost its lease waits this long before competing again: longer than a standby's poll.
 LEASE_RETAKE_SECONDS = 3 * LEASE_POLL_SECONDS
+# A term's end waits this long in all for its threads (the applier first); ``stop`` this much more,
+# so the leader's term has ended and given the lease back when it returns.
+TERM_JOIN_SECONDS = 5.0
 
 
 class ClusterIngester:
@@ -58,6 +61,7 @@ class ClusterIngester:
         self.stop_event = stop or threading.Event()
         self.queue: queue.Queue[Item] = queue.Queue(maxsize=int(settings.EVENTS_INGEST_QUEUE))
         self.threads: list[threading.Thread] = []
+        self._leader: threading.Thread | None = None
         self.watch_timeout = int(settings.EVENTS_WATCH_TIMEOUT_SECONDS)
         self.backoff_max = settings.EVENTS_INGEST_BACKOFF_MAX_SECONDS
         self.db_retry_max = settings.EVENTS_INGEST_DB_RETRY_MAX_SECONDS
@@ -93,7 +97,7 @@ class ClusterIngester:
     # --- lifecycle --------------------------------------------------------------------------------
     def start(self) -> None:
         """Become the cluster's active ingester (or wait as a standby), then start the threads."""
-        self._spawn(self._lead, f"ingest-leader-{self.cluster.name}", self.stop_event)
+        self._leader = self._spawn(self._lead, f"ingest-leader-{self.cluster.name}", self.stop_event)
 
     def _lead(self) -> None:
         while not self.stop_event.is_set():
@@ -174,8 +178,15 @@ class ClusterIngester:
             self.term_backoff.reset()
         halt.set()
         self._close_clusterd()
+        # The applier first (it is term_threads[0]), for up to TERM_JOIN_SECONDS: the lease is given
+        # back only once it stopped storing. The watchers only read, and one blocked in a quiet watch
+        # ends only when its call does (its items go to this term's feed, which nobody applies), so
+        # together they get what is left of the same time, not that much each: with a join of 5 s
+        # per thread a graceful hand-over (a rolling update's SIGTERM, a fair-share release) kept the
+        # lease up to 5 s per quiet watch, half a minute.
+        deadline = time.monotonic() + TERM_JOIN_SECONDS
         for thread in term_threads:
-            thread.join(5.0)
+            thread.join(max(0.0, deadline - time.monotonic()))
         self.threads = [t for t in self.threads if t not in term_threads]
         with self._count_lock:
             self._applied_before += applier.applied
@@ -240,10 +251,12 @@ class ClusterIngester:
     def stopped(self) -> bool:
         return not any(thread.is_alive() for thread in self.threads)
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def stop(self, timeout: float = 2 * TERM_JOIN_SECONDS) -> None:
+        """Stop and wait up to ``timeout`` for the leader: its term ends its threads (a watcher blocked
+        in a quiet call is left to end with it) and gives the lease back."""
         self.request_stop()
-        for thread in list(self.threads):
-            thread.join(timeout)
+        if self._leader is not None:
+            self._leader.join(timeout)
 
 
 def _connection_fields(cluster: Cluster) -> tuple[object, ...]:
