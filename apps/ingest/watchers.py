@@ -206,7 +206,14 @@ class ClusterDFollower:
             # Jitter keeps many ingesters from reconnecting in step after a ClusterD restart.
             halt.wait(self.backoff.next_delay())
 
-    def _put(self, signal: FaultSignal, over: threading.Event, *, streamed: bool, asked: int = 0) -> bool:
+    def _heard_of(self, job_id: str) -> tuple[int, int]:
+        """What the current stream delivered about ``job_id``: its own signals, and whole-cluster ones
+        (a job id of "": a "normal" there clears every job). Called with the lock held."""
+        return self._streamed.get(job_id, 0), self._streamed.get("", 0)
+
+    def _put(
+        self, signal: FaultSignal, over: threading.Event, *, streamed: bool, asked: tuple[int, int] = (0, 0)
+    ) -> bool:
         """Put ``signal`` on the feed; a query's answer (``streamed=False``) only while its connection
         lasts and if the stream delivered nothing of its job since the question (``asked``)."""
         with self._lock:
@@ -216,7 +223,7 @@ class ClusterDFollower:
                 self._streamed[signal.job_id] = self._streamed.get(signal.job_id, 0) + 1
                 self._last_streamed = time.monotonic()
                 self._stream_heard.set()
-            elif self._streamed.get(signal.job_id, 0) != asked:
+            elif self._heard_of(signal.job_id) != asked:
                 return False
             position = self._server_position()
             self.feed.put(Item(CLUSTERD_SOURCE, CLUSTERD_SOURCE, SIGNAL, signal, position, timezone.now()))
@@ -266,9 +273,9 @@ class ClusterDFollower:
             if over.is_set() or self.feed.halt.is_set():
                 return
             with self._lock:
-                asked = self._streamed.get(job_id, 0)
-            if asked:
-                continue  # the stream named it: its state is current
+                asked = self._heard_of(job_id)
+            if any(asked):
+                continue  # the stream named it (or cleared every job): its state is current
             answer = self._query(job_id, over)
             if answer is not None:
                 self._put(answer, over, streamed=False, asked=asked)
