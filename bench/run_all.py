@@ -396,14 +396,18 @@ def _storm_rows(result: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
     if storm:
         added = storm.get("added_s") or {}
         bare = storm.get("bare_watch_after_injection_s") or {}
+        seen = (
+            f"{storm.get('faults_signalled_by_clusterd')} signalled by ClusterD"
+            if result.get("strict")
+            else f"bare watch {_fmt(bare.get('median'), 2)} / {_fmt(bare.get('p99'), 2)} s after injection"
+        )
         out.append(
             (
                 f"storm: {storm.get('faults')} jobs fault at once, added after {after} (s)",
                 _fmt(added.get("median"), 2),
                 _fmt(added.get("p99"), 2),
                 "p99 ≤ 1 s; each fault in one incident",
-                f"bare watch {_fmt(bare.get('median'), 2)} / {_fmt(bare.get('p99'), 2)} s after injection; "
-                f"{storm.get('in_exactly_one_incident')} of {storm.get('faults')} in one incident",
+                f"{seen}; {storm.get('in_exactly_one_incident')} of {storm.get('faults')} in one incident",
             )
         )
     sustained = result.get("sustained")
