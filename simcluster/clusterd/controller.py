@@ -158,7 +158,7 @@ class ClusterD:
         seed: int | None = None,
         spare_resources: bool = True,
         writes_events: bool = True,
-        names_faults: bool | None = None,
+        names_faults: bool = True,
     ) -> None:
         self.kube = Kube(kubeconfig_path)
         # Kubernetes Events from ClusterD (InitSuccess, FaultDetected, StrategyChosen, the outcomes):
@@ -167,10 +167,9 @@ class ClusterD:
         # off (``writes_events=False``, SIM_CLUSTERD_EVENTS=0) the cluster is as strict as a real one.
         self.writes_events = writes_events
         # Whether a fault signal names the injected fault in its device's ``faultReason``: real
-        # ClusterD leaves it empty (grpc_server._fault_signal). By default it goes with the Events:
-        # a cluster as strict as a real one has neither; a benchmark may ask for the ids alone, to
-        # match what it injected with what it got.
-        self.names_faults = writes_events if names_faults is None else names_faults
+        # ClusterD leaves it empty (grpc_server._fault_signal). SimCluster decides it
+        # (``clusterd_fault_ids``: by default as the Events).
+        self.names_faults = names_faults
         self.clock = clock
         self.operator = operator
         self.taskd = taskd

@@ -49,9 +49,7 @@ PUBLIC_FAULT_KINDS: Final = {"NPU": "normal", "Node": "node", "Network": "hccl",
 _STREAM_POLL_S: Final = 0.25
 
 
-def _fault_signal(
-    job_uid: str, faults: list[ActiveFault], names_faults: bool = False
-) -> fault_pb2.FaultMsgSignal:
+def _fault_signal(job_uid: str, faults: list[ActiveFault], *, names_faults: bool) -> fault_pb2.FaultMsgSignal:
     """One FaultMsgSignal for a job: ``fault`` with its nodes and devices, or ``normal`` when healthy.
 
     Real ClusterD leaves each device's ``faultReason`` empty (component/clusterd/pkg/application/
@@ -154,7 +152,7 @@ class FaultService:
         return [self._signal(uid, items) for uid, items in sorted(faults.items())]
 
     def _signal(self, job_uid: str, faults: list[ActiveFault]) -> fault_pb2.FaultMsgSignal:
-        return _fault_signal(job_uid, faults, self.cd.names_faults)
+        return _fault_signal(job_uid, faults, names_faults=self.cd.names_faults)
 
     def SubscribeFaultMsgSignal(self, request: Any, context: Any) -> Iterator[Any]:
         job_id = request.jobId
