@@ -111,7 +111,12 @@ def test_get_fault_msg_signal_queues_callers_then_refuses_with_an_error(channel)
             stub.GetFaultMsgSignal(fault_pb2.ClientInfo(jobId=""), timeout=0.3)
             outcomes.append("200")
         except grpc.RpcError as exc:
-            outcomes.append(f"{exc.code().name}: {exc.details()}")
+            if exc.code() is grpc.StatusCode.DEADLINE_EXCEEDED:
+                # Admitted to wait for a token, but the answer came after this caller's own 0.3 s
+                # (a loaded machine): grpc-go's client gives up the same way. Not a refusal.
+                outcomes.append("waited past its deadline")
+            else:
+                outcomes.append(f"{exc.code().name}: {exc.details()}")
 
     callers = [threading.Thread(target=ask) for _ in range(25)]
     for caller in callers:
@@ -119,7 +124,7 @@ def test_get_fault_msg_signal_queues_callers_then_refuses_with_an_error(channel)
     for caller in callers:
         caller.join(10)
     refused = "UNKNOWN: rate limited, there is too many requests, please retry later"
-    assert set(outcomes) == {"200", refused}, outcomes
+    assert set(outcomes) - {"waited past its deadline"} == {"200", refused}, outcomes
     assert outcomes.count("200") >= 10 and outcomes.count(refused) >= 5
 
 
