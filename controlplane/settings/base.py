@@ -180,6 +180,17 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_b
         "max_size": env_int("DB_POOL_MAX", 8, minimum=1),
         "timeout": 10,
     }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool(
+    "DB_PREPARED_STATEMENTS", default=True
+):
+    # Parameters bound by the server, and a statement run DB_PREPARE_THRESHOLD times on a connection
+    # prepared there, so PostgreSQL plans it once per connection instead of on every execution. For
+    # the job detail's two statements planning was most of PostgreSQL's CPU: 0.33 + 0.71 ms -> 0.18 +
+    # 0.23 ms (bench/bench_api.py's roles, #26). Off behind a PgBouncer older than 1.21 in
+    # transaction mode, which cannot keep a prepared statement with its client.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        server_side_binding=True, prepare_threshold=env_int("DB_PREPARE_THRESHOLD", 5, minimum=0)
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- redis, celery, channels -------------------------------------------------------------------

@@ -143,16 +143,16 @@ def _observed(world: World) -> TrainingJob:
 
 
 # What each hot read costs (bench/profile_api.py prints the statements). Job detail, served from the
-# in-effect cache: the token, the job with its cluster and revision, the user's grants, the in-effect
-# fingerprint (4). On a miss add the incarnations and the revisions (the written pushes too when a
-# revision waits), and, inside a transaction as in these tests, the fingerprint again before storing
-# (7). The policy GET adds its latest push; a page of the list is the token, the grants, the count
-# and its rows (the page's ids a subquery of that query, not a query of their own: one round trip
-# less), whatever its size (above).
+# in-effect cache: the token with its user's grants, and the job with its cluster, its revision and
+# the in-effect fingerprint (2). On a miss add the incarnations and the revisions (the written pushes
+# too when a revision waits), and, inside a transaction as in these tests, the fingerprint again
+# before storing (5). The policy GET adds its latest push; a page of the list is the token with the
+# grants, the count and its rows (the page's ids a subquery of that query, not a query of their own:
+# one round trip less), whatever its size (above).
 HOT_READS = [
-    ("detail", lambda job: f"/api/v1/jobs/{job.pk}/", 7, 4),
-    ("policy", lambda job: f"/api/v1/jobs/{job.pk}/policy/", 8, 5),
-    ("list", lambda job: "/api/v1/jobs/", 4, 4),
+    ("detail", lambda job: f"/api/v1/jobs/{job.pk}/", 5, 2),
+    ("policy", lambda job: f"/api/v1/jobs/{job.pk}/policy/", 6, 3),
+    ("list", lambda job: "/api/v1/jobs/", 3, 3),
 ]
 
 

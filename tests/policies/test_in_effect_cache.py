@@ -21,7 +21,7 @@ from apps.jobs.incarnations import incarnation_observe_init, incarnation_observe
 from apps.jobs.models import JobIncarnation, TrainingJob
 from apps.policies import in_effect_cache
 from apps.policies.in_effect import in_effect, in_effect_computed
-from apps.policies.in_effect_cache import cache_key, cached_in_effect
+from apps.policies.in_effect_cache import cache_key, cached_in_effect, with_rows_fingerprint
 from apps.policies.models import PolicySync
 from apps.policies.services import policy_revision_create
 from mindcluster import keys as c
@@ -149,6 +149,32 @@ def test_every_change_of_what_the_view_reads_is_seen_at_once(
     job = fresh(job)
     assert in_effect_cache.fingerprint(job) != key_before
     assert in_effect(job) == in_effect_computed(job)
+
+
+def as_the_endpoints_load_it(job: TrainingJob) -> TrainingJob:
+    """The job with its rows fingerprint selected in the same statement (job detail, policy GET)."""
+    jobs = TrainingJob.objects.select_related("cluster", "current_revision").filter(pk=job.pk)
+    return with_rows_fingerprint(jobs).get()
+
+
+@pytest.mark.parametrize("change", CHANGES, ids=[f.__name__.strip("_") for f in CHANGES])
+def test_the_fingerprint_selected_with_the_job_is_the_one_read_alone(
+    job: TrainingJob, change: Callable[[TrainingJob], None]
+) -> None:
+    before = as_the_endpoints_load_it(job)
+    assert in_effect_cache.fingerprint(before) == in_effect_cache.fingerprint(fresh(job))
+    change(fresh(job))
+    after = as_the_endpoints_load_it(job)
+    assert in_effect_cache.fingerprint(after) == in_effect_cache.fingerprint(fresh(job))
+    assert in_effect(as_the_endpoints_load_it(job)) == in_effect_computed(fresh(job))
+
+
+def test_the_selected_fingerprint_is_used_once(job: TrainingJob) -> None:
+    """A second fingerprint of the same instance (after the view's reads, or a write) reads again."""
+    loaded = as_the_endpoints_load_it(job)
+    first = in_effect_cache.fingerprint(loaded)
+    _new_revision(fresh(job))
+    assert in_effect_cache.fingerprint(loaded) != first
 
 
 @pytest.mark.parametrize(

@@ -34,6 +34,7 @@ from apps.core.compiled import AroundSubquery
 from apps.core.numbers import is_ascii_digits
 from apps.jobs.models import Cluster, TrainingJob
 from apps.jobs.services import JobAlreadyRegistered, job_register
+from apps.policies.in_effect_cache import with_rows_fingerprint
 from apps.policies.listing import IN_EFFECT_STATES
 
 ORDERING_PARAMETER = OpenApiParameter(
@@ -121,7 +122,8 @@ class JobViewSet(
         return self.get_paginated_response(job_rows_output(cast(list[dict[str, Any]], rows)))
 
     def get_object(self) -> TrainingJob:
-        return job_for_request(self.request, int(self.kwargs["pk"]))
+        # The detail serves the in-effect view: its fingerprint comes with the job.
+        return job_for_request(self.request, int(self.kwargs["pk"]), extra=with_rows_fingerprint)
 
     def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         return Response(job_detail_output(self.get_object()))

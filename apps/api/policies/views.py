@@ -36,6 +36,7 @@ from apps.api.policies.serializers import (
 from apps.core.api_errors import ApiError, ErrorResponseSerializer, RevisionConflictSerializer, field_error
 from apps.core.api_inputs import valid_input
 from apps.jobs.models import TrainingJob
+from apps.policies.in_effect_cache import with_rows_fingerprint
 from apps.policies.models import PolicyRevision
 from apps.policies.preset_services import preset_resolve
 from apps.policies.preview import policy_preview, with_release
@@ -84,7 +85,8 @@ class PolicyDetailApi(APIView):
 
     @extend_schema(summary="The current policy of a job", responses=PolicyOutputSerializer)
     def get(self, request: Request, job_id: int) -> Response:
-        job = job_for_request(request, job_id, with_cluster=False)  # the policy needs no cluster
+        # The policy needs no cluster; it serves the in-effect view, whose fingerprint comes with the job.
+        job = job_for_request(request, job_id, with_cluster=False, extra=with_rows_fingerprint)
         return Response(policy_body(job), headers={"ETag": _etag(job)})
 
     @extend_schema(
