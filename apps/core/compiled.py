@@ -147,7 +147,11 @@ class AroundSubquery(Generic[R]):
         self._lock = threading.Lock()
         self._compiled: dict[tuple[str, Hashable], Any] = {}
 
-    def __call__(self, shape: Hashable, subquery: QuerySet[Any, Any]) -> list[R]:
+    def __call__(self, shape: Hashable, subquery: QuerySet[Any, Any], window: slice | None = None) -> list[R]:
+        """``window``: the slice of ``subquery`` (unsliced then) to take, bound as parameters: Django
+        writes a slice into the SQL as literals, so each page would be a statement of its own that
+        PostgreSQL plans every time; bound, every page of a shape is one prepared statement
+        (bench/profile_api.py: a random page of 10,000 jobs 1.7 -> 0.7 ms of PostgreSQL's CPU)."""
         connection = connections["default"]
         key = (connection.vendor, shape)
         template = self._compiled.get(key)
@@ -155,10 +159,17 @@ class AroundSubquery(Generic[R]):
             with self._lock:
                 template = self._compiled.setdefault(key, self._compile(shape))
         if template is False:
-            return list(self._build(shape, subquery))
+            return list(self._build(shape, subquery if window is None else subquery[window]))
         queryset, compiler_template, before, after = template
         inner_sql, inner_params = subquery.query.sql_with_params()
-        return _run(queryset, compiler_template, f"{before}{inner_sql}{after}", list(inner_params))
+        params = list(inner_params)
+        if window is not None:
+            if subquery.query.is_sliced or window.step is not None or window.stop is None:
+                raise ValueError("window: the subquery unsliced, and a slice with an end and no step")
+            start = window.start or 0
+            inner_sql += " LIMIT %s OFFSET %s"
+            params += [max(0, window.stop - start), start]
+        return _run(queryset, compiler_template, f"{before}{inner_sql}{after}", params)
 
     def _compile(self, shape: Hashable) -> Any:
         queryset = self._build(shape, RawSQL(_SUBQUERY_SENTINEL, ()))

@@ -8,6 +8,7 @@ place must still be answered (by compiling every time).
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 from django.db import connection, connections
@@ -109,6 +110,29 @@ def test_rows_around_a_subquery_are_the_orms_for_each_shape_and_subquery(world: 
             assert rows == list(_rows_by(order, ids))
             assert len(queries) == 1  # the subquery went into the one query
     assert PAGE(("id",), jobs.filter(name="no-such-job").values("pk")) == []
+
+
+def test_a_window_of_the_subquery_is_the_orms_slice_and_one_statement_for_every_page(world: World) -> None:
+    """The page's LIMIT and OFFSET are parameters, so every page of a shape is the same statement
+    (prepared once per connection by PostgreSQL) and gives the rows the ORM's slice gives."""
+    for i in range(7):
+        training_job(world.cluster, f"windowed-{i}")
+    jobs = TrainingJob.objects.order_by("name", "id")
+    ids = jobs.values("pk")
+    statements: list[str] = []
+
+    def sent(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        statements.append(sql)  # as handed to the driver: placeholders, parameters apart
+        return execute(sql, params, many, context)
+
+    for window in (slice(0, 3), slice(2, 5), slice(6, 50), slice(40, 50), slice(4, 4)):
+        with connection.execute_wrapper(sent):
+            rows = PAGE(("name", "id"), ids, window)
+        assert rows == list(_rows_by(("name", "id"), ids[window])), window
+    assert len(statements) == 5
+    assert len(set(statements)) == 1
+    with pytest.raises(ValueError, match="unsliced"):
+        PAGE(("id",), ids[:2], slice(0, 1))
 
 
 def test_an_outer_query_with_parameters_of_its_own_is_compiled_every_time(world: World) -> None:

@@ -177,7 +177,7 @@ class _PageOfRows:
         return self.queryset.count()
 
     def __getitem__(self, page: slice) -> list[dict[str, Any]]:
-        return _PAGE_ROWS(self.order, self.queryset.values("pk")[page])
+        return _PAGE_ROWS(self.order, self.queryset.values("pk"), page)
 
 
 def _rows_of(order: tuple[Any, ...], ids: Any) -> QuerySet[TrainingJob, dict[str, Any]]:
