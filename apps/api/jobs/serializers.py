@@ -140,7 +140,7 @@ def job_row_output(
 ) -> dict[str, Any]:
     """One ``values(*JOB_LIST_COLUMNS)`` row as ``JobListOutputSerializer`` would render the job (or
     ``JobOutputSerializer``, given its ``fields``)."""
-    out = {name: row[_COLUMN_OF.get(name, name)] for name in fields}
+    out = {name: row[column] for name, column in _columns_of(fields)}
     out["replicas"] = {str(role): int(count) for role, count in (out["replicas"] or {}).items()}
     out["strategies"] = strategies_of(out["strategies"])
     if out.get("could_save") is not None:
@@ -148,6 +148,20 @@ def job_row_output(
     for name in _DATETIME_FIELDS:
         out[name] = api_datetime(out[name], tz)
     return out
+
+
+# Per list of fields (the serializers' Meta.fields, a handful of lists): (output name, row column).
+_COLUMNS_OF: dict[int, tuple[list[str], tuple[tuple[str, str], ...]]] = {}
+
+
+def _columns_of(fields: list[str]) -> tuple[tuple[str, str], ...]:
+    known = _COLUMNS_OF.get(id(fields))
+    if known is None or known[0] is not fields:  # a list that died and left its id to another
+        known = (fields, tuple((name, _COLUMN_OF.get(name, name)) for name in fields))
+        if len(_COLUMNS_OF) >= 64:  # callers pass the serializers' lists; bounded all the same
+            _COLUMNS_OF.clear()
+        _COLUMNS_OF[id(fields)] = known
+    return known[1]
 
 
 def job_output(job: TrainingJob) -> dict[str, Any]:
