@@ -30,6 +30,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import random
 import re
 import shlex
 import signal
@@ -44,7 +45,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.support.deploy import REPO, Doc, main_container, pod_spec
-from tests.support.processes import free_port
 
 VENV_BIN = Path(sys.executable).parent
 # Process-level only: what the image's base layer would have, plus our virtualenv first on PATH.
@@ -206,12 +206,27 @@ def replica_name(component: str, replica: int) -> str:
     return component if replica == 0 else f"{component}-{replica}"
 
 
+def _ephemeral_low() -> int:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
+_BLOCKS = random.Random()
+
+
 def free_port_block(count: int) -> int:
-    """The first of ``count`` consecutive free ports (a pool's processes serve on METRICS_PORT + 1 + n)."""
+    """The first of ``count`` consecutive free ports (a pool's processes serve on METRICS_PORT + 1 + n).
+
+    Taken below the kernel's ephemeral range: a pod's port is bound only once its process is up (a
+    pool's children long after), and a port the kernel could hand to anyone's ``bind(0)`` meanwhile
+    (another test's gRPC server did, and the metrics scrape read HTTP/2 from it) is not reserved.
+    """
+    top = _ephemeral_low() - count
     while True:
-        base = free_port()
-        if base + count > 65535:
-            continue
+        base = _BLOCKS.randrange(max(1024, top - 12_000), top)
         probes = []
         try:
             for port in range(base, base + count):
@@ -239,7 +254,7 @@ def prepare(component: str, doc: Doc, root: Path, pod_ip: str, sources: Sources,
         if port.get("name") in metrics:
             local = base + port["containerPort"] - min(metrics.values())
         else:
-            local = free_port()
+            local = free_port_block(1)
         pod.ports[str(port["containerPort"])] = local
         if "name" in port:
             pod.ports[port["name"]] = local
