@@ -16,7 +16,7 @@ from apps.core import metrics
 from apps.jobs.models import Cluster
 from tests.support import REPO_ROOT, wait_for
 from tests.support.metrics import assert_has_the_named_metrics, scrape
-from tests.support.processes import connectable, free_port, server_env, stop_process
+from tests.support.processes import connectable, free_port, free_port_block, server_env, stop_process
 
 
 def test_metrics_port_bad_value_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -83,11 +83,12 @@ def test_ingester_and_decider_serve_their_metrics(cluster_row: Cluster, commands
 
 @pytest.mark.slow(seconds=15)
 def test_a_celery_worker_and_its_pool_process_serve_their_metrics(worker_factory) -> None:  # type: ignore[no-untyped-def]
-    port = free_port()
+    port = free_port_block(2)  # the pool's port is bound after its fork: taken where bind(0) never goes
     worker_factory(private=True, METRICS_PORT=str(port), METRICS_ADDR="127.0.0.1")
-    # The main process on METRICS_PORT, the pool's first process (where the tasks run) on + 1.
+    # The main process on METRICS_PORT, the pool's first process (where the tasks run) on + 1. A
+    # worker starting on a loaded machine (4 test processes on 2 cores) has taken over 30 s.
     for each in (port, port + 1):
-        wait_for(lambda p=each: connectable(p), 30, f"worker metrics on {each}")  # type: ignore[misc]
+        wait_for(lambda p=each: connectable(p), 60, f"worker metrics on {each}")  # type: ignore[misc]
         assert_has_the_named_metrics(scrape(each))
     # Current state, from the broker, in the main process only (the pool processes would count it twice).
     wait_for(lambda: "controlplane_celery_queue_depth" in scrape(port), 30, "queue depth gauge")

@@ -24,6 +24,7 @@ from tests.support.processes import (
     RedisServer,
     connectable,
     free_port,
+    free_port_block,
     redis_binary,
     wait_for,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "RedisServer",
     "connectable",
     "free_port",
+    "free_port_block",
     "redis_binary",
     "wait_for",
 ]

@@ -4,6 +4,7 @@ environment of a subprocess that must use this test run's database, a uvicorn se
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -21,6 +22,42 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def _ephemeral_low() -> int:
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
+_BLOCKS = random.Random()
+
+
+def free_port_block(count: int) -> int:
+    """The first of ``count`` consecutive free ports, for a server that binds them only later (a
+    pool's processes serve on METRICS_PORT + 1 + n, after their fork).
+
+    Taken below the kernel's ephemeral range: a port the kernel could hand to anyone's ``bind(0)``
+    before the server binds it is not reserved (another test's gRPC server got one, and a metrics
+    scrape read HTTP/2 from it).
+    """
+    top = _ephemeral_low() - count
+    while True:
+        base = _BLOCKS.randrange(max(1024, top - 12_000), top)
+        probes = []
+        try:
+            for port in range(base, base + count):
+                sock = socket.socket()
+                probes.append(sock)
+                sock.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        finally:
+            for sock in probes:
+                sock.close()
+        return base
 
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -30,11 +30,9 @@ from __future__ import annotations
 import base64
 import json
 import os
-import random
 import re
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -45,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.support.deploy import REPO, Doc, main_container, pod_spec
+from tests.support.processes import free_port_block
 
 VENV_BIN = Path(sys.executable).parent
 # Process-level only: what the image's base layer would have, plus our virtualenv first on PATH.
@@ -204,41 +203,6 @@ def mount_volumes(pod: Pod, container: Doc, secrets: dict[str, dict[str, str]]) 
 def replica_name(component: str, replica: int) -> str:
     """A Deployment's n-th pod: ``ingester``, ``ingester-1``, ..."""
     return component if replica == 0 else f"{component}-{replica}"
-
-
-def _ephemeral_low() -> int:
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            return int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768  # Linux's default
-
-
-_BLOCKS = random.Random()
-
-
-def free_port_block(count: int) -> int:
-    """The first of ``count`` consecutive free ports (a pool's processes serve on METRICS_PORT + 1 + n).
-
-    Taken below the kernel's ephemeral range: a pod's port is bound only once its process is up (a
-    pool's children long after), and a port the kernel could hand to anyone's ``bind(0)`` meanwhile
-    (another test's gRPC server did, and the metrics scrape read HTTP/2 from it) is not reserved.
-    """
-    top = _ephemeral_low() - count
-    while True:
-        base = _BLOCKS.randrange(max(1024, top - 12_000), top)
-        probes = []
-        try:
-            for port in range(base, base + count):
-                sock = socket.socket()
-                probes.append(sock)
-                sock.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        finally:
-            for sock in probes:
-                sock.close()
-        return base
 
 
 def prepare(component: str, doc: Doc, root: Path, pod_ip: str, sources: Sources, replica: int = 0) -> Pod:
