@@ -112,7 +112,7 @@ def grant_rows(user: UserLike) -> list[GrantRow]:
     if not user.is_authenticated:
         return []
     read_with_user: tuple[int, list[GrantRow]] | None = getattr(user, _READ_WITH_USER, None)
-    if read_with_user is not None and read_with_user[0] == _grant_changes.count:
+    if read_with_user is not None and read_with_user[0] == _GrantChanges.count:
         return read_with_user[1]
     return _GRANT_ROWS(user.pk)
 
@@ -139,7 +139,7 @@ def grants_json_sql(user_id_column: str) -> str:
 def remember_grant_rows(user: User, grants_json: str) -> None:
     """Keep on ``user`` (this request's instance) its grants as selected by ``grants_json_sql``."""
     rows = [(cluster_id, namespace, role) for cluster_id, namespace, role in json.loads(grants_json)]
-    setattr(user, _READ_WITH_USER, (_grant_changes.count, rows))
+    setattr(user, _READ_WITH_USER, (_GrantChanges.count, rows))
 
 
 class _GrantChanges:
@@ -148,16 +148,15 @@ class _GrantChanges:
 
     count = 0
 
-    @classmethod
-    def bump(cls, **_: object) -> None:
-        cls.count += 1
+
+def _grant_changed(**_: object) -> None:
+    _GrantChanges.count += 1
 
 
-_grant_changes = _GrantChanges
 for _signal in (post_save, post_delete):
-    _signal.connect(_grant_changes.bump, sender=NamespaceGrant, dispatch_uid=f"grants-{_signal}")
-m2m_changed.connect(_grant_changes.bump, sender=User.groups.through, dispatch_uid="grants-memberships")
-post_delete.connect(_grant_changes.bump, sender=Group, dispatch_uid="grants-groups")
+    _signal.connect(_grant_changed, sender=NamespaceGrant, dispatch_uid=f"grants-{_signal}")
+m2m_changed.connect(_grant_changed, sender=User.groups.through, dispatch_uid="grants-memberships")
+post_delete.connect(_grant_changed, sender=Group, dispatch_uid="grants-groups")
 
 
 def role_from_grants(

@@ -185,9 +185,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_boo
 ):
     # Parameters bound by the server, and a statement run DB_PREPARE_THRESHOLD times on a connection
     # prepared there, so PostgreSQL plans it once per connection instead of on every execution. For
-    # the job detail's two statements planning was most of PostgreSQL's CPU: 0.33 + 0.71 ms -> 0.18 +
-    # 0.23 ms (bench/bench_api.py's roles, #26). Off behind a PgBouncer older than 1.21 in
-    # transaction mode, which cannot keep a prepared statement with its client.
+    # the job detail's two statements planning was most of PostgreSQL's CPU: 0.27-0.37 + 0.57-0.81 ms
+    # -> 0.18 + 0.23 ms (the backend's CPU over 1,000 runs of each, #26); over HTTP PostgreSQL's
+    # CPU per detail went 1.6 -> 0.43-0.56 ms (bench/bench_api.py, cpu_ms_by_role). Off behind a
+    # PgBouncer older than 1.21 in transaction mode, which cannot keep a prepared statement.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         server_side_binding=True, prepare_threshold=env_int("DB_PREPARE_THRESHOLD", 5, minimum=0)
     )

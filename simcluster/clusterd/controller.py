@@ -167,8 +167,9 @@ class ClusterD:
         # off (``writes_events=False``, SIM_CLUSTERD_EVENTS=0) the cluster is as strict as a real one.
         self.writes_events = writes_events
         # Whether a fault signal names the injected fault in its device's ``faultReason``: real
-        # ClusterD leaves it empty (grpc_server._fault_signal). SimCluster decides it
-        # (``clusterd_fault_ids``: by default as the Events).
+        # ClusterD leaves it empty (component/clusterd/pkg/application/faultmanager/
+        # faultclusterprocess/cluster_fault_processor.go:234, ``FaultReason: nil``). SimCluster
+        # decides it (``clusterd_fault_ids``: by default as the Events).
         self.names_faults = names_faults
         self.clock = clock
         self.operator = operator

@@ -113,7 +113,8 @@ def test_get_fault_msg_signal_queues_callers_then_refuses_with_an_error(channel)
         except grpc.RpcError as exc:
             if exc.code() is grpc.StatusCode.DEADLINE_EXCEEDED:
                 # Admitted to wait for a token, but the answer came after this caller's own 0.3 s
-                # (a loaded machine): grpc-go's client gives up the same way. Not a refusal.
+                # (a loaded machine): the wait runs under the caller's context
+                # (advance_limiter.go:52-58), so grpc-go gives up the same way. Not a refusal.
                 outcomes.append("waited past its deadline")
             else:
                 outcomes.append(f"{exc.code().name}: {exc.details()}")

@@ -150,18 +150,22 @@ def job_row_output(
     return out
 
 
-# Per list of fields (the serializers' Meta.fields, a handful of lists): (output name, row column).
-_COLUMNS_OF: dict[int, tuple[list[str], tuple[tuple[str, str], ...]]] = {}
+def _column_pairs(fields: list[str]) -> tuple[tuple[str, str], ...]:
+    """(output name, row column) per field."""
+    return tuple((name, _COLUMN_OF.get(name, name)) for name in fields)
+
+
+# The two lists every page and detail render with, paired once.
+_LIST_PAIRS = _column_pairs(JobListOutputSerializer.Meta.fields)
+_DETAIL_PAIRS = _column_pairs(JobOutputSerializer.Meta.fields)
 
 
 def _columns_of(fields: list[str]) -> tuple[tuple[str, str], ...]:
-    known = _COLUMNS_OF.get(id(fields))
-    if known is None or known[0] is not fields:  # a list that died and left its id to another
-        known = (fields, tuple((name, _COLUMN_OF.get(name, name)) for name in fields))
-        if len(_COLUMNS_OF) >= 64:  # callers pass the serializers' lists; bounded all the same
-            _COLUMNS_OF.clear()
-        _COLUMNS_OF[id(fields)] = known
-    return known[1]
+    if fields is JobListOutputSerializer.Meta.fields:
+        return _LIST_PAIRS
+    if fields is JobOutputSerializer.Meta.fields:
+        return _DETAIL_PAIRS
+    return _column_pairs(fields)
 
 
 def job_output(job: TrainingJob) -> dict[str, Any]:
