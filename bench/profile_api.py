@@ -79,6 +79,8 @@ def profile_endpoints(
         stats = pstats.Stats(profiler, stream=text)
         stats.sort_stats("cumulative").print_stats(r"/(apps|controlplane|mindcluster)/", top)
         stats.sort_stats("tottime").print_stats(top)
+        if os.environ.get("PROFILE_CALLEES"):
+            stats.print_callees(os.environ["PROFILE_CALLEES"])
         out[name] = {"queries": len(queries), "mean_ms": round(mean_ms, 2), "cpu_ms": round(cpu_ms, 2)}
         print(f"== {name}: {len(queries)} queries, {mean_ms:.2f} ms/request in-process, {cpu_ms:.2f} ms CPU")
         for sql in queries:

@@ -12,7 +12,7 @@ from django.db.models.signals import m2m_changed, post_delete, post_save
 from apps.accounts.models import ALL_NAMESPACES, ROLE_RANK, ApiToken, NamespaceGrant, Role
 from apps.audit.models import AuditEntry
 from apps.core.compiled import CompiledQuery
-from apps.jobs.models import Cluster, TrainingJob
+from apps.jobs.models import Cluster, LiveJobCount, TrainingJob
 
 UserLike = User | AnonymousUser
 JOB_OBJECT_TYPE = TrainingJob._meta.label_lower
@@ -91,6 +91,18 @@ def jobs_visible_to(user: UserLike, *, min_role: str = Role.VIEWER) -> QuerySet[
         return jobs.none()
     covered = _coverage(user, min_role)
     return jobs if covered is None else jobs.filter(covered)
+
+
+def live_job_counts_visible_to(user: UserLike) -> QuerySet[LiveJobCount]:
+    """The live-job counts (apps/jobs/models.py ``LiveJobCount``) of the namespaces whose jobs
+    ``jobs_visible_to(user)`` lists: their sum is the count of its live jobs, by the same filter."""
+    counts = LiveJobCount.objects.all()
+    if _is_superuser(user):
+        return counts
+    if not user.is_authenticated:
+        return counts.none()
+    covered = _coverage(user, Role.VIEWER)
+    return counts if covered is None else counts.filter(covered)
 
 
 def clusters_visible_to(user: UserLike) -> QuerySet[Cluster]:

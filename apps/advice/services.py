@@ -436,8 +436,10 @@ def summary_store(job: TrainingJob, advice: dict[str, Any], now: datetime | None
             "computed_at": now or timezone.now(),
         },
     )
-    # The jobs list sorts and filters on its copy (TrainingJob.could_save, on an index).
-    TrainingJob.objects.filter(pk=job.pk).update(could_save=summary.could_save)
+    # The jobs list sorts, filters and shows its copy (TrainingJob.could_save, on an index), rounded to
+    # the hundredth as the list shows it: the database renders list rows (apps/api/jobs/list_rows.py),
+    # and its own rounding of a float differs from Python's on ties (12.345).
+    TrainingJob.objects.filter(pk=job.pk).update(could_save=round(summary.could_save, 2))
     return summary
 
 

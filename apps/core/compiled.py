@@ -128,8 +128,9 @@ def _run(queryset: Any, compiler_template: Any, sql: str, params: list[Any]) -> 
     return list(run)
 
 
-# Stands for the subquery in an ``AroundSubquery`` template: a literal no real query contains.
+# Stand for the subqueries in an ``AroundSubquery`` template: literals no real query contains.
 _SUBQUERY_SENTINEL = "SELECT '\x00compiled-subquery\x00'"
+_WHOLE_SENTINEL = "SELECT '\x00compiled-whole\x00'"
 
 
 class AroundSubquery(Generic[R]):
@@ -140,18 +141,35 @@ class AroundSubquery(Generic[R]):
     compiled once per shape (bench/profile_api.py: ~0.7 ms a page), the subquery every time. A
     shape whose outer query has parameters of its own is compiled every time (their places among
     the subquery's are not known).
+
+    With ``whole=True`` the build takes a third argument, ``(sql, params)`` of a second subquery that
+    goes into the outer query as raw SQL (the jobs list counts the whole list there): the caller's
+    ``whole`` queryset, compiled every time like the first.
     """
 
-    def __init__(self, build: Callable[[Any, Any], QuerySet[Any, R]]) -> None:
+    def __init__(self, build: Callable[..., QuerySet[Any, R]], *, whole: bool = False) -> None:
         self._build = build
+        self._whole = whole
         self._lock = threading.Lock()
         self._compiled: dict[tuple[str, Hashable], Any] = {}
 
-    def __call__(self, shape: Hashable, subquery: QuerySet[Any, Any], window: slice | None = None) -> list[R]:
+    def __call__(
+        self,
+        shape: Hashable,
+        subquery: QuerySet[Any, Any],
+        window: slice | None = None,
+        whole: QuerySet[Any, Any] | None = None,
+    ) -> list[R]:
         """``window``: the slice of ``subquery`` (unsliced then) to take, bound as parameters: Django
         writes a slice into the SQL as literals, so each page would be a statement of its own that
         PostgreSQL plans every time; bound, every page of a shape is one prepared statement
         (bench/profile_api.py: a random page of 10,000 jobs 1.7 -> 0.7 ms of PostgreSQL's CPU)."""
+        if (whole is None) == self._whole:
+            raise ValueError("whole: given exactly when the query was built with whole=True")
+        if window is not None and (
+            subquery.query.is_sliced or window.step is not None or window.stop is None
+        ):
+            raise ValueError("window: the subquery unsliced, and a slice with an end and no step")
         connection = connections["default"]
         key = (connection.vendor, shape)
         template = self._compiled.get(key)
@@ -159,25 +177,48 @@ class AroundSubquery(Generic[R]):
             with self._lock:
                 template = self._compiled.setdefault(key, self._compile(shape))
         if template is False:
-            return list(self._build(shape, subquery if window is None else subquery[window]))
-        queryset, compiler_template, before, after = template
+            args: list[Any] = [subquery if window is None else subquery[window]]
+            if whole is not None:
+                args.append(whole.query.sql_with_params())
+            return list(self._build(shape, *args))
+        queryset, compiler_template, parts, kinds = template
         inner_sql, inner_params = subquery.query.sql_with_params()
-        params = list(inner_params)
+        page_params = list(inner_params)
         if window is not None:
-            if subquery.query.is_sliced or window.step is not None or window.stop is None:
-                raise ValueError("window: the subquery unsliced, and a slice with an end and no step")
             start = window.start or 0
             inner_sql += " LIMIT %s OFFSET %s"
-            params += [max(0, window.stop - start), start]
-        return _run(queryset, compiler_template, f"{before}{inner_sql}{after}", params)
+            page_params += [max(0, window.stop - start), start]
+        filled = {_SUBQUERY_SENTINEL: (inner_sql, page_params)}
+        if whole is not None:
+            whole_sql, whole_params = whole.query.sql_with_params()
+            filled[_WHOLE_SENTINEL] = (whole_sql, list(whole_params))
+        sql = parts[0]
+        params: list[Any] = []
+        for kind, after in zip(kinds, parts[1:], strict=True):
+            sql += filled[kind][0] + after
+            params += filled[kind][1]
+        return _run(queryset, compiler_template, sql, params)
 
     def _compile(self, shape: Hashable) -> Any:
-        queryset = self._build(shape, RawSQL(_SUBQUERY_SENTINEL, ()))
+        args: list[Any] = [RawSQL(_SUBQUERY_SENTINEL, ())]
+        if self._whole:
+            args.append((_WHOLE_SENTINEL, ()))
+        queryset = self._build(shape, *args)
         if queryset.db != "default":
             return False
         compiler = queryset.query.get_compiler(using=queryset.db)
         sql, params = compiler.as_sql()
-        if params or sql.count(_SUBQUERY_SENTINEL) != 1:
+        sentinels = [_SUBQUERY_SENTINEL, _WHOLE_SENTINEL] if self._whole else [_SUBQUERY_SENTINEL]
+        if params or any(sql.count(sentinel) != 1 for sentinel in sentinels):
             return False
-        before, after = sql.split(_SUBQUERY_SENTINEL)
-        return queryset, compiler, before, after
+        # The template's pieces between the sentinels, and which sentinel each gap was.
+        found = sorted((sql.index(sentinel), sentinel) for sentinel in sentinels)
+        parts: list[str] = []
+        kinds: list[str] = []
+        begin = 0
+        for position, sentinel in found:
+            parts.append(sql[begin:position])
+            kinds.append(sentinel)
+            begin = position + len(sentinel)
+        parts.append(sql[begin:])
+        return queryset, compiler, parts, kinds

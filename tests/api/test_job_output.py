@@ -104,3 +104,64 @@ def test_hand_rendered_in_effect_and_sync_equal_the_serializers(world: World) ->
     )
     for row in PolicySync.objects.filter(pk=sync.pk):
         assert sync_output(row) == dict(SyncOutputSerializer(row).data)
+
+
+# The list's pages are rendered by PostgreSQL (apps/api/jobs/list_rows.py). Against the Python
+# rendering of the same request (the path of other databases), byte for byte after parsing: every
+# kind of row (timestamps on a whole second and not, none, every strategy list, replicas, advice
+# figures, deleted jobs), every sort, filters, the links, and a page past the end.
+def _sql_and_python_bodies(client: Any, path: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
+    from apps.api.jobs import views
+
+    by_sql = client.get(path)
+    with monkeypatch.context() as patched:
+        patched.setattr(views, "sql_renders_rows", lambda: False)
+        by_python = client.get(path)
+    assert by_sql.status_code == by_python.status_code == 200
+    assert by_sql["Content-Type"] == by_python["Content-Type"] == "application/json"
+    return by_sql.json(), by_python.json()
+
+
+def test_database_rendered_pages_equal_the_python_rendering(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from datetime import UTC, datetime
+
+    from apps.api.jobs.ordering import ORDERING_CHOICES
+    from tests.api.test_jobs_list import add_jobs
+
+    add_jobs(world, 14)
+    whole_second = datetime(2026, 12, 7, 20, 34, 39, tzinfo=UTC)
+    odd = training_job(world.cluster, "odd-one")
+    TrainingJob.objects.filter(pk=odd.pk).update(
+        created_at=whole_second,
+        updated_at=whole_second.replace(microsecond=1),
+        last_fault_at=whole_second.replace(microsecond=999999),
+        replicas={},
+        strategies="retry,recover,recover-in-place,elastic-training,dump,exit",
+        could_save=round(12.345, 2),
+        phase="Ünïcode\u2028phase",
+        uid="",
+    )
+    gone = training_job(world.cluster, "gone")
+    TrainingJob.objects.filter(pk=gone.pk).update(deleted_at=whole_second, could_save=1e12)
+    client = world.client("owner")
+    paths = [f"/api/v1/jobs/?ordering={ordering}&limit=6&offset=2" for ordering in ORDERING_CHOICES]
+    paths += [
+        "/api/v1/jobs/",
+        "/api/v1/jobs/?include_deleted=true&limit=500",
+        "/api/v1/jobs/?strategy=recover&limit=3",
+        "/api/v1/jobs/?could_save_min=1&ordering=-could_save",
+        "/api/v1/jobs/?q=odd",
+        "/api/v1/jobs/?limit=5&offset=10000",  # past the end: counted on its own
+        "/api/v1/jobs/?namespace=nowhere",
+    ]
+    for path in paths:
+        by_sql, by_python = _sql_and_python_bodies(client, path, monkeypatch)
+        assert by_sql == by_python, path
+    listed = client.get("/api/v1/jobs/?q=odd").json()["results"]
+    assert listed[0]["created_at"] == "2026-12-07T20:34:39Z"
+    assert listed[0]["updated_at"] == "2026-12-07T20:34:39.000001Z"
+    assert listed[0]["could_save"] == 12.35 or listed[0]["could_save"] == round(12.345, 2)
+    # What JSONRenderer does to the line separators JavaScript does not allow in a string.
+    assert b"\\u2028" in client.get("/api/v1/jobs/?q=odd").content

@@ -60,12 +60,19 @@ def test_a_crashed_watcher_restarts_with_its_term_and_adoption_goes_on(
     kube: Kube, namespace: str, cluster_row: Cluster, supervised_ingester: ClusterIngester
 ) -> None:
     ingester = supervised_ingester
+
+    def restarted() -> list[tuple[str, dict[str, Any]]]:
+        return [
+            (name, status)
+            for name, status in supervised_threads_status().items()
+            if name.startswith(f"ingest-{cluster_row.name}-") and status["restarts"] >= 1
+        ]
+
     wait_for(lambda: ingester.terms >= 2 and ingester.active.is_set(), 20, "the next term")
-    crashed = [
-        (name, status)
-        for name, status in supervised_threads_status().items()
-        if name.startswith(f"ingest-{cluster_row.name}-") and status["restarts"] >= 1
-    ]
+    # The next term is active once it holds the lease, before its threads run: a restart is counted
+    # by the restarted thread itself, as it starts (apps/core/supervision.py Supervisor.run).
+    wait_for(lambda: restarted() and restarted()[0][1]["state"] == "running", 20, "the restarted thread")
+    crashed = restarted()
     assert len(crashed) == 1, supervised_threads_status()
     _, status = crashed[0]
     assert status["state"] == "running" and status["alive"]

@@ -110,6 +110,13 @@ _COLUMN_OF = {
     "current_revision": "current_revision__number",
 }
 JOB_LIST_COLUMNS = tuple(_COLUMN_OF.get(name, name) for name in JobListOutputSerializer.Meta.fields)
+
+
+def list_column_of(name: str) -> str:
+    """The column (or relation path) an output field of a list row is read from."""
+    return _COLUMN_OF.get(name, name)
+
+
 _DATETIME_FIELDS = ("deleted_at", "created_at", "updated_at", "last_fault_at")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from django.db.models import QuerySet
+from django.http import HttpResponseBase
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import generics, mixins, status, viewsets
@@ -14,8 +15,15 @@ from rest_framework.response import Response
 from apps.accounts.actors import actor_for
 from apps.accounts.models import Role
 from apps.accounts.permissions import job_for_request
-from apps.accounts.selectors import clusters_visible_to, has_role, jobs_visible_to, role_in_namespace
+from apps.accounts.selectors import (
+    clusters_visible_to,
+    has_role,
+    jobs_visible_to,
+    live_job_counts_visible_to,
+    role_in_namespace,
+)
 from apps.api.jobs.filters import STRATEGY_CHOICES, JobFilter
+from apps.api.jobs.list_rows import json_page, sql_renders_rows
 from apps.api.jobs.ordering import DEFAULT_ORDER, ORDERING_CHOICES, ORDERING_PARAM, list_ordering
 from apps.api.jobs.serializers import (
     JOB_LIST_COLUMNS,
@@ -32,6 +40,7 @@ from apps.core.api_errors import ApiError, ErrorResponseSerializer, field_error,
 from apps.core.api_inputs import valid_input
 from apps.core.compiled import AroundSubquery
 from apps.core.numbers import is_ascii_digits
+from apps.core.pagination import BoundedLimitOffsetPagination
 from apps.jobs.models import Cluster, TrainingJob
 from apps.jobs.services import JobAlreadyRegistered, job_register
 from apps.policies.in_effect_cache import with_rows_fingerprint
@@ -114,12 +123,24 @@ class JobViewSet(
             return JobFilter.unfiltered(queryset)
         return super().filter_queryset(queryset)
 
-    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+    # A page rendered by the database is a plain HttpResponse (its body already JSON), not a DRF
+    # Response to render: DRF's finalize_response accepts either.
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponseBase:  # type: ignore[override]
         order = list_ordering(request)
         queryset = self.filter_queryset(self.get_queryset()).order_by(*order)
-        rows = self.paginate_queryset(_PageOfRows(queryset, order))  # type: ignore[arg-type]
-        assert rows is not None  # every list is paginated (DEFAULT_PAGINATION_CLASS)
-        return self.get_paginated_response(job_rows_output(cast(list[dict[str, Any]], rows)))
+        if sql_renders_rows():
+            paginator = cast(BoundedLimitOffsetPagination, self.paginator)
+            limit, offset = paginator.get_limit(request), paginator.get_offset(request)
+            # With no filter the list is every live job the user may see: the sum of their namespaces'
+            # live-job counts, kept by the database, instead of counting the jobs.
+            live_counts = None
+            if not JobFilter.any_given(request.query_params):
+                live_counts = live_job_counts_visible_to(request.user)
+            count, rows = json_page(queryset, order, limit=limit, offset=offset, live_counts=live_counts)
+            return paginator.json_page_response(request, count=count, limit=limit, offset=offset, rows=rows)
+        page = self.paginate_queryset(_PageOfRows(queryset, order))  # type: ignore[arg-type]
+        assert page is not None  # every list is paginated (DEFAULT_PAGINATION_CLASS)
+        return self.get_paginated_response(job_rows_output(cast(list[dict[str, Any]], page)))
 
     def get_object(self) -> TrainingJob:
         # The detail serves the in-effect view: its fingerprint comes with the job.
