@@ -128,7 +128,7 @@ def test_database_rendered_pages_equal_the_python_rendering(
     from datetime import UTC, datetime
 
     from apps.api.jobs.ordering import ORDERING_CHOICES
-    from tests.api.test_jobs_list import add_jobs
+    from tests.support.jobs_list import add_jobs
 
     add_jobs(world, 14)
     whole_second = datetime(2026, 12, 7, 20, 34, 39, tzinfo=UTC)

@@ -5,22 +5,18 @@ the same number of queries for 4 jobs as for 60, whatever the sort and the filte
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from django.utils import timezone
 
 from apps.accounts.models import Role
-from apps.advice.models import AdviceSummary
 from apps.api.jobs.ordering import ORDERING_CHOICES, SORT_KEYS
-from apps.audit.actors import Actor
 from apps.events.models import Incident
 from apps.jobs.models import Cluster, TrainingJob
-from apps.policies.services import policy_revision_create
-from tests.support.world import World, grant, training_job
+from tests.support.jobs_list import add_jobs
+from tests.support.world import World, grant
 
 pytestmark = pytest.mark.django_db
 
@@ -36,27 +32,6 @@ FILTERS = [
     "could_save_min=1",
     "q=job",
 ]
-
-
-def add_jobs(world: World, n: int, start: int = 0) -> list[TrainingJob]:
-    """``n`` jobs in team-a with a spread of phases, strategies, faults and advice figures."""
-    jobs = []
-    now = timezone.now()
-    for i in range(start, start + n):
-        job = training_job(world.cluster, f"job-{i:03d}", phase=("Running", "Failed", "")[i % 3])
-        if i % 2:
-            strategies = ["retry", "recover"] if i % 4 == 1 else ["dump"]
-            policy_revision_create(job=job, spec={"strategies": strategies}, actor=Actor(name="t"))
-        if i % 5 == 0:
-            Incident.objects.create(
-                job=job, number=1, opened_at=now - timedelta(minutes=i), first_seq=1, last_seq=1
-            )
-            TrainingJob.objects.filter(pk=job.pk).update(last_fault_at=now - timedelta(minutes=i))
-        if i % 3 == 0:
-            AdviceSummary.objects.create(job=job, could_save=float(i), computed_at=now)
-            TrainingJob.objects.filter(pk=job.pk).update(could_save=float(i))
-        jobs.append(job)
-    return jobs
 
 
 def every_row(client: Any, query: str, limit: int = 7) -> tuple[int, list[dict[str, Any]]]:
