@@ -165,3 +165,58 @@ def test_database_rendered_pages_equal_the_python_rendering(
     assert listed[0]["could_save"] == 12.35 or listed[0]["could_save"] == round(12.345, 2)
     # What JSONRenderer does to the line separators JavaScript does not allow in a string.
     assert b"\\u2028" in client.get("/api/v1/jobs/?q=odd").content
+
+
+def test_the_latest_push_selected_with_the_job_is_the_one_read_alone(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The policy GET's latest push is written by PostgreSQL with the job (apps/api/policies/bodies.py):
+    the same bytes as reading the row and rendering it in Python, for a job never pushed, a push
+    queued (whole-second timestamps, no duration), one finished (microseconds, a duration, drift
+    and effects), and the newest of several."""
+    from datetime import UTC, datetime, timedelta
+
+    from apps.api.policies import bodies
+    from apps.policies.models import PolicySync
+
+    job = world.job
+    url = f"/api/v1/jobs/{job.pk}/policy/"
+    client = world.client("owner")
+
+    def both() -> tuple[bytes, bytes]:
+        selected = client.get(url)
+        with monkeypatch.context() as patched:
+            patched.setattr(bodies, "database_renders_datetimes", lambda: False)
+            read_alone = client.get(url)
+        assert selected.status_code == read_alone.status_code == 200
+        return selected.content, read_alone.content
+
+    PolicySync.objects.filter(job=job).delete()
+    selected, read_alone = both()
+    assert selected == read_alone and b'"sync":null' in selected
+    revision = job.current_revision
+    assert revision is not None
+    queued = datetime(2026, 12, 7, 21, 0, 0, tzinfo=UTC)
+    first = PolicySync.objects.create(job=job, revision=revision, generation=revision.number)
+    PolicySync.objects.filter(pk=first.pk).update(queued_at=queued)
+    selected, read_alone = both()
+    assert selected == read_alone and b'"duration_ms":null' in selected
+    PolicySync.objects.filter(pk=first.pk).update(
+        started_at=queued + timedelta(microseconds=1),
+        finished_at=queued + timedelta(seconds=1, microseconds=234567),
+        checked_at=queued + timedelta(days=2),
+        state="applied",
+        attempts=2,
+        last_error="ü\u2028",
+        drift=["hccl.json", {"k": [1, 2.5]}],
+        effects=[{"key": "v", "when": "live"}],
+        applied_resource_versions={"AscendJob": "42"},
+    )
+    selected, read_alone = both()
+    assert selected == read_alone and b'"duration_ms":1234.567' in selected
+    PolicySync.objects.filter(pk=first.pk).update(finished_at=queued + timedelta(seconds=1))
+    selected, read_alone = both()
+    assert selected == read_alone and b'"duration_ms":1000.0' in selected
+    newer = PolicySync.objects.create(job=job, revision=revision, generation=revision.number + 1)
+    selected, read_alone = both()
+    assert selected == read_alone and f'"id":{newer.pk}'.encode() in selected

@@ -15,61 +15,18 @@ Other databases, and a request in another time zone, take the Python path.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from django.core.exceptions import EmptyResultSet
-from django.db import connections
-from django.db.models import Expression, F, Func, QuerySet, TextField
+from django.db.models import F, Func, QuerySet, TextField
 from django.db.models.expressions import RawSQL
-from django.utils import timezone
 
 from apps.api.jobs.serializers import JobListOutputSerializer, list_column_of
 from apps.core.compiled import AroundSubquery
+from apps.core.sql_json import IsoUtc, JsonObject, database_renders_datetimes
 from apps.jobs.models import LiveJobCount, TrainingJob
 
 _DATETIME_FIELDS = frozenset({"deleted_at", "created_at", "updated_at", "last_fault_at"})
-
-
-class _JsonObject(Expression):
-    """``json_build_object('key', value, ...)::text``: the keys written into the SQL (they are the
-    serializer's field names, fixed here, never input), the values compiled as expressions."""
-
-    output_field = TextField()
-
-    def __init__(self, fields: dict[str, Any]) -> None:
-        super().__init__()
-        for key in fields:
-            if not (key.isascii() and key.replace("_", "").isalpha() and key.islower()):
-                raise ValueError(f"not a plain JSON key: {key!r}")
-        self.fields = fields
-
-    def get_source_expressions(self) -> list[Any]:
-        return list(self.fields.values())
-
-    def set_source_expressions(self, exprs: Sequence[Any]) -> None:
-        self.fields = dict(zip(self.fields, exprs, strict=True))
-
-    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, tuple[Any, ...]]:
-        parts: list[str] = []
-        params: list[Any] = []
-        for key, expression in self.fields.items():
-            sql, expression_params = compiler.compile(expression)
-            parts.append(f"'{key}', {sql}")
-            params.extend(expression_params)
-        return f"json_build_object({', '.join(parts)})::text", tuple(params)
-
-
-class _IsoUtc(Func):
-    """A timestamp as DRF renders it in UTC: 2026-12-07T20:34:39.268123Z, or ...:39Z on a whole second
-    (``datetime.isoformat`` leaves out zero microseconds)."""
-
-    output_field = TextField()
-    template = (
-        "to_char(%(expressions)s AT TIME ZONE 'UTC', CASE WHEN to_char(%(expressions)s AT TIME ZONE"
-        " 'UTC', 'US') = '000000' THEN 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'"
-        ' ELSE \'YYYY-MM-DD"T"HH24:MI:SS.US"Z"\' END)'
-    )
 
 
 class _CommaList(Func):
@@ -90,7 +47,7 @@ class _JsonOrEmpty(Func):
 def _value_of(name: str) -> Any:
     column = F(list_column_of(name))
     if name in _DATETIME_FIELDS:
-        return _IsoUtc(column)
+        return IsoUtc(column)
     if name == "strategies":
         return _CommaList(column)
     if name == "replicas":
@@ -99,12 +56,12 @@ def _value_of(name: str) -> Any:
 
 
 # Built on first use: the serializer's fields are the keys, in its order.
-_ROW: list[_JsonObject] = []
+_ROW: list[JsonObject] = []
 
 
-def _row_json() -> _JsonObject:
+def _row_json() -> JsonObject:
     if not _ROW:
-        _ROW.append(_JsonObject({name: _value_of(name) for name in JobListOutputSerializer.Meta.fields}))
+        _ROW.append(JsonObject({name: _value_of(name) for name in JobListOutputSerializer.Meta.fields}))
     return _ROW[0]
 
 
@@ -137,9 +94,7 @@ _PAGE: AroundSubquery[tuple[str, int]] = AroundSubquery(_page_of, whole=True)
 def sql_renders_rows() -> bool:
     """Whether this request's page can be rendered by the database (PostgreSQL, and UTC as DRF's time
     zone: the SQL writes UTC)."""
-    if connections["default"].vendor != "postgresql":
-        return False
-    return str(timezone.get_current_timezone()) == "UTC"  # ZoneInfo("UTC") and datetime.UTC alike
+    return database_renders_datetimes()
 
 
 def json_page(

@@ -23,7 +23,7 @@ from apps.accounts.models import Role
 from apps.accounts.permissions import job_for_request
 from apps.accounts.selectors import has_role, role_for
 from apps.api.policies import examples
-from apps.api.policies.bodies import latest_sync, policy_body
+from apps.api.policies.bodies import latest_sync, policy_body, policy_job_query
 from apps.api.policies.serializers import (
     PolicyOutputSerializer,
     PolicyPutInputSerializer,
@@ -36,7 +36,6 @@ from apps.api.policies.serializers import (
 from apps.core.api_errors import ApiError, ErrorResponseSerializer, RevisionConflictSerializer, field_error
 from apps.core.api_inputs import valid_input
 from apps.jobs.models import TrainingJob
-from apps.policies.in_effect_cache import with_rows_fingerprint
 from apps.policies.models import PolicyRevision
 from apps.policies.preset_services import preset_resolve
 from apps.policies.preview import policy_preview, with_release
@@ -85,8 +84,9 @@ class PolicyDetailApi(APIView):
 
     @extend_schema(summary="The current policy of a job", responses=PolicyOutputSerializer)
     def get(self, request: Request, job_id: int) -> Response:
-        # The policy needs no cluster; it serves the in-effect view, whose fingerprint comes with the job.
-        job = job_for_request(request, job_id, with_cluster=False, extra=with_rows_fingerprint)
+        # The policy needs no cluster; the in-effect view's fingerprint and the latest push come with
+        # the job.
+        job = job_for_request(request, job_id, with_cluster=False, extra=policy_job_query)
         return Response(policy_body(job), headers={"ETag": _etag(job)})
 
     @extend_schema(
