@@ -264,10 +264,13 @@ def run_builtin(sim: SimCluster, kube: Kube, scenario: Scenario, namespace: str)
     assert final == (statuses[-1] if statuses else None), (
         f"{name}: PodGroup says {final!r}, Events {statuses}"
     )
+    # Read before the job goes: deleting it deletes its PodGroup, and ClusterD drops the job's Init
+    # record with it (the built-in one as the watch event arrives); read after, on a loaded machine
+    # the record was already gone and the first, refused Init was reported instead of the retried one.
+    final_init = cd.init_record(uid) or record  # a refused Init is retried (D6)
     kube.custom.delete_namespaced_custom_object(
         k.ASCENDJOB_GROUP, k.ASCENDJOB_VERSION, namespace, k.ASCENDJOB_PLURAL, name
     )
-    final_init = cd.init_record(uid) or record  # a refused Init is retried (D6)
     return _checked(
         scenario,
         Outcome(
