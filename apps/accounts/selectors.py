@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, Group, User
 from django.db.models import CharField, Exists, OuterRef, Q, QuerySet
@@ -84,25 +85,24 @@ def namespace_coverage(user: UserLike, *, min_role: str = Role.VIEWER) -> Q | No
 
 def jobs_visible_to(user: UserLike, *, min_role: str = Role.VIEWER) -> QuerySet[TrainingJob]:
     """Jobs the user may see (or, with ``min_role``, change): one filter, no per-row queries."""
-    jobs = TrainingJob.objects.all()
-    if _is_superuser(user):
-        return jobs
-    if not user.is_authenticated:
-        return jobs.none()
-    covered = _coverage(user, min_role)
-    return jobs if covered is None else jobs.filter(covered)
+    return _in_covered_namespaces(TrainingJob.objects.all(), user, min_role)
 
 
 def live_job_counts_visible_to(user: UserLike) -> QuerySet[LiveJobCount]:
     """The live-job counts (apps/jobs/models.py ``LiveJobCount``) of the namespaces whose jobs
     ``jobs_visible_to(user)`` lists: their sum is the count of its live jobs, by the same filter."""
-    counts = LiveJobCount.objects.all()
+    return _in_covered_namespaces(LiveJobCount.objects.all(), user, Role.VIEWER)
+
+
+def _in_covered_namespaces(rows: QuerySet[Any], user: UserLike, min_role: str) -> QuerySet[Any]:
+    """``rows`` (with ``cluster_id`` and ``namespace`` columns) in the namespaces where the user holds
+    ``min_role``: all of them for a superuser, none for an anonymous user."""
     if _is_superuser(user):
-        return counts
+        return rows
     if not user.is_authenticated:
-        return counts.none()
-    covered = _coverage(user, Role.VIEWER)
-    return counts if covered is None else counts.filter(covered)
+        return rows.none()
+    covered = _coverage(user, min_role)
+    return rows if covered is None else rows.filter(covered)
 
 
 def clusters_visible_to(user: UserLike) -> QuerySet[Cluster]:

@@ -115,7 +115,7 @@ def _sql_and_python_bodies(client: Any, path: str, monkeypatch: pytest.MonkeyPat
 
     by_sql = client.get(path)
     with monkeypatch.context() as patched:
-        patched.setattr(views, "sql_renders_rows", lambda: False)
+        patched.setattr(views, "database_renders_datetimes", lambda: False)
         by_python = client.get(path)
     assert by_sql.status_code == by_python.status_code == 200
     assert by_sql["Content-Type"] == by_python["Content-Type"] == "application/json"

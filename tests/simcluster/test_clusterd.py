@@ -137,6 +137,8 @@ def test_per_attempt_outcomes(sim, kube) -> None:
 
 
 def test_recover_in_place_for_business_fault_only(sim, kube) -> None:
+    """recover-in-place only for a fault the process can be restored from in place; a node fault
+    goes to recover (component/clusterd/pkg/application/recover/controller.go:1023-1030)."""
     job = create_job(kube, make_job("cd-inplace", strategies="recover,recover-in-place"))
     sim.inject_fault("default", "cd-inplace", rank=1, fault_type="normal", recovers=True)
     # The node fault once the business fault is handled: injected at once, on a loaded machine the

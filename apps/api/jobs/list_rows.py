@@ -21,12 +21,10 @@ from django.core.exceptions import EmptyResultSet
 from django.db.models import F, Func, QuerySet, TextField
 from django.db.models.expressions import RawSQL
 
-from apps.api.jobs.serializers import JobListOutputSerializer, list_column_of
+from apps.api.jobs.serializers import DATETIME_FIELDS, JobListOutputSerializer, list_column_of
 from apps.core.compiled import AroundSubquery
-from apps.core.sql_json import IsoUtc, JsonObject, database_renders_datetimes
+from apps.core.sql_json import IsoUtc, JsonObject
 from apps.jobs.models import LiveJobCount, TrainingJob
-
-_DATETIME_FIELDS = frozenset({"deleted_at", "created_at", "updated_at", "last_fault_at"})
 
 
 class _CommaList(Func):
@@ -46,7 +44,7 @@ class _JsonOrEmpty(Func):
 
 def _value_of(name: str) -> Any:
     column = F(list_column_of(name))
-    if name in _DATETIME_FIELDS:
+    if name in DATETIME_FIELDS:
         return IsoUtc(column)
     if name == "strategies":
         return _CommaList(column)
@@ -55,14 +53,8 @@ def _value_of(name: str) -> Any:
     return column
 
 
-# Built on first use: the serializer's fields are the keys, in its order.
-_ROW: list[JsonObject] = []
-
-
-def _row_json() -> JsonObject:
-    if not _ROW:
-        _ROW.append(JsonObject({name: _value_of(name) for name in JobListOutputSerializer.Meta.fields}))
-    return _ROW[0]
+# A list row: the serializer's fields are the keys, in its order.
+_ROW = JsonObject({name: _value_of(name) for name in JobListOutputSerializer.Meta.fields})
 
 
 # How the count's subquery is totalled: the visible jobs counted, or the live-job counts of the
@@ -81,7 +73,7 @@ def _page_of(
     return (
         TrainingJob.objects.filter(pk__in=ids)
         .order_by(*order)
-        .annotate(list_row=_row_json(), list_total=counted)
+        .annotate(list_row=_ROW, list_total=counted)
         .values_list("list_row", "list_total")
     )
 
@@ -89,12 +81,6 @@ def _page_of(
 # Compiled once per order and count (apps/core/compiled.py); the page's ids and the count's subquery
 # every time.
 _PAGE: AroundSubquery[tuple[str, int]] = AroundSubquery(_page_of, whole=True)
-
-
-def sql_renders_rows() -> bool:
-    """Whether this request's page can be rendered by the database (PostgreSQL, and UTC as DRF's time
-    zone: the SQL writes UTC)."""
-    return database_renders_datetimes()
 
 
 def json_page(

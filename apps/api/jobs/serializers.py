@@ -117,7 +117,8 @@ def list_column_of(name: str) -> str:
     return _COLUMN_OF.get(name, name)
 
 
-_DATETIME_FIELDS = ("deleted_at", "created_at", "updated_at", "last_fault_at")
+# The fields rendered as DRF datetimes (here and by the database, apps/api/jobs/list_rows.py).
+DATETIME_FIELDS = ("deleted_at", "created_at", "updated_at", "last_fault_at")
 
 
 class JobDetailOutputSerializer(JobOutputSerializer):
@@ -152,7 +153,7 @@ def job_row_output(
     out["strategies"] = strategies_of(out["strategies"])
     if out.get("could_save") is not None:
         out["could_save"] = round(out["could_save"], 2)
-    for name in _DATETIME_FIELDS:
+    for name in DATETIME_FIELDS:
         out[name] = api_datetime(out[name], tz)
     return out
 

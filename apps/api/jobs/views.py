@@ -23,7 +23,7 @@ from apps.accounts.selectors import (
     role_in_namespace,
 )
 from apps.api.jobs.filters import STRATEGY_CHOICES, JobFilter
-from apps.api.jobs.list_rows import json_page, sql_renders_rows
+from apps.api.jobs.list_rows import json_page
 from apps.api.jobs.ordering import DEFAULT_ORDER, ORDERING_CHOICES, ORDERING_PARAM, list_ordering
 from apps.api.jobs.serializers import (
     JOB_LIST_COLUMNS,
@@ -41,6 +41,7 @@ from apps.core.api_inputs import valid_input
 from apps.core.compiled import AroundSubquery
 from apps.core.numbers import is_ascii_digits
 from apps.core.pagination import BoundedLimitOffsetPagination
+from apps.core.sql_json import database_renders_datetimes
 from apps.jobs.models import Cluster, TrainingJob
 from apps.jobs.services import JobAlreadyRegistered, job_register
 from apps.policies.in_effect_cache import with_rows_fingerprint
@@ -128,7 +129,7 @@ class JobViewSet(
     def list(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponseBase:  # type: ignore[override]
         order = list_ordering(request)
         queryset = self.filter_queryset(self.get_queryset()).order_by(*order)
-        if sql_renders_rows():
+        if database_renders_datetimes():  # PostgreSQL in UTC renders the page (list_rows.py)
             paginator = cast(BoundedLimitOffsetPagination, self.paginator)
             limit, offset = paginator.get_limit(request), paginator.get_offset(request)
             # With no filter the list is every live job the user may see: the sum of their namespaces'

@@ -12,7 +12,12 @@ from typing import Any
 from django.db import connection
 from django.db.models import Expression, F, FloatField, OuterRef, QuerySet, Subquery, TextField
 
-from apps.api.policies.serializers import SyncOutputSerializer, in_effect_output, sync_output
+from apps.api.policies.serializers import (
+    SYNC_DATETIMES,
+    SyncOutputSerializer,
+    in_effect_output,
+    sync_output,
+)
 from apps.core.compiled import CompiledQuery
 from apps.core.sql_json import IsoUtc, JsonObject, database_renders_datetimes
 from apps.jobs.models import TrainingJob
@@ -35,7 +40,6 @@ def latest_sync(job: TrainingJob) -> PolicySync | None:
 # The policy GET selects the latest push with the job, written by PostgreSQL as ``sync_output``
 # writes it (a statement less per request: it was an eighth of the GET's CPU, bench/profile_api.py).
 LATEST_SYNC = "latest_sync_json"
-_SYNC_DATETIMES = frozenset({"queued_at", "started_at", "finished_at", "checked_at"})
 
 
 class _ElapsedMs(Expression):
@@ -66,7 +70,7 @@ def _sync_value(name: str) -> Any:
         return F("generation")
     if name == "duration_ms":
         return _ElapsedMs(F("queued_at"), F("finished_at"))
-    if name in _SYNC_DATETIMES:
+    if name in SYNC_DATETIMES:
         return IsoUtc(F(name))
     return F(name)
 

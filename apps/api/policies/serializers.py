@@ -172,14 +172,15 @@ def in_effect_output(view: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-_SYNC_DATETIMES = ("queued_at", "started_at", "finished_at", "checked_at")
+# The fields rendered as DRF datetimes (here and by the database, apps/api/policies/bodies.py).
+SYNC_DATETIMES = ("queued_at", "started_at", "finished_at", "checked_at")
 
 
 def sync_output(sync: PolicySync) -> dict[str, Any]:
     """``SyncOutputSerializer(sync).data``, without building a ModelSerializer per request."""
     out = {name: getattr(sync, name) for name in SyncOutputSerializer.Meta.fields if name != "revision"}
     out["revision"] = sync.generation
-    for name in _SYNC_DATETIMES:
+    for name in SYNC_DATETIMES:
         out[name] = api_datetime(out[name])
     return {name: out[name] for name in SyncOutputSerializer.Meta.fields}
 
