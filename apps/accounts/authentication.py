@@ -15,6 +15,15 @@ from rest_framework.request import Request
 from apps.accounts.models import ApiToken
 from apps.accounts.selectors import grants_json_sql, remember_grant_rows
 from apps.accounts.services import hash_key
+from apps.accounts.token_cache import (
+    CachedLookup,
+    cached_lookup,
+    lookup_generation,
+    remember,
+    token_columns,
+    token_from,
+    user_columns,
+)
 from apps.core.compiled import CompiledQuery
 
 KEYWORD = "Token"
@@ -62,8 +71,14 @@ class TokenAuthentication(authentication.BaseAuthentication):
         return self.authenticate_key(key)
 
     def authenticate_key(self, key: str) -> tuple[Any, ApiToken]:
-        found = _TOKEN_BY_HASH(hash_key(key))
-        token = found[0] if found else None
+        key_hash = hash_key(key)
+        kept = cached_lookup(key_hash)
+        token: ApiToken | None
+        if kept is not None:
+            token, grants_json = token_from(kept), kept.grants_json
+        else:
+            generation = lookup_generation()  # before the statement: a change after it must win
+            token, grants_json = _looked_up(key_hash)
         if token is None:
             raise exceptions.AuthenticationFailed("Invalid token.")
         if token.revoked_at is not None:
@@ -78,10 +93,17 @@ class TokenAuthentication(authentication.BaseAuthentication):
             )
         if not token.user.is_active:
             raise exceptions.AuthenticationFailed("The token's user account is disabled.")
-        grants_json = token.__dict__.pop(_GRANTS, None)
         if grants_json is not None:
             remember_grant_rows(token.user, grants_json)
-        _touch(token)
+        touched = _touch(token)
+        if kept is None:  # kept for this process's next requests unless something changed meanwhile
+            remember(
+                key_hash,
+                CachedLookup(token_columns(token), user_columns(token.user), grants_json),
+                generation,
+            )
+        elif touched:
+            kept.token = token_columns(token)  # its last_used_at, so the next request does not write it
         return token.user, token
 
     def authenticate_header(self, request: Request) -> str:
@@ -89,13 +111,24 @@ class TokenAuthentication(authentication.BaseAuthentication):
         return KEYWORD
 
 
-def _touch(token: ApiToken) -> None:
+def _looked_up(key_hash: str) -> tuple[ApiToken | None, str | None]:
+    """The token of ``key_hash`` (with its user) and the user's grants as JSON, from the database."""
+    found = _TOKEN_BY_HASH(key_hash)
+    if not found:
+        return None, None
+    token = found[0]
+    return token, token.__dict__.pop(_GRANTS, None)
+
+
+def _touch(token: ApiToken) -> bool:
+    """Record that ``token`` was used, at most once per ``LAST_USED_RESOLUTION``; True if it wrote."""
     now = timezone.now()
     if token.last_used_at is not None and now - token.last_used_at < LAST_USED_RESOLUTION:
-        return
+        return False
     stale = Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
     ApiToken.objects.filter(stale, pk=token.pk).update(last_used_at=now)
     token.last_used_at = now
+    return True
 
 
 def token_name_of(request: Request) -> str:

@@ -91,6 +91,19 @@ INGEST_QUERIES = Counter(
     "SQL statements the ingester's applier issued (storing items, lease checks, cursors; not COMMIT)",
 )
 DECISIONS = Counter("controlplane_decisions", "Platform-mode answers written, by who decided", ["decided_by"])
+TOKEN_CACHE_LOOKUPS = Counter(
+    "controlplane_token_cache_lookups",
+    "API token lookups by where they were answered (apps/accounts/token_cache.py): hit = this process's "
+    "copy, miss = the database (no copy, or the listening not proven), off = the copies not in use",
+    ["result"],
+)
+TOKEN_CACHE_HITS = TOKEN_CACHE_LOOKUPS.labels(result="hit")  # every API request counts one: bound once
+TOKEN_CACHE_MISSES = TOKEN_CACHE_LOOKUPS.labels(result="miss")
+TOKEN_CACHE_OFF = TOKEN_CACHE_LOOKUPS.labels(result="off")
+TOKEN_CACHE_NOTICES = Counter(
+    "controlplane_token_cache_notices",
+    "Changes to tokens, users or grants announced by the database; each drops this process's copies",
+)
 
 # --- current state ---------------------------------------------------------------------------------
 PENDING_DECISIONS = Gauge(

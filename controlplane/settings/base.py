@@ -416,6 +416,10 @@ REST_FRAMEWORK = {
     },
     "NUM_PROXIES": env_int("API_NUM_PROXIES", 0, minimum=0) or None,
 }
+# Each web process keeps the API token lookups it made and drops them when PostgreSQL announces a
+# change to tokens, users or grants (apps/accounts/token_cache.py); false = every request asks the
+# database. Off by itself where notices cannot be proven to arrive (a pooler that drops them).
+AUTH_TOKEN_CACHE = env_bool("AUTH_TOKEN_CACHE", default=True)
 # /api/schema/ and /api/docs/ map every endpoint of a multi-tenant control plane: for signed-in users
 # (session or token) by default; true = anyone who reaches the port (docs/openapi.yaml is the same).
 API_DOCS_PUBLIC = env_bool("API_DOCS_PUBLIC", default=False)

@@ -12,7 +12,7 @@ import os
 # Subprocesses the tests start (workers, servers) inherit this one key.
 os.environ.setdefault("SECRET_KEY", "tests-only-secret-key-7f3c9a1e5b2d8406-not-for-production")
 
-from controlplane.env import env_str
+from controlplane.env import env_bool, env_str
 from controlplane.settings.base import *  # noqa: F403
 
 # The simulated cluster's management commands (simcluster, sim_fault): a tool for tests and local runs,
@@ -30,6 +30,9 @@ CACHES["default"]["LOCATION"] = TEST_REDIS_URL  # noqa: F405
 LOGGING["root"]["level"] = "WARNING"  # noqa: F405
 if "LOG_FORMAT" not in os.environ:  # a failing test's captured log is read by a person
     LOGGING["handlers"]["console"]["formatter"] = "plain"  # noqa: F405
+# Most tests run inside a transaction, where the copies are never used; the ones that test them turn
+# them on (tests/accounts/test_token_cache.py), so no test's listener holds the test database open.
+AUTH_TOKEN_CACHE = env_bool("AUTH_TOKEN_CACHE", default=False)
 WEBHOOK_ALLOW_PRIVATE_TARGETS = True  # test receivers listen on 127.0.0.1; the rule has its own tests
 
 # Under pytest-xdist every worker process (PYTEST_XDIST_WORKER = gw0, gw1, ...) gets its own key space

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 
 from apps.audit.models import AuditEntry
+from apps.jobs.models import TrainingJob
 from apps.policies.models import PolicyRevision, PolicySync
 from apps.policies.services import job_context
 from apps.policies.validation import validate_policy
@@ -200,3 +204,40 @@ def test_the_warnings_kept_per_revision_are_the_validators_for_the_jobs_facts_no
     response = world.client("teammate").get(policy_url(world))
     job.refresh_from_db()
     assert response.json()["warnings"] == validator(revision.spec)
+
+
+def test_jobs_alike_share_the_warnings_kept_for_their_spec(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kept per (spec, facts): another job with the same spec and facts (another name, namespace and
+    revision) is not validated again; one with other facts is."""
+    from apps.api.policies import bodies
+
+    job = world.job
+    revision = job.current_revision
+    assert revision is not None
+    bodies._warnings.clear()
+    calls: list[int] = []
+    real = bodies.policy_validate_for_job
+
+    def counted(**kwargs: Any) -> Any:
+        calls.append(kwargs["job"].pk)
+        return real(**kwargs)
+
+    monkeypatch.setattr(bodies, "policy_validate_for_job", counted)
+    first = bodies.revision_warnings(job, revision)
+    twin = TrainingJob(
+        pk=job.pk + 1000,
+        name="another-name",
+        namespace="another-namespace",
+        framework=job.framework,
+        mindcluster_version=job.mindcluster_version,
+        replicas=dict(job.replicas),
+        npus_per_pod=job.npus_per_pod,
+    )
+    copied = PolicyRevision(pk=revision.pk + 1000, spec=json.loads(json.dumps(revision.spec)))
+    assert bodies.revision_warnings(twin, copied) == first
+    assert calls == [job.pk]
+    twin.npus_per_pod = job.npus_per_pod + 1
+    bodies.revision_warnings(twin, copied)
+    assert calls == [job.pk, twin.pk]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -222,3 +223,22 @@ def test_generated_valid_specs_are_accepted(policy: dict[str, Any]) -> None:
         if key not in ("strategies", "mindcluster_version", "decision_rules"):
             assert getattr(result.spec, key) == value
     assert validate_policy(result.spec.to_dict()).spec == result.spec
+
+
+identities = st.tuples(st.one_of(st.none(), st.text(max_size=70)), st.one_of(st.none(), st.text(max_size=70)))
+
+
+@SETTINGS
+@given(
+    raw=st.one_of(policy_like, st.deferred(lambda: valid_policies())),
+    job=job_contexts.filter(lambda job: job is not None),
+    identity=identities,
+)
+def test_the_job_s_name_and_namespace_change_nothing(
+    raw: dict[str, Any], job: JobContext, identity: tuple[str | None, str | None]
+) -> None:
+    """The policy GET keeps warnings per (spec, facts without the job's name and namespace)
+    (apps/api/policies/bodies.py ``_warnings_key``): that is only right while no rule reads them."""
+    name, namespace = identity
+    renamed = dataclasses.replace(job, name=name, namespace=namespace)
+    assert validate_policy(raw, renamed).to_dict() == validate_policy(raw, job).to_dict()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import threading
 from collections import OrderedDict
@@ -109,20 +110,28 @@ def _latest_sync_output(job: TrainingJob) -> dict[str, Any] | None:
     return sync_output(sync) if sync else None
 
 
-# The validator is a pure function of the spec and the job's facts, and a revision never changes
-# (PolicyRevision is write-once): its warnings are kept per (revision, job facts), most recent last.
-# Re-validating on every policy GET was ~8 % of its CPU (bench/profile_api.py). An entry is the
-# warnings of one revision, most often none (~0.3 KB with its key): 16,384 of them are a few MB per
-# process and hold a fleet's current revisions (at 4,096, random reads of 10,000 jobs validated
-# again more often than not).
+# The validator is a pure function of the spec and the job's facts: its warnings are kept per (spec,
+# facts), most recent last. Re-validating on every policy GET was ~8 % of its CPU
+# (bench/profile_api.py). The key is the spec's content, not its revision: a fleet's jobs share a few
+# presets, so one entry serves every job whose spec and facts are alike (keyed per revision, random
+# reads of 10,000 jobs each with its own revision validated again on most first reads). The job's
+# name and namespace are left out of the key: no rule reads them
+# (tests/policies/test_validation_properties.py holds the validator to that). An entry is one
+# spec's warnings, most often none (~0.5 KB with its key): 16,384 of them are a few MB per process.
 _WARNINGS_KEPT = 16_384
-_warnings: OrderedDict[tuple[int, str], list[dict[str, Any]]] = OrderedDict()
+_warnings: OrderedDict[tuple[str, str], list[dict[str, Any]]] = OrderedDict()
 _warnings_lock = threading.Lock()
+
+
+def _warnings_key(job: TrainingJob, spec: Any) -> tuple[str, str]:
+    # The spec as stored (jsonb gives its keys in one order) and the facts the validator gets.
+    facts = dataclasses.replace(job_context(job), name=None, namespace=None)
+    return json.dumps(spec), repr(facts)
 
 
 def revision_warnings(job: TrainingJob, revision: PolicyRevision) -> list[dict[str, Any]]:
     """The validator's warnings on ``revision`` for ``job`` as it is now (a new list each call)."""
-    key = (revision.pk, repr(job_context(job)))  # the facts as the validator gets them (a dataclass)
+    key = _warnings_key(job, revision.spec)
     with _warnings_lock:
         found = _warnings.get(key)
         if found is not None:
