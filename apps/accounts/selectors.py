@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Hashable
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, Group, User
@@ -53,8 +54,7 @@ def _coverage(user: UserLike, min_role: str) -> Q | None:
     EXISTS over the grants would be re-evaluated for every job row, which costs tens of
     milliseconds per page at 10,000 jobs.
     """
-    enough = set(roles_at_least(min_role))
-    rows = {(cluster_id, namespace) for cluster_id, namespace, role in grant_rows(user) if role in enough}
+    rows = _covered(user, min_role)
     if (None, ALL_NAMESPACES) in rows:
         return None  # a grant on every namespace of every cluster
     # Whole clusters as one IN (= ANY), which PostgreSQL checks inside an index walk; a chain of ORs
@@ -71,6 +71,25 @@ def _coverage(user: UserLike, min_role: str) -> Q | None:
             part &= Q(cluster_id=cluster_id)
         covered |= part
     return covered
+
+
+def _covered(user: UserLike, min_role: str) -> frozenset[tuple[int | None, str]]:
+    """The (cluster_id, namespace) pairs where the user holds ``min_role`` ("*": every namespace)."""
+    enough = set(roles_at_least(min_role))
+    return frozenset(
+        (cluster_id, namespace) for cluster_id, namespace, role in grant_rows(user) if role in enough
+    )
+
+
+def visibility_key(user: UserLike, *, min_role: str = Role.VIEWER) -> Hashable:
+    """What ``jobs_visible_to(user, min_role=...)`` (and, for viewers, ``live_job_counts_visible_to``)
+    is a function of: users with equal keys get the same filter, and so the same SQL. Kept compiled
+    queries are keyed by it (apps/api/jobs/list_rows.py ``unfiltered_json_page``)."""
+    if _is_superuser(user):
+        return ("every namespace",)
+    if not user.is_authenticated:
+        return ("no namespace",)
+    return (min_role, _covered(user, min_role))
 
 
 def namespace_coverage(user: UserLike, *, min_role: str = Role.VIEWER) -> Q | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, Generic, TypeVar, cast
 
@@ -128,6 +129,19 @@ def _run(queryset: Any, compiler_template: Any, sql: str, params: list[Any]) -> 
     return list(run)
 
 
+def _sql_of(queryset: QuerySet[Any, Any]) -> tuple[str, list[Any]]:
+    sql, params = queryset.query.sql_with_params()
+    return sql, list(params)
+
+
+def _check_window(subquery: QuerySet[Any, Any], window: slice | None) -> None:
+    if window is not None and (subquery.query.is_sliced or window.step is not None or window.stop is None):
+        raise ValueError("window: the subquery unsliced, and a slice with an end and no step")
+
+
+# Subqueries kept per AroundSubquery (``keyed``): a few hundred bytes of SQL and parameters each.
+KEPT_SUBQUERIES = 4_096
+
 # Stand for the subqueries in an ``AroundSubquery`` template: literals no real query contains.
 _SUBQUERY_SENTINEL = "SELECT '\x00compiled-subquery\x00'"
 _WHOLE_SENTINEL = "SELECT '\x00compiled-whole\x00'"
@@ -152,6 +166,7 @@ class AroundSubquery(Generic[R]):
         self._whole = whole
         self._lock = threading.Lock()
         self._compiled: dict[tuple[str, Hashable], Any] = {}
+        self._kept: OrderedDict[tuple[str, Hashable, Hashable], Any] = OrderedDict()
 
     def __call__(
         self,
@@ -166,32 +181,84 @@ class AroundSubquery(Generic[R]):
         (bench/profile_api.py: a random page of 10,000 jobs 1.7 -> 0.7 ms of PostgreSQL's CPU)."""
         if (whole is None) == self._whole:
             raise ValueError("whole: given exactly when the query was built with whole=True")
-        if window is not None and (
-            subquery.query.is_sliced or window.step is not None or window.stop is None
-        ):
-            raise ValueError("window: the subquery unsliced, and a slice with an end and no step")
-        connection = connections["default"]
-        key = (connection.vendor, shape)
+        _check_window(subquery, window)
+        template = self._template(shape)
+        if template is False:
+            return self._compiled_every_time(shape, subquery, window, whole)
+        inner = _sql_of(subquery)
+        return self._fill(template, inner, window, None if whole is None else _sql_of(whole))
+
+    def keyed(
+        self,
+        shape: Hashable,
+        key: Hashable,
+        subqueries: Callable[[], tuple[QuerySet[Any, Any], QuerySet[Any, Any] | None]],
+        window: slice | None = None,
+    ) -> list[R]:
+        """A call whose subqueries' SQL is kept too, per ``(shape, key)``: ``subqueries()`` (the
+        subquery and the whole, as a call takes them) is built and compiled only for a pair not kept.
+
+        ``key`` must decide the subqueries: equal keys, equal SQL and parameters (the jobs list: its
+        order and the user's visibility, bench/profile_api.py: building the visibility filter and
+        compiling both subqueries was about a third of a page's CPU). At most ``KEPT_SUBQUERIES``
+        pairs are kept, the least recently used dropped first."""
+        template = self._template(shape)
+        if template is False:
+            subquery, whole = subqueries()
+            return self._compiled_every_time(shape, subquery, window, whole)
+        kept_key = (connections["default"].vendor, shape, key)
+        with self._lock:
+            kept = self._kept.get(kept_key)
+            if kept is not None:
+                self._kept.move_to_end(kept_key)
+        if kept is None:
+            subquery, whole = subqueries()
+            if (whole is None) == self._whole:
+                raise ValueError("whole: given exactly when the query was built with whole=True")
+            _check_window(subquery, window)
+            kept = (_sql_of(subquery), None if whole is None else _sql_of(whole))
+            with self._lock:
+                self._kept[kept_key] = kept
+                while len(self._kept) > KEPT_SUBQUERIES:
+                    self._kept.popitem(last=False)
+        return self._fill(template, kept[0], window, kept[1])
+
+    def _template(self, shape: Hashable) -> Any:
+        key = (connections["default"].vendor, shape)
         template = self._compiled.get(key)
         if template is None:
             with self._lock:
                 template = self._compiled.setdefault(key, self._compile(shape))
-        if template is False:
-            args: list[Any] = [subquery if window is None else subquery[window]]
-            if whole is not None:
-                args.append(whole.query.sql_with_params())
-            return list(self._build(shape, *args))
+        return template
+
+    def _compiled_every_time(
+        self,
+        shape: Hashable,
+        subquery: QuerySet[Any, Any],
+        window: slice | None,
+        whole: QuerySet[Any, Any] | None,
+    ) -> list[R]:
+        args: list[Any] = [subquery if window is None else subquery[window]]
+        if whole is not None:
+            args.append(whole.query.sql_with_params())
+        return list(self._build(shape, *args))
+
+    def _fill(
+        self,
+        template: Any,
+        inner: tuple[str, list[Any]],
+        window: slice | None,
+        whole: tuple[str, list[Any]] | None,
+    ) -> list[R]:
         queryset, compiler_template, parts, kinds = template
-        inner_sql, inner_params = subquery.query.sql_with_params()
-        page_params = list(inner_params)
+        inner_sql, page_params = inner[0], list(inner[1])
         if window is not None:
             start = window.start or 0
             inner_sql += " LIMIT %s OFFSET %s"
             page_params += [max(0, window.stop - start), start]
         filled = {_SUBQUERY_SENTINEL: (inner_sql, page_params)}
         if whole is not None:
-            whole_sql, whole_params = whole.query.sql_with_params()
-            filled[_WHOLE_SENTINEL] = (whole_sql, list(whole_params))
+            filled[_WHOLE_SENTINEL] = whole
         sql = parts[0]
         params: list[Any] = []
         for kind, after in zip(kinds, parts[1:], strict=True):

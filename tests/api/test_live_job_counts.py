@@ -134,3 +134,47 @@ def test_the_list_total_equals_counting_for_every_user(world: World) -> None:
         body = client.get("/api/v1/jobs/?limit=2").json()
         expected = client.get("/api/v1/jobs/?limit=2&include_deleted=false").json()["count"]
         assert body["count"] == expected, user
+
+
+def test_users_alike_share_the_list_s_compiled_queries_and_a_grant_change_is_a_new_one(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The unfiltered list's queries are built once per (order, visibility) in a process
+    (apps/api/jobs/list_rows.py ``unfiltered_json_page``): a user with the same grants as another
+    reuses them; a grant added changes the user's visibility, so the next page is built again and
+    shows the namespace it opened."""
+    from apps.accounts import selectors
+    from apps.accounts.models import Role
+    from apps.accounts.services import token_issue
+    from apps.api.jobs import list_rows
+    from tests.support.world import grant, make_user
+
+    for i in range(4):
+        training_job(world.cluster, f"v{i}", namespace=("team-a", "team-c")[i % 2])
+    built: list[object] = []
+    real = selectors.live_job_counts_visible_to
+
+    def counted_builds(user: object) -> object:
+        built.append(user)
+        return real(user)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("apps.api.jobs.views.live_job_counts_visible_to", counted_builds)
+    list_rows._PAGE._kept.clear()
+    twins = [make_user(f"twin-{n}") for n in range(2)]
+    for twin in twins:
+        grant(Role.VIEWER, user=twin, cluster=world.cluster, namespace="team-a")
+    keys = [token_issue(twin, "ci")[1] for twin in twins]
+
+    def names(key: str) -> list[str]:
+        client = world.client(None)
+        client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+        body = client.get("/api/v1/jobs/?limit=50&ordering=name").json()
+        assert body["count"] == len(body["results"])
+        return [row["name"] for row in body["results"]]
+
+    assert names(keys[0]) == names(keys[1]) == ["llama", "v0", "v2"]
+    assert built == [twins[0]]  # the second twin's page used the first one's queries
+    grant(Role.VIEWER, user=twins[1], cluster=world.cluster, namespace="team-c")
+    assert names(keys[1]) == ["llama", "v0", "v1", "v2", "v3"]
+    assert names(keys[0]) == ["llama", "v0", "v2"]
+    assert len(built) == 2

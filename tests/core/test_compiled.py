@@ -168,3 +168,37 @@ def test_converters_are_worked_out_once_and_still_applied(
             assert compiled.created_at.tzinfo is not None
     orm_runs = 6  # each ORM .get() above asks once
     assert len(asked) == orm_runs + 1
+
+
+def test_kept_subqueries_are_built_once_per_shape_and_key_and_answer_as_a_call(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``keyed``: the subqueries' SQL kept per (shape, key), the rows those of a call with the same
+    subqueries; a new key builds again; the least recently used pair goes first."""
+    import apps.core.compiled as compiled
+
+    for i in range(6):
+        training_job(world.cluster, f"kept-{i}")
+    page = AroundSubquery(_rows_by)
+    built: list[str] = []
+
+    def subqueries(prefix: str) -> Any:
+        def build() -> tuple[QuerySet[Any, Any], None]:
+            built.append(prefix)
+            ids = TrainingJob.objects.filter(name__startswith=prefix).order_by("name", "id").values("pk")
+            return ids, None
+
+        return build
+
+    for window in (slice(0, 2), slice(1, 4), slice(3, 9)):
+        for prefix in ("kept-", "kept-1", "paged-"):
+            expected = page(("name", "id"), subqueries(prefix)()[0], window)
+            assert page.keyed(("name", "id"), prefix, subqueries(prefix), window) == expected
+    assert built == ["kept-", "kept-", "kept-1", "kept-1", "paged-", "paged-"] + [
+        p for _ in range(2) for p in ("kept-", "kept-1", "paged-")
+    ]  # each key built once by keyed (the others are the expected's own calls)
+    monkeypatch.setattr(compiled, "KEPT_SUBQUERIES", 2)
+    built.clear()
+    for prefix in ("kept-3", "paged-", "kept-1", "paged-", "kept-3"):  # two kept: paged- stays in use
+        page.keyed(("name", "id"), prefix, subqueries(prefix), slice(0, 5))
+    assert built == ["kept-3", "kept-1", "kept-3"]

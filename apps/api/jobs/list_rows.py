@@ -15,6 +15,7 @@ Other databases, and a request in another time zone, take the Python path.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
 from typing import Any
 
 from django.core.exceptions import EmptyResultSet
@@ -106,4 +107,30 @@ def json_page(
         return 0, []
     if not rows:
         return queryset.count(), []
+    return rows[0][1], [row for row, _ in rows]
+
+
+def unfiltered_json_page(
+    visibility: Hashable,
+    build: Callable[[], tuple[QuerySet[TrainingJob], QuerySet[LiveJobCount]]],
+    order: tuple[Any, ...],
+    *,
+    limit: int,
+    offset: int,
+) -> tuple[int, list[str]]:
+    """``json_page`` of the list with no filter: the visible live jobs, counted by their namespaces'
+    live-job counts. ``build()`` gives both querysets; they are built and compiled once per
+    ``(order, visibility)`` in this process (``AroundSubquery.keyed``), so ``visibility`` must decide
+    them: ``apps.accounts.selectors.visibility_key`` of the user whose jobs ``build`` selects."""
+
+    def subqueries() -> tuple[QuerySet[Any, Any], QuerySet[Any, Any]]:
+        queryset, live_counts = build()
+        return queryset.values("pk"), live_counts.values("live")
+
+    try:
+        rows = _PAGE.keyed((order, _SUMMED), visibility, subqueries, window=slice(offset, offset + limit))
+    except EmptyResultSet:  # a user with no grant
+        return 0, []
+    if not rows:
+        return build()[0].count(), []
     return rows[0][1], [row for row, _ in rows]

@@ -21,9 +21,10 @@ from apps.accounts.selectors import (
     jobs_visible_to,
     live_job_counts_visible_to,
     role_in_namespace,
+    visibility_key,
 )
 from apps.api.jobs.filters import STRATEGY_CHOICES, JobFilter
-from apps.api.jobs.list_rows import json_page
+from apps.api.jobs.list_rows import json_page, unfiltered_json_page
 from apps.api.jobs.ordering import DEFAULT_ORDER, ORDERING_CHOICES, ORDERING_PARAM, list_ordering
 from apps.api.jobs.serializers import (
     JOB_LIST_COLUMNS,
@@ -128,18 +129,27 @@ class JobViewSet(
     # Response to render: DRF's finalize_response accepts either.
     def list(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponseBase:  # type: ignore[override]
         order = list_ordering(request)
-        queryset = self.filter_queryset(self.get_queryset()).order_by(*order)
+
+        def jobs() -> QuerySet[TrainingJob]:
+            return self.filter_queryset(self.get_queryset()).order_by(*order)
+
         if database_renders_datetimes():  # PostgreSQL in UTC renders the page (list_rows.py)
             paginator = cast(BoundedLimitOffsetPagination, self.paginator)
             limit, offset = paginator.get_limit(request), paginator.get_offset(request)
-            # With no filter the list is every live job the user may see: the sum of their namespaces'
-            # live-job counts, kept by the database, instead of counting the jobs.
-            live_counts = None
-            if not JobFilter.any_given(request.query_params):
-                live_counts = live_job_counts_visible_to(request.user)
-            count, rows = json_page(queryset, order, limit=limit, offset=offset, live_counts=live_counts)
+            if JobFilter.any_given(request.query_params):
+                count, rows = json_page(jobs(), order, limit=limit, offset=offset)
+            else:
+                # Every live job the user may see, counted by the sum of their namespaces' live-job
+                # counts (kept by the database); both queries compiled once per order and visibility.
+                count, rows = unfiltered_json_page(
+                    visibility_key(request.user),
+                    lambda: (jobs(), live_job_counts_visible_to(request.user)),
+                    order,
+                    limit=limit,
+                    offset=offset,
+                )
             return paginator.json_page_response(request, count=count, limit=limit, offset=offset, rows=rows)
-        page = self.paginate_queryset(_PageOfRows(queryset, order))  # type: ignore[arg-type]
+        page = self.paginate_queryset(_PageOfRows(jobs(), order))  # type: ignore[arg-type]
         assert page is not None  # every list is paginated (DEFAULT_PAGINATION_CLASS)
         return self.get_paginated_response(job_rows_output(cast(list[dict[str, Any]], page)))
 
