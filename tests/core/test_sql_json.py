@@ -22,7 +22,7 @@ moments = st.datetimes(min_value=datetime(1970, 1, 2), max_value=datetime(9998, 
 whole_seconds = moments.map(lambda moment: moment.replace(microsecond=0))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(moment=st.one_of(moments, whole_seconds))
 def test_the_database_writes_a_timestamp_as_drf_does(moment: datetime) -> None:
     Cluster.objects.get_or_create(name="probe")

@@ -228,7 +228,7 @@ def test_generated_valid_specs_are_accepted(policy: dict[str, Any]) -> None:
 identities = st.tuples(st.one_of(st.none(), st.text(max_size=70)), st.one_of(st.none(), st.text(max_size=70)))
 
 
-@SETTINGS
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     raw=st.one_of(policy_like, st.deferred(lambda: valid_policies())),
     job=job_contexts.filter(lambda job: job is not None),
