@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import closing
@@ -290,3 +291,9 @@ def ingester(cluster_row: Cluster, private_broker: RedisServer) -> Iterator[Clus
         yield running
     finally:
         running.stop()
+        # stop() waits TERM_JOIN_SECONDS for the applier; one still storing after that (retrying on a
+        # loaded machine) raced the flush that follows (transactional_db) and deadlocked with its
+        # TRUNCATE (a fresh clone at stop 39). The flush waits for it.
+        for thread in threading.enumerate():
+            if thread.name == f"ingest-apply-{cluster_row.name}":
+                thread.join(60)
