@@ -16,6 +16,8 @@ from typing import Any
 
 from django.db import migrations
 
+from apps.core.migration_steps import on_postgresql
+
 FUNCTION = "accounts_token_lookup_changed"
 CHANNEL = "controlplane_auth"
 
@@ -75,19 +77,10 @@ def _drop() -> list[str]:
     ]
 
 
-def _on_postgresql(statements: list[str]) -> Any:
-    def run(apps: Any, schema_editor: Any) -> None:
-        if schema_editor.connection.vendor == "postgresql":
-            for statement in statements:
-                schema_editor.execute(statement, params=None)
-
-    return run
-
-
 class Migration(migrations.Migration):
     dependencies = [
         ("accounts", "0001_initial"),
         ("auth", "0012_alter_user_first_name_max_length"),
     ]
 
-    operations = [migrations.RunPython(_on_postgresql(_create()), _on_postgresql(_drop()))]
+    operations = [migrations.RunPython(on_postgresql(_create()), on_postgresql(_drop()))]

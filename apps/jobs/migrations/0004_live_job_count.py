@@ -14,6 +14,8 @@ from typing import Any
 
 from django.db import migrations, models
 
+from apps.core.migration_steps import on_postgresql
+
 _INSERT_DELTAS = """
     INSERT INTO jobs_livejobcount (cluster_id, namespace, live)
     SELECT cluster_id, namespace, delta FROM ({deltas}) AS deltas
@@ -66,15 +68,6 @@ DROP = [
 ]
 
 
-def _on_postgresql(statements: list[str]) -> Any:
-    def run(apps: Any, schema_editor: Any) -> None:
-        if schema_editor.connection.vendor == "postgresql":
-            for statement in statements:
-                schema_editor.execute(statement, params=None)
-
-    return run
-
-
 class Migration(migrations.Migration):
     dependencies = [("jobs", "0003_could_save_rounded")]
 
@@ -98,5 +91,5 @@ class Migration(migrations.Migration):
                 ],
             },
         ),
-        migrations.RunPython(_on_postgresql(CREATE), _on_postgresql(DROP)),
+        migrations.RunPython(on_postgresql(CREATE), on_postgresql(DROP)),
     ]
