@@ -169,6 +169,9 @@ def test_rank0_failure_always_means_job_level(sim, kube) -> None:
 
 
 def test_backoff_limit_exhausted_fails_the_job(sim, kube) -> None:
+    """The restart budget is the backoffLimit recorded at creation
+    (component/ascend-operator/pkg/controllers/v1/ascendjob_controller.go:361-386); a rescheduling
+    past it fails the job."""
     job = create_job(kube, make_job("cd-budget", strategies=None, backoff_limit=1))
     sim.inject_fault("default", "cd-budget", rank=1, fault_type="node")
     # The second fault once the first is handled: injected at once, on a loaded machine the second
