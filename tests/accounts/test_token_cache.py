@@ -43,10 +43,7 @@ def _wait_for(condition: Callable[[], bool], timeout: float, what: str) -> float
 
 
 def _params() -> dict[str, Any]:
-    params = dict(connection.get_connection_params())
-    for django_only in ("cursor_factory", "context", "prepare_threshold"):
-        params.pop(django_only, None)
-    return params
+    return token_cache._listener_params()  # the test database's, as psycopg takes them
 
 
 @pytest.fixture

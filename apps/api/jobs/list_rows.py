@@ -85,24 +85,16 @@ _PAGE: AroundSubquery[tuple[str, int]] = AroundSubquery(_page_of, whole=True)
 
 
 def json_page(
-    queryset: QuerySet[TrainingJob],
-    order: tuple[Any, ...],
-    *,
-    limit: int,
-    offset: int,
-    live_counts: QuerySet[LiveJobCount] | None = None,
+    queryset: QuerySet[TrainingJob], order: tuple[Any, ...], *, limit: int, offset: int
 ) -> tuple[int, list[str]]:
     """The count of ``queryset`` and its rows ``offset`` to ``offset + limit`` as JSON texts, in
-    ``order``. ``live_counts``: the live-job counts whose sum is the count of ``queryset`` (the
-    caller knows when: every live job of the visible namespaces, no filter), summed instead of
-    counting the jobs. A page past the end has no row to carry the count: it is counted on its own."""
-    whole: QuerySet[Any, Any]
-    if live_counts is not None:
-        shape, whole = (order, _SUMMED), live_counts.values("live")
-    else:
-        shape, whole = (order, _COUNTED), queryset.order_by().values("pk")
+    ``order`` (a filtered list: its jobs counted). A page past the end has no row to carry the
+    count: it is counted on its own."""
+    whole = queryset.order_by().values("pk")
     try:
-        rows = _PAGE(shape, queryset.values("pk"), window=slice(offset, offset + limit), whole=whole)
+        rows = _PAGE(
+            (order, _COUNTED), queryset.values("pk"), window=slice(offset, offset + limit), whole=whole
+        )
     except EmptyResultSet:  # a filter that matches nothing by construction (a user with no grant)
         return 0, []
     if not rows:
